@@ -1,0 +1,60 @@
+// Controller configuration from flags and environment, validated with clear errors.
+import { hostname } from 'node:os';
+import { parseArgs } from 'node:util';
+
+export interface ControllerConfig {
+  kubeconfig?: string;
+  namespace: string;
+  metricsHost: string;
+  metricsPort: number;
+  identity: string;
+  leaderElect: boolean;
+  leaseDurationSeconds: number;
+  workers: number;
+  logLevel: 'debug' | 'info' | 'warn' | 'error';
+}
+
+const USAGE = `usage: worldline-controller [--kubeconfig PATH] [--namespace NS] [--metrics-bind HOST:PORT]
+       [--identity ID] [--leader-elect=true|false] [--lease-duration SECONDS] [--workers N] [--log-level LEVEL]`;
+
+function intFlag(name: string, raw: string, min: number, max: number): number {
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < min || n > max) throw new Error(`--${name} must be an integer in [${min}, ${max}], got "${raw}"\n${USAGE}`);
+  return n;
+}
+
+export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv): ControllerConfig {
+  const { values } = parseArgs({
+    args: [...argv],
+    options: {
+      kubeconfig: { type: 'string' },
+      namespace: { type: 'string' },
+      'metrics-bind': { type: 'string' },
+      identity: { type: 'string' },
+      'leader-elect': { type: 'string' },
+      'lease-duration': { type: 'string' },
+      workers: { type: 'string' },
+      'log-level': { type: 'string' },
+    },
+    strict: true,
+  });
+  const bind = values['metrics-bind'] ?? env.WORLDLINE_METRICS_BIND ?? '0.0.0.0:8080';
+  const m = /^(.*):(\d+)$/.exec(bind);
+  if (!m) throw new Error(`--metrics-bind must be HOST:PORT, got "${bind}"\n${USAGE}`);
+  const leaderRaw = values['leader-elect'] ?? env.WORLDLINE_LEADER_ELECT ?? 'true';
+  if (leaderRaw !== 'true' && leaderRaw !== 'false') throw new Error(`--leader-elect must be true or false, got "${leaderRaw}"`);
+  const level = values['log-level'] ?? env.WORLDLINE_LOG_LEVEL ?? 'info';
+  if (!['debug', 'info', 'warn', 'error'].includes(level)) throw new Error(`--log-level must be debug, info, warn or error, got "${level}"`);
+  const kubeconfig = values.kubeconfig ?? env.KUBECONFIG;
+  return {
+    ...(kubeconfig ? { kubeconfig } : {}),
+    namespace: values.namespace ?? env.WORLDLINE_NAMESPACE ?? env.POD_NAMESPACE ?? 'worldline-system',
+    metricsHost: m[1] ?? '0.0.0.0',
+    metricsPort: intFlag('metrics-bind port', m[2] ?? '', 0, 65535),
+    identity: values.identity ?? env.POD_NAME ?? `${hostname()}-${process.pid}`,
+    leaderElect: leaderRaw === 'true',
+    leaseDurationSeconds: intFlag('lease-duration', values['lease-duration'] ?? env.WORLDLINE_LEASE_DURATION ?? '15', 3, 600),
+    workers: intFlag('workers', values.workers ?? '2', 1, 64),
+    logLevel: level as ControllerConfig['logLevel'],
+  };
+}

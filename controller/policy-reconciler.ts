@@ -1,0 +1,35 @@
+// Reconciles a Policy's controller-owned status: the Accepted condition and the verifier warnings.
+import type { KubernetesObject } from '@kubernetes/client-node';
+import type { Clock } from '../kube/clock.js';
+import { findCondition } from '../kube/conditions.js';
+import type { EventRecorder } from '../kube/events.js';
+import type { ReconcileResult } from '../kube/reconcile.js';
+import { statusEqual, type StatusWriter } from '../kube/status-writer.js';
+import type { Caches } from './caches.js';
+import { computePolicyStatus, type PolicyObj } from './policy-status.js';
+import { ControllerConditions } from './reasons.js';
+import { refs } from './resources.js';
+
+export function makePolicyReconciler(d: { caches: Caches; status: StatusWriter; events: EventRecorder; clock: Clock }): (key: string) => Promise<ReconcileResult> {
+  return async (key) => {
+    const policy = d.caches.policies.get(key) as (KubernetesObject & PolicyObj & { status?: { warnings?: string[] } }) | undefined;
+    if (!policy?.metadata?.name || policy.metadata.deletionTimestamp) return;
+    const all = d.caches.policies.list() as (KubernetesObject & PolicyObj)[];
+    const desired = computePolicyStatus(policy, all, (r) => d.caches.roots.get(r) !== undefined, d.clock.now());
+    const current = {
+      conditions: (policy.status?.conditions ?? []).filter((c) => c.type === ControllerConditions.Accepted),
+      warnings: policy.status?.warnings ?? [],
+    };
+    if (statusEqual(current, desired)) return;
+    await d.status.applyStatus(refs.Policy, { metadata: { name: policy.metadata.name }, status: { ...desired } });
+    const before = findCondition(policy.status?.conditions, ControllerConditions.Accepted);
+    const after = findCondition(desired.conditions, ControllerConditions.Accepted);
+    if (after && (before?.status !== after.status || before?.reason !== after.reason)) {
+      if (after.status === 'True') d.events.normal(policy, after.reason, after.message);
+      else d.events.warning(policy, after.reason, after.message);
+    }
+    if (desired.warnings.length > 0 && !statusEqual(current.warnings, desired.warnings)) {
+      d.events.warning(policy, 'UnboundVerifier', desired.warnings.join('; '));
+    }
+  };
+}

@@ -1,0 +1,79 @@
+// The controller's part of a Policy's status: checks that need more than the schema can say
+// (Roots exist, one Policy per Root, private-evaluator ordering and verifiers) and warnings for
+// checks that bind no verifier file.
+import { setCondition, type Condition } from '../kube/conditions.js';
+import { ControllerConditions, Reasons } from './reasons.js';
+
+export interface PolicyCheckView {
+  name?: string;
+  command?: readonly string[];
+  verifiers?: readonly string[];
+  profile?: string;
+}
+
+export interface PolicyObj {
+  metadata: { name?: string; generation?: number; creationTimestamp?: Date | string };
+  spec?: { roots?: readonly string[]; checks?: readonly PolicyCheckView[] };
+  status?: { conditions?: readonly Condition[] };
+}
+
+export interface PolicyControllerStatus {
+  conditions: Condition[];
+  warnings: string[];
+}
+
+/** An argv element that names a file inside a Root: relative, not an option, contains a path separator or an extension. */
+export function namesRelativeFile(arg: string): boolean {
+  if (arg.length === 0 || arg.startsWith('-') || arg.startsWith('/')) return false;
+  if (/\s/.test(arg)) return false;
+  return arg.includes('/') || /\.[A-Za-z0-9]{1,8}$/.test(arg);
+}
+
+export function checkWarnings(checks: readonly PolicyCheckView[]): string[] {
+  const out: string[] = [];
+  for (const c of checks) {
+    const argv = c.command ?? [];
+    const bindsFile = argv.slice(1).some(namesRelativeFile) || (argv[0] !== undefined && namesRelativeFile(argv[0]));
+    if ((c.verifiers ?? []).length === 0 && !bindsFile) {
+      out.push(`check "${c.name ?? ''}" names no verifier file and declares no verifiers; its evidence binds no verifier bytes — declare spec.checks[].verifiers`);
+    }
+  }
+  return out;
+}
+
+function olderFirst(a: PolicyObj, b: PolicyObj): number {
+  const ta = a.metadata.creationTimestamp ? new Date(a.metadata.creationTimestamp).getTime() : Number.MAX_SAFE_INTEGER;
+  const tb = b.metadata.creationTimestamp ? new Date(b.metadata.creationTimestamp).getTime() : Number.MAX_SAFE_INTEGER;
+  if (ta !== tb) return ta - tb;
+  return (a.metadata.name ?? '').localeCompare(b.metadata.name ?? '');
+}
+
+export function computePolicyStatus(policy: PolicyObj, policies: readonly PolicyObj[], rootExists: (name: string) => boolean, now: Date): PolicyControllerStatus {
+  const prev = policy.status?.conditions?.filter((c) => c.type === ControllerConditions.Accepted);
+  const checks = policy.spec?.checks ?? [];
+  const roots = policy.spec?.roots ?? [];
+  let verdict: { ok: boolean; r: (typeof Reasons)[keyof typeof Reasons]; message: string } = {
+    ok: true,
+    r: Reasons.PolicyAccepted,
+    message: `${checks.length} check(s) required for ${roots.length} Root(s)`,
+  };
+  const missing = roots.filter((r) => !rootExists(r));
+  const firstPrivate = checks.findIndex((c) => c.profile === 'private-evaluator-v1');
+  const lateLegacy = firstPrivate >= 0 ? checks.slice(firstPrivate).find((c) => c.profile !== 'private-evaluator-v1') : undefined;
+  const unverified = checks.find((c) => c.profile === 'private-evaluator-v1' && (c.verifiers ?? []).length === 0);
+  const rival = policies
+    .filter((p) => p.metadata.name !== policy.metadata.name && (p.spec?.roots ?? []).some((r) => roots.includes(r)))
+    .sort(olderFirst)[0];
+  if (missing.length > 0) {
+    verdict = { ok: false, r: Reasons.PolicyRootNotFound, message: `Root ${missing.map((m) => `"${m}"`).join(', ')} does not exist` };
+  } else if (lateLegacy) {
+    verdict = { ok: false, r: Reasons.CheckProfileOrderInvalid, message: `check "${lateLegacy.name ?? ''}" (legacy) follows a private-evaluator-v1 check; private checks must come after every legacy check` };
+  } else if (unverified) {
+    verdict = { ok: false, r: Reasons.PrivateCheckWithoutVerifiers, message: `private-evaluator-v1 check "${unverified.name ?? ''}" must declare spec.checks[].verifiers` };
+  } else if (rival && olderFirst(rival, policy) < 0) {
+    const shared = (rival.spec?.roots ?? []).filter((r) => roots.includes(r));
+    verdict = { ok: false, r: Reasons.PolicyRootConflict, message: `Policy "${rival.metadata.name ?? ''}" already governs Root ${shared.map((s) => `"${s}"`).join(', ')}` };
+  }
+  const conditions = setCondition(prev, { type: ControllerConditions.Accepted, status: verdict.ok ? 'True' : 'False', reason: verdict.r.reason, message: verdict.message }, policy.metadata.generation, now);
+  return { conditions, warnings: checkWarnings(checks) };
+}

@@ -1,0 +1,40 @@
+// Condition types, condition reasons (CamelCase) and status codes (UPPER_SNAKE) that the controller
+// writes. One file, so dashboards and docs have a single list to follow.
+
+/** Condition types the controller owns. The node-agent owns its own (Admitted, Isolated, Running, Captured). */
+export const ControllerConditions = {
+  Accepted: 'Accepted',
+  WorldFound: 'WorldFound',
+} as const;
+
+/** Reasons on the controller's conditions, each paired with the code written to `status.reason`. */
+export const Reasons = {
+  /** A World's Roots all exist, are Ready and share one node: the World is bound to that node. */
+  Bound: { reason: 'Bound', code: 'BOUND' },
+  RootNotFound: { reason: 'RootNotFound', code: 'ROOT_NOT_FOUND' },
+  RootNotReady: { reason: 'RootNotReady', code: 'ROOT_NOT_READY' },
+  RootsOnDifferentNodes: { reason: 'RootsOnDifferentNodes', code: 'ROOTS_ON_DIFFERENT_NODES' },
+  WaitingForNodeAgent: { reason: 'WaitingForNodeAgent', code: 'WAITING_FOR_NODE_AGENT' },
+  NodeAgentPresent: { reason: 'NodeAgentPresent', code: 'NODE_AGENT_PRESENT' },
+  WorldFound: { reason: 'WorldFound', code: 'WORLD_FOUND' },
+  WorldNotFound: { reason: 'WorldNotFound', code: 'WORLD_NOT_FOUND' },
+  WorldTerminating: { reason: 'WorldTerminating', code: 'WORLD_TERMINATING' },
+  RootAccepted: { reason: 'RootAccepted', code: 'ROOT_ACCEPTED' },
+  RootPathConflict: { reason: 'RootPathConflict', code: 'ROOT_PATH_CONFLICT' },
+  PolicyAccepted: { reason: 'PolicyAccepted', code: 'POLICY_ACCEPTED' },
+  PolicyRootNotFound: { reason: 'PolicyRootNotFound', code: 'POLICY_ROOT_NOT_FOUND' },
+  PolicyRootConflict: { reason: 'PolicyRootConflict', code: 'POLICY_ROOT_CONFLICT' },
+  CheckProfileOrderInvalid: { reason: 'CheckProfileOrderInvalid', code: 'CHECK_PROFILE_ORDER_INVALID' },
+  PrivateCheckWithoutVerifiers: { reason: 'PrivateCheckWithoutVerifiers', code: 'PRIVATE_CHECK_WITHOUT_VERIFIERS' },
+} as const;
+
+export type ReasonName = keyof typeof Reasons;
+
+/** Finalizer on a bound World; the node-agent of the World's node removes it after cleaning up there. */
+export const NODE_CLEANUP_FINALIZER = 'worldline.dev/node-cleanup';
+
+/** Label the controller sets on bound Worlds (and their Checks and Collapses) so a node-agent can watch only its own. */
+export const NODE_LABEL = 'worldline.dev/node';
+
+/** Label on node-agent heartbeat Leases. */
+export const COMPONENT_LABEL = 'worldline.dev/component';

@@ -1,0 +1,105 @@
+// Reconciles a World: binds it to the node of its Roots, keeps the controller's conditions current,
+// holds the node-cleanup finalizer while it is bound, and deletes its Checks and Collapses when the
+// World is deleted (ownerReferences do the same wherever a garbage collector runs).
+import type { KubernetesObject } from '@kubernetes/client-node';
+import type { Clock } from '../kube/clock.js';
+import { findCondition } from '../kube/conditions.js';
+import type { EventRecorder } from '../kube/events.js';
+import type { Logger } from '../kube/logger.js';
+import type { ReconcileResult } from '../kube/reconcile.js';
+import { statusEqual, type StatusWriter } from '../kube/status-writer.js';
+import type { Caches } from './caches.js';
+import type { ObjectDeleter } from './object-deleter.js';
+import { ControllerConditions, NODE_CLEANUP_FINALIZER, NODE_LABEL } from './reasons.js';
+import { API_VERSION, refs } from './resources.js';
+import { computeWorldStatus, type RootView, type WorldView } from './world-status.js';
+
+/** How often a World waiting on a node-agent's heartbeat is looked at again (leases expire silently). */
+const PRESENCE_RECHECK_MS = 10_000;
+
+export interface WorldReconcilerDeps {
+  caches: Caches;
+  status: StatusWriter;
+  events: EventRecorder;
+  deleter: ObjectDeleter;
+  clock: Clock;
+  logger: Logger;
+}
+
+type WorldObj = KubernetesObject & WorldView & { status?: Record<string, unknown> & WorldView['status'] };
+
+function ownedSubset(status: WorldView['status'] & Record<string, unknown> | undefined, keys: readonly string[]): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const k of keys) {
+    if (k === 'conditions') continue;
+    if (status?.[k] !== undefined) out[k] = status[k];
+  }
+  return out;
+}
+
+export function makeWorldReconciler(d: WorldReconcilerDeps): (key: string) => Promise<ReconcileResult> {
+  return async (key) => {
+    const world = d.caches.worlds.get(key) as WorldObj | undefined;
+    if (!world?.metadata?.name) return;
+    const ns = world.metadata.namespace ?? '';
+    const name = world.metadata.name;
+
+    if (world.metadata.deletionTimestamp) {
+      for (const k of [...d.caches.dependentsOf(d.caches.checks, ns, name)]) await d.deleter.delete(refs.Check, k);
+      for (const k of [...d.caches.dependentsOf(d.caches.collapses, ns, name)]) await d.deleter.delete(refs.Collapse, k);
+      const fins = world.metadata.finalizers ?? [];
+      if (fins.includes(NODE_CLEANUP_FINALIZER) && !world.status?.nodeName) {
+        // Never bound: nothing exists on any node, so there is nothing for a node-agent to release.
+        await d.deleter.removeFinalizer(refs.World, key, NODE_CLEANUP_FINALIZER);
+      }
+      return;
+    }
+
+    const roots = new Map<string, RootView>();
+    for (const r of world.spec?.roots ?? []) {
+      const root = d.caches.roots.get(r) as (KubernetesObject & RootView) | undefined;
+      if (root) roots.set(r, root);
+    }
+    const now = d.clock.now();
+    const desired = computeWorldStatus({ world, roots, nodeAgentPresent: (n) => d.caches.nodeAgentPresent(n, now), now });
+
+    const keys = Object.keys(desired);
+    const currentOwned = ownedSubset(world.status, keys);
+    const currentConds = (world.status?.conditions ?? []).filter((c) => desired.conditions.some((x) => x.type === c.type));
+    const { conditions: desiredConds, ...desiredRest } = desired;
+    const changed = !statusEqual(currentOwned, desiredRest) || !statusEqual(sortByType(currentConds), sortByType(desiredConds));
+    if (changed) {
+      await d.status.applyStatus(refs.World, { metadata: { name, namespace: ns }, status: { ...desired } });
+      const before = findCondition(world.status?.conditions, ControllerConditions.Accepted);
+      const after = findCondition(desired.conditions, ControllerConditions.Accepted);
+      if (after && (before?.status !== after.status || before?.reason !== after.reason)) {
+        if (after.status === 'True') d.events.normal(world, after.reason, after.message);
+        else d.events.warning(world, after.reason, after.message);
+      }
+      const readyBefore = findCondition(world.status?.conditions, 'Ready');
+      const readyAfter = findCondition(desired.conditions, 'Ready');
+      if (readyAfter && readyAfter.reason !== readyBefore?.reason && readyAfter.reason !== after?.reason) {
+        d.events.normal(world, readyAfter.reason, readyAfter.message);
+      }
+    }
+
+    const nodeName = desired.nodeName;
+    if (nodeName) {
+      const hasFinalizer = (world.metadata.finalizers ?? []).includes(NODE_CLEANUP_FINALIZER);
+      const hasLabel = world.metadata.labels?.[NODE_LABEL] === nodeName;
+      if (!hasFinalizer || !hasLabel) {
+        await d.status.applyObject(refs.World, {
+          apiVersion: API_VERSION,
+          kind: 'World',
+          metadata: { name, namespace: ns, finalizers: [NODE_CLEANUP_FINALIZER], labels: { [NODE_LABEL]: nodeName } },
+        });
+      }
+    }
+    if (desired.phase === 'Pending') return { requeueAfterMs: PRESENCE_RECHECK_MS };
+    return;
+  };
+}
+
+function sortByType<T extends { type: string }>(list: readonly T[]): T[] {
+  return [...list].sort((a, b) => a.type.localeCompare(b.type));
+}

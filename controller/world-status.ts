@@ -1,0 +1,139 @@
+// The controller's part of a World's status, computed as a pure function of the World, the Roots it
+// names and whether a node-agent serves the node. The node-agent owns the rest of the status (phase
+// after it picks the World up, admission, isolation, candidate, exit) under its own field manager.
+import { setCondition, type Condition } from '../kube/conditions.js';
+import { ControllerConditions, Reasons } from './reasons.js';
+
+export interface RootView {
+  metadata: { name?: string };
+  spec?: { nodeName?: string; path?: string };
+  status?: { phase?: string };
+}
+
+export interface WorldView {
+  metadata: { name?: string; namespace?: string; generation?: number; deletionTimestamp?: Date | string };
+  spec?: { roots?: readonly string[] };
+  status?: { phase?: string; nodeName?: string; conditions?: readonly Condition[] };
+}
+
+/** The fields of World.status the controller applies (field manager `worldline-controller`). */
+export interface WorldControllerStatus {
+  nodeName?: string;
+  phase?: 'Pending' | 'Refused';
+  reason?: string;
+  message?: string;
+  conditions: Condition[];
+}
+
+export interface WorldInputs {
+  world: WorldView;
+  roots: ReadonlyMap<string, RootView>;
+  nodeAgentPresent: (nodeName: string) => boolean;
+  now: Date;
+}
+
+const WORLD_OWNED_CONDITIONS = new Set<string>([ControllerConditions.Accepted, 'Ready']);
+
+/** Phases only the controller sets; any other phase means the node-agent has taken the World over. */
+const CONTROLLER_PHASES = new Set([undefined, '', 'Pending', 'Refused']);
+
+type Verdict =
+  | { bound: true; nodeName: string }
+  | { bound: false; refuse: boolean; reason: (typeof Reasons)[keyof typeof Reasons]; message: string; nodeName?: string };
+
+/** Checks the Roots named by a World: all exist, all Ready, all on one node. */
+export function bindWorld(world: WorldView, roots: ReadonlyMap<string, RootView>): Verdict {
+  const names = world.spec?.roots ?? [];
+  if (names.length === 0) {
+    return { bound: false, refuse: true, reason: Reasons.RootNotFound, message: 'spec.roots names no Root' };
+  }
+  const missing = names.filter((n) => !roots.has(n));
+  if (missing.length > 0) {
+    return {
+      bound: false,
+      refuse: false,
+      reason: Reasons.RootNotFound,
+      message: `Root ${missing.map((m) => `"${m}"`).join(', ')} does not exist; create it or fix spec.roots`,
+    };
+  }
+  const nodes = new Map<string, string[]>();
+  for (const n of names) {
+    const node = roots.get(n)?.spec?.nodeName ?? '';
+    nodes.set(node, [...(nodes.get(node) ?? []), n]);
+  }
+  if (nodes.size > 1) {
+    const detail = [...nodes].map(([node, rs]) => `${rs.join(', ')} on node "${node}"`).join('; ');
+    return {
+      bound: false,
+      refuse: true,
+      reason: Reasons.RootsOnDifferentNodes,
+      message: `a World's Roots must all be on one node, but ${detail}`,
+    };
+  }
+  const nodeName = [...nodes.keys()][0] ?? '';
+  const notReady = names.filter((n) => roots.get(n)?.status?.phase !== 'Ready');
+  if (notReady.length > 0) {
+    const detail = notReady.map((n) => `"${n}" (${roots.get(n)?.status?.phase ?? 'no phase yet'})`).join(', ');
+    return {
+      bound: false,
+      refuse: false,
+      reason: Reasons.RootNotReady,
+      message: `waiting for Root ${detail} to become Ready on node "${nodeName}"`,
+      nodeName,
+    };
+  }
+  return { bound: true, nodeName };
+}
+
+/** Desired controller-owned status for a World. Never throws for any World the schema admits. */
+export function computeWorldStatus(inp: WorldInputs): WorldControllerStatus {
+  const { world, now } = inp;
+  const gen = world.metadata.generation;
+  // Only the condition types this controller owns are applied; the node-agent's stay its own.
+  const prev = world.status?.conditions?.filter((c) => WORLD_OWNED_CONDITIONS.has(c.type));
+  const boundBefore = world.status?.nodeName;
+  const agentOwnsPhase = !CONTROLLER_PHASES.has(world.status?.phase);
+  const verdict = bindWorld(world, inp.roots);
+
+  // A binding is permanent: once bound, a World keeps its node even if a Root later disappears.
+  const nodeName = boundBefore && boundBefore.length > 0 ? boundBefore : verdict.bound ? verdict.nodeName : undefined;
+
+  let conditions: Condition[];
+  let phase: 'Pending' | 'Refused';
+  let reason: string;
+  let message: string;
+  if (!verdict.bound) {
+    conditions = setCondition(prev, { type: ControllerConditions.Accepted, status: 'False', reason: verdict.reason.reason, message: verdict.message }, gen, now);
+    conditions = setCondition(conditions, { type: 'Ready', status: 'False', reason: verdict.reason.reason, message: verdict.message }, gen, now);
+    phase = verdict.refuse ? 'Refused' : 'Pending';
+    reason = verdict.reason.code;
+    message = verdict.message;
+  } else {
+    const node = nodeName ?? verdict.nodeName;
+    const acceptedMsg = `bound to node "${node}"`;
+    conditions = setCondition(prev, { type: ControllerConditions.Accepted, status: 'True', reason: Reasons.Bound.reason, message: acceptedMsg }, gen, now);
+    if (!inp.nodeAgentPresent(node)) {
+      const msg = `no worldline node-agent is serving node "${node}"; the World runs once one is`;
+      conditions = setCondition(conditions, { type: 'Ready', status: 'False', reason: Reasons.WaitingForNodeAgent.reason, message: msg }, gen, now);
+      phase = 'Pending';
+      reason = Reasons.WaitingForNodeAgent.code;
+      message = msg;
+    } else {
+      const agentPhase = world.status?.phase;
+      const done = agentPhase === 'Captured' || agentPhase === 'Collapsed';
+      const msg = agentOwnsPhase ? `node-agent reports phase ${agentPhase ?? ''}` : `node-agent on "${node}" has not picked the World up yet`;
+      conditions = setCondition(conditions, { type: 'Ready', status: done ? 'True' : 'False', reason: agentOwnsPhase ? `Phase${agentPhase ?? ''}` : Reasons.NodeAgentPresent.reason, message: msg }, gen, now);
+      phase = 'Pending';
+      reason = Reasons.NodeAgentPresent.code;
+      message = msg;
+    }
+  }
+  const out: WorldControllerStatus = { conditions };
+  if (nodeName !== undefined) out.nodeName = nodeName;
+  if (!agentOwnsPhase) {
+    out.phase = phase;
+    out.reason = reason;
+    out.message = message;
+  }
+  return out;
+}

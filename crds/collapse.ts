@@ -1,0 +1,117 @@
+// Collapse: the request to promote a World's candidate (or return to its checkpoint) into the live Roots.
+// The node-agent prepares a transaction, a decision kernel authorizes it only when every identity matches
+// and the evidence is fresh, and a signed receipt is appended to the ledger.
+import { z } from 'zod';
+import {
+  AGE_COLUMN,
+  cel,
+  conditions,
+  digest,
+  listType,
+  message,
+  objectName,
+  observedGeneration,
+  outcomeCode,
+  resourceSchema,
+  type CrdDefinition,
+} from './common.js';
+import { COLLAPSE_MODES, COLLAPSE_PHASES, TRANSACTION_STATES } from './outcomes.js';
+
+export const CollapseSpecSchema = cel(
+  z
+    .object({
+      worldRef: objectName('Name of the World (in this namespace) to collapse.'),
+      mode: z
+        .enum(COLLAPSE_MODES)
+        .default('Candidate')
+        .describe('Candidate: promote the captured, checked candidate into PRIME. CheckpointReturn: return the Roots to the generation the World was forked from.'),
+    })
+    .describe('Which World to collapse and how. Immutable.'),
+  { rule: 'self == oldSelf', message: 'spec is immutable: create a new Collapse instead of editing this one' },
+);
+
+export const CollapseStatusSchema = z
+  .object({
+    phase: z.enum(COLLAPSE_PHASES).optional().describe('Preparing, Authorized, Committed or Denied (see decision.reasons).'),
+    transaction: z
+      .object({
+        id: z.string().max(128).describe('Transaction id in the node store.'),
+        state: z.enum(TRANSACTION_STATES).describe('PREPARED, AUTHORIZED, COMMITTED or DENIED.'),
+      })
+      .optional()
+      .describe('The store transaction carrying out the collapse.'),
+    decision: z
+      .object({
+        authorized: z.boolean().describe('Whether the decision kernel authorized the commit.'),
+        reasons: listType(z.array(outcomeCode('One outcome code.')).max(32), 'atomic')
+          .optional()
+          .describe('Outcome codes explaining a denial (e.g. PRIME_MOVED, EVIDENCE_STALE, CONFLICT).'),
+      })
+      .optional()
+      .describe('Result of the decision kernel.'),
+    result: listType(
+      z
+        .array(
+          z
+            .object({
+              root: z.string().max(253).describe('Root name.'),
+              fromGeneration: z.int().min(0).describe('PRIME generation before the commit.'),
+              toGeneration: z.int().min(0).describe('PRIME generation after the commit.'),
+              digest: digest('Digest of the new PRIME generation.'),
+            })
+            .describe('How one Root advanced.'),
+        )
+        .max(16),
+      'map',
+      ['root'],
+    )
+      .optional()
+      .describe('New PRIME generations, one per Root, after a commit.'),
+    receipt: z
+      .object({
+        id: z.string().max(128).describe('Receipt id.'),
+        sequence: z.int().min(0).describe('Position of the receipt in the node ledger.'),
+        previous: z.string().max(128).optional().describe('Digest of the previous receipt (hash chain); absent for the first.'),
+        signature: z.string().max(1024).describe('Ed25519 signature over the receipt (base64).'),
+        keyId: z.string().max(128).describe('Identity of the signing key.'),
+      })
+      .optional()
+      .describe('Signed receipt appended to the tamper-evident ledger.'),
+    nodeName: z.string().max(253).optional().describe('Node executing the collapse (copied from the World\'s status.nodeName).'),
+    reason: outcomeCode('UPPER_SNAKE outcome of the current phase.').optional(),
+    message: message('Human-readable explanation.').optional(),
+    observedGeneration: observedGeneration().optional(),
+    conditions: conditions('Conditions (WorldFound, Prepared, Authorized, Committed, Ready); each type is owned by one field manager.').optional(),
+  })
+  .describe('Progress and outcome of the collapse.');
+
+export const CollapseSchema = resourceSchema('Collapse', CollapseSpecSchema, CollapseStatusSchema);
+
+export type CollapseSpec = z.infer<typeof CollapseSpecSchema>;
+export type CollapseSpecInput = z.input<typeof CollapseSpecSchema>;
+export type CollapseStatus = z.infer<typeof CollapseStatusSchema>;
+export type Collapse = z.infer<typeof CollapseSchema>;
+
+export const collapseDefinition: CrdDefinition = {
+  kind: 'Collapse',
+  listKind: 'CollapseList',
+  plural: 'collapses',
+  singular: 'collapse',
+  scope: 'Namespaced',
+  shortNames: ['wlcol'],
+  categories: ['worldline'],
+  description:
+    'Collapse promotes a World\'s checked candidate into the live Roots atomically (or returns them to the World\'s checkpoint) and records a signed receipt.',
+  spec: CollapseSpecSchema,
+  status: CollapseStatusSchema,
+  printerColumns: [
+    { name: 'WORLD', type: 'string', jsonPath: '.spec.worldRef', description: 'Collapsed World.' },
+    { name: 'MODE', type: 'string', jsonPath: '.spec.mode', description: 'Candidate or CheckpointReturn.' },
+    { name: 'PHASE', type: 'string', jsonPath: '.status.phase', description: 'Lifecycle phase.' },
+    { name: 'RECEIPT', type: 'string', jsonPath: '.status.receipt.id', description: 'Receipt id once committed.' },
+    { name: 'NODE', type: 'string', jsonPath: '.status.nodeName', description: 'Executing node.', priority: 1 },
+    { name: 'REASON', type: 'string', jsonPath: '.status.reason', description: 'Outcome code.', priority: 1 },
+    AGE_COLUMN,
+  ],
+  selectableFields: [{ jsonPath: '.status.nodeName' }],
+};

@@ -1,0 +1,217 @@
+// A list+watch cache for one resource that never gives up: relists on 410 Gone (diffing against the cache),
+// backs off with jitter on any other error, resumes watches from the last resourceVersion, uses bookmarks.
+// The cache is updated before handlers run, so a handler (or a worker it wakes) sees the new state via get().
+import type { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
+import { isGone, ApiError, type KubeStatus } from './api-error.js';
+import { collectionPath } from './api-paths.js';
+import { Backoff } from './backoff.js';
+import { systemClock, type Clock } from './clock.js';
+import { httpClientFor, type KubeHttpClient, type Query } from './http.js';
+import { nullLogger, type Logger } from './logger.js';
+import { apiVersionOf, objectKey, type ResourceRef } from './resource-ref.js';
+import { readWatchEvents } from './watch-stream.js';
+
+export interface InformerOptions {
+  kubeConfig: KubeConfig;
+  resource: ResourceRef;
+  namespace?: string;
+  labelSelector?: string;
+  fieldSelector?: string;
+  clock?: Clock;
+  logger?: Logger;
+  backoff?: { initialMs: number; maxMs: number };
+  /** Server-side watch timeout; each watch uses a random value in [min, 2·min). Default 300. */
+  watchTimeoutSeconds?: number;
+  /** Page size for lists; default 500. */
+  pageSize?: number;
+}
+
+interface ListResponse<T> { metadata?: { resourceVersion?: string; continue?: string }; items?: T[] }
+
+class GoneError extends Error {}
+
+type Emit<T> = { type: 'add'; obj: T } | { type: 'update'; obj: T; old: T } | { type: 'delete'; obj: T };
+
+export class Informer<T extends KubernetesObject> {
+  private readonly http: KubeHttpClient;
+  private readonly clock: Clock;
+  private readonly log: Logger;
+  private readonly backoff: Backoff;
+  private readonly cache = new Map<string, T>();
+  private readonly addFns: ((obj: T) => void)[] = [];
+  private readonly updateFns: ((obj: T, old: T) => void)[] = [];
+  private readonly deleteFns: ((obj: T) => void)[] = [];
+  private resourceVersion: string | undefined;
+  private synced = false;
+  private lists = 0;
+  private stopper = new AbortController();
+  private attempt: AbortController | undefined;
+  private running: Promise<void> | undefined;
+
+  constructor(private readonly opts: InformerOptions) {
+    this.http = httpClientFor(opts.kubeConfig);
+    this.clock = opts.clock ?? systemClock;
+    this.log = (opts.logger ?? nullLogger).child({ informer: opts.resource.plural, namespace: opts.namespace });
+    this.backoff = new Backoff({ initialMs: opts.backoff?.initialMs ?? 800, maxMs: opts.backoff?.maxMs ?? 30_000 });
+  }
+
+  onAdd(fn: (obj: T) => void): void { this.addFns.push(fn); }
+  onUpdate(fn: (obj: T, old: T) => void): void { this.updateFns.push(fn); }
+  onDelete(fn: (obj: T) => void): void { this.deleteFns.push(fn); }
+
+  get(key: string): T | undefined { return this.cache.get(key); }
+  list(): T[] { return [...this.cache.values()]; }
+  hasSynced(): boolean { return this.synced; }
+  /** Lists performed after the initial one (410 Gone recoveries, failed-list retries). */
+  get relists(): number { return Math.max(0, this.lists - 1); }
+
+  /** Starts list+watch; resolves once the first list is in the cache. Rejects only if stopped before that. */
+  start(): Promise<void> {
+    if (this.running) throw new Error('informer already started');
+    let resolveSynced!: () => void;
+    let rejectSynced!: (e: Error) => void;
+    const synced = new Promise<void>((res, rej) => { resolveSynced = res; rejectSynced = rej; });
+    this.running = this.loop(resolveSynced).finally(() => {
+      if (!this.synced) rejectSynced(new Error(`informer for ${this.opts.resource.plural} stopped before sync`));
+    });
+    return synced;
+  }
+
+  stop(): void {
+    this.stopper.abort();
+  }
+
+  /** Test hook: abandons the current watch and resumes from `resourceVersion` (e.g. an ancient "1"). */
+  restartWatchFrom(resourceVersion: string): void {
+    this.resourceVersion = resourceVersion;
+    this.attempt?.abort();
+  }
+
+  private async loop(onSynced: () => void): Promise<void> {
+    const stop = this.stopper.signal;
+    while (!stop.aborted) {
+      this.attempt = new AbortController();
+      const signal = AbortSignal.any([stop, this.attempt.signal]);
+      try {
+        if (this.resourceVersion === undefined) {
+          await this.relist(signal);
+          if (!this.synced) { this.synced = true; onSynced(); }
+        }
+        const watchStarted = Date.now();
+        await this.watch(signal);
+        // A watch that ended normally (server timeout) is healthy; one closed at once is not: avoid a hot loop.
+        if (Date.now() - watchStarted >= 1000) this.backoff.reset();
+        else await this.clock.sleep(this.backoff.next(), stop);
+      } catch (err) {
+        if (stop.aborted) break;
+        if (this.attempt.signal.aborted) continue; // restartWatchFrom()
+        if (err instanceof GoneError || isGone(err)) {
+          this.log.info('resourceVersion expired; relisting', { resourceVersion: this.resourceVersion });
+          this.resourceVersion = undefined;
+          continue;
+        }
+        const delay = this.backoff.next();
+        this.log.warn('list/watch failed; backing off', { err, delayMs: delay, attempt: this.backoff.attempts });
+        await this.clock.sleep(delay, stop);
+      }
+    }
+  }
+
+  private query(extra: Query): Query {
+    return { labelSelector: this.opts.labelSelector, fieldSelector: this.opts.fieldSelector, ...extra };
+  }
+
+  private async relist(signal: AbortSignal): Promise<void> {
+    const path = collectionPath(this.opts.resource, this.opts.namespace);
+    const items: T[] = [];
+    let cont: string | undefined;
+    let rv: string | undefined;
+    do {
+      const page = await this.http.request<ListResponse<T>>({
+        path, signal, query: this.query({ limit: this.opts.pageSize ?? 500, continue: cont }),
+      });
+      items.push(...(page.items ?? []));
+      cont = page.metadata?.continue || undefined;
+      rv = page.metadata?.resourceVersion;
+    } while (cont);
+    this.lists++;
+    const fresh = new Map<string, T>();
+    for (const item of items) fresh.set(objectKey(item), this.withTypeMeta(item));
+    const emits: Emit<T>[] = [];
+    for (const [key, obj] of fresh) {
+      const old = this.cache.get(key);
+      if (!old) emits.push({ type: 'add', obj });
+      else if (old.metadata?.resourceVersion !== obj.metadata?.resourceVersion) emits.push({ type: 'update', obj, old });
+    }
+    for (const [key, old] of this.cache) if (!fresh.has(key)) emits.push({ type: 'delete', obj: old });
+    this.cache.clear();
+    for (const [k, v] of fresh) this.cache.set(k, v);
+    this.resourceVersion = rv;
+    this.log.debug('listed', { items: items.length, resourceVersion: rv });
+    for (const e of emits) this.emit(e);
+  }
+
+  private async watch(signal: AbortSignal): Promise<void> {
+    const base = this.opts.watchTimeoutSeconds ?? 300;
+    const timeoutSeconds = Math.round(base * (1 + Math.random()));
+    const res = await this.http.stream({
+      path: collectionPath(this.opts.resource, this.opts.namespace),
+      signal,
+      timeoutMs: (timeoutSeconds + 60) * 1000,
+      query: this.query({ watch: 1, allowWatchBookmarks: true, resourceVersion: this.resourceVersion, timeoutSeconds }),
+    });
+    try {
+      for await (const ev of readWatchEvents<T>(res)) {
+        if (ev.type === 'ERROR') {
+          const st = ev.object as KubeStatus;
+          if (st.code === 410) throw new GoneError(st.message ?? 'watch: 410 Gone');
+          throw ApiError.fromStatus(st.code ?? 500, st, 'watch ERROR event');
+        }
+        const rv = ev.object.metadata?.resourceVersion;
+        if (ev.type === 'BOOKMARK') {
+          if (rv) this.resourceVersion = rv;
+          continue;
+        }
+        const obj = this.withTypeMeta(ev.object);
+        const key = objectKey(obj);
+        const old = this.cache.get(key);
+        if (ev.type === 'DELETED') {
+          this.cache.delete(key);
+          this.emit({ type: 'delete', obj: old ?? obj });
+        } else {
+          this.cache.set(key, obj);
+          this.emit(old ? { type: 'update', obj, old } : { type: 'add', obj });
+        }
+        if (rv) this.resourceVersion = rv;
+        this.backoff.reset();
+      }
+    } finally {
+      res.destroy();
+    }
+  }
+
+  /** List items carry no apiVersion/kind; fill them in so cached objects look the same either way. */
+  private withTypeMeta(obj: T): T {
+    if (obj.apiVersion && obj.kind) return obj;
+    return { ...obj, apiVersion: apiVersionOf(this.opts.resource), kind: this.opts.resource.kind };
+  }
+
+  private emit(e: Emit<T>): void {
+    const calls: (() => void)[] =
+      e.type === 'add' ? this.addFns.map((fn) => () => fn(e.obj))
+        : e.type === 'delete' ? this.deleteFns.map((fn) => () => fn(e.obj))
+          : this.updateFns.map((fn) => () => fn(e.obj, e.old));
+    for (const call of calls) {
+      try {
+        call();
+      } catch (err) {
+        this.log.error('informer handler threw', { err, event: e.type, key: objectKey(e.obj) });
+      }
+    }
+  }
+
+  /** Resolves when the list/watch loop has exited after stop(). */
+  async stopped(): Promise<void> {
+    await this.running;
+  }
+}

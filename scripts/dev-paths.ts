@@ -1,0 +1,22 @@
+// Where the local development stack keeps its state (under .worldline/dev/ in the work tree).
+import { join, resolve } from 'node:path';
+
+export const repoRoot = resolve(import.meta.dirname, '..', '..');
+export const devDir = join(repoRoot, '.worldline', 'dev');
+export const devPaths = {
+  dir: devDir,
+  kubeconfig: join(devDir, 'kubeconfig'),
+  controlPlaneDir: join(devDir, 'controlplane'),
+  state: join(devDir, 'state.json'),
+  controllerLog: join(devDir, 'controller.log'),
+  kubectlLink: join(devDir, 'bin', 'kubectl'),
+};
+
+/** What dev:up started, so dev:down stops exactly that. */
+export interface DevState {
+  pids: { name: string; pid: number }[];
+  server: string;
+  controllerMetrics: string;
+  kubectl: string;
+  startedAt: string;
+}

@@ -1,0 +1,86 @@
+// Starts the real controller (dist/controller/main.js) as a child process for integration tests,
+// reads its JSON log to learn its metrics port, and kills it on request or when the test exits.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { resolve } from 'node:path';
+import { createInterface } from 'node:readline';
+
+const MAIN = resolve(import.meta.dirname, '..', '..', 'controller', 'main.js');
+const running = new Set<ChildProcess>();
+process.on('exit', () => {
+  for (const c of running) c.kill('SIGKILL');
+});
+
+export interface ControllerProcess {
+  readonly pid: number;
+  readonly identity: string;
+  readonly metricsUrl: string;
+  readonly logs: Record<string, unknown>[];
+  waitForLog(pred: (rec: Record<string, unknown>) => boolean, timeoutMs?: number): Promise<Record<string, unknown>>;
+  metrics(): Promise<string>;
+  kill(signal?: NodeJS.Signals): Promise<number | null>;
+}
+
+export async function startController(opts: { kubeconfig: string; identity: string; namespace?: string; leaseDurationSeconds?: number; extraArgs?: string[] }): Promise<ControllerProcess> {
+  const args = [
+    MAIN,
+    '--kubeconfig', opts.kubeconfig,
+    '--namespace', opts.namespace ?? 'worldline-system',
+    '--metrics-bind', '127.0.0.1:0',
+    '--identity', opts.identity,
+    '--lease-duration', String(opts.leaseDurationSeconds ?? 6),
+    ...(opts.extraArgs ?? []),
+  ];
+  const child = spawn(process.execPath, args, { stdio: ['ignore', 'ignore', 'pipe'] });
+  running.add(child);
+  const logs: Record<string, unknown>[] = [];
+  const waiters: { pred: (r: Record<string, unknown>) => boolean; resolve: (r: Record<string, unknown>) => void }[] = [];
+  const rl = createInterface({ input: child.stderr });
+  rl.on('line', (line) => {
+    let rec: Record<string, unknown>;
+    try {
+      rec = JSON.parse(line) as Record<string, unknown>;
+    } catch {
+      rec = { msg: line, unparsed: true };
+    }
+    logs.push(rec);
+    for (const w of [...waiters]) {
+      if (w.pred(rec)) {
+        waiters.splice(waiters.indexOf(w), 1);
+        w.resolve(rec);
+      }
+    }
+  });
+  const exited = once(child, 'exit');
+  const waitForLog = (pred: (r: Record<string, unknown>) => boolean, timeoutMs = 30_000): Promise<Record<string, unknown>> => {
+    const found = logs.find(pred);
+    if (found) return Promise.resolve(found);
+    return new Promise((res, rej) => {
+      const t = setTimeout(() => rej(new Error(`controller ${opts.identity}: no matching log line within ${timeoutMs} ms; last lines:\n${logs.slice(-15).map((l) => JSON.stringify(l)).join('\n')}`)), timeoutMs);
+      waiters.push({ pred, resolve: (r) => { clearTimeout(t); res(r); } });
+    });
+  };
+  const serving = await Promise.race([
+    waitForLog((r) => r.msg === 'serving health and metrics'),
+    exited.then(() => { throw new Error(`controller exited early:\n${logs.map((l) => JSON.stringify(l)).join('\n')}`); }),
+  ]);
+  const metricsUrl = `http://127.0.0.1:${String(serving.port)}`;
+  return {
+    pid: child.pid ?? -1,
+    identity: opts.identity,
+    metricsUrl,
+    logs,
+    waitForLog,
+    async metrics() {
+      const res = await fetch(`${metricsUrl}/metrics`);
+      return res.text();
+    },
+    async kill(signal: NodeJS.Signals = 'SIGTERM') {
+      if (child.exitCode !== null || child.signalCode !== null) return child.exitCode;
+      child.kill(signal);
+      const [code] = (await exited) as [number | null];
+      running.delete(child);
+      return code;
+    },
+  };
+}

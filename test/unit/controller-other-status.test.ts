@@ -1,0 +1,70 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { computeDependentStatus } from '../../controller/dependent-status.js';
+import { computePolicyStatus, checkWarnings, namesRelativeFile } from '../../controller/policy-status.js';
+import { computeRootStatus, pathsOverlap } from '../../controller/root-status.js';
+import { parseConfig } from '../../controller/config.js';
+
+const now = new Date('2026-11-30T10:00:00Z');
+
+test('a Check naming a missing World says WorldNotFound; a present one copies the node', () => {
+  const missing = computeDependentStatus({ kind: 'Check', metadata: { name: 'c', namespace: 'ns', generation: 1 }, spec: { worldRef: 'w' } }, undefined, now);
+  assert.equal(missing.conditions[0]?.reason, 'WorldNotFound');
+  assert.equal(missing.conditions[0]?.status, 'False');
+  assert.match(missing.conditions[0]?.message ?? '', /"w".*"ns"/);
+  const found = computeDependentStatus({ kind: 'Collapse', metadata: { name: 'c', namespace: 'ns' }, spec: { worldRef: 'w' } }, { metadata: { name: 'w', uid: 'u' }, status: { nodeName: 'n1' } }, now);
+  assert.equal(found.conditions[0]?.reason, 'WorldFound');
+  assert.equal(found.nodeName, 'n1');
+  const dying = computeDependentStatus({ kind: 'Collapse', metadata: { name: 'c', namespace: 'ns' }, spec: { worldRef: 'w' } }, { metadata: { name: 'w', deletionTimestamp: now } }, now);
+  assert.equal(dying.conditions[0]?.reason, 'WorldTerminating');
+});
+
+test('overlapping Root paths on one node: the older Root keeps the path', () => {
+  assert.equal(pathsOverlap('/a/b', '/a/b/'), true);
+  assert.equal(pathsOverlap('/a/b', '/a/bc'), false);
+  assert.equal(pathsOverlap('/a', '/a/b/c'), true);
+  const older = { metadata: { name: 'old', creationTimestamp: '2026-01-01T00:00:00Z' }, spec: { nodeName: 'n', path: '/srv/repo' } };
+  const newer = { metadata: { name: 'new', creationTimestamp: '2026-02-01T00:00:00Z' }, spec: { nodeName: 'n', path: '/srv/repo/sub' } };
+  const other = { metadata: { name: 'elsewhere', creationTimestamp: '2025-01-01T00:00:00Z' }, spec: { nodeName: 'm', path: '/srv/repo' } };
+  const all = [older, newer, other];
+  assert.equal(computeRootStatus(older, all, now).conditions[0]?.status, 'True');
+  const refused = computeRootStatus(newer, all, now).conditions[0];
+  assert.equal(refused?.status, 'False');
+  assert.equal(refused?.reason, 'RootPathConflict');
+  assert.match(refused?.message ?? '', /"old"/);
+});
+
+test('Policy: private checks after legacy ones, with verifiers; warnings for checks binding no file', () => {
+  const base = { metadata: { name: 'p', generation: 2 }, spec: { roots: ['r'] } };
+  const ok = computePolicyStatus({ ...base, spec: { roots: ['r'], checks: [{ name: 'a', command: ['sh', 'checks/a.sh'] }, { name: 'b', command: ['python3', 'v.py'], profile: 'private-evaluator-v1', verifiers: ['v.py'] }] } }, [], () => true, now);
+  assert.equal(ok.conditions[0]?.status, 'True');
+  assert.deepEqual(ok.warnings, []);
+  const order = computePolicyStatus({ ...base, spec: { roots: ['r'], checks: [{ name: 'b', command: ['x'], profile: 'private-evaluator-v1', verifiers: ['v'] }, { name: 'a', command: ['make', 'test'] }] } }, [], () => true, now);
+  assert.equal(order.conditions[0]?.reason, 'CheckProfileOrderInvalid');
+  const noVer = computePolicyStatus({ ...base, spec: { roots: ['r'], checks: [{ name: 'b', command: ['x'], profile: 'private-evaluator-v1' }] } }, [], () => true, now);
+  assert.equal(noVer.conditions[0]?.reason, 'PrivateCheckWithoutVerifiers');
+  const missingRoot = computePolicyStatus(base, [], () => false, now);
+  assert.equal(missingRoot.conditions[0]?.reason, 'PolicyRootNotFound');
+  assert.deepEqual(checkWarnings([{ name: 'm', command: ['make', 'test'] }]).length, 1);
+  assert.equal(namesRelativeFile('-m'), false);
+  assert.equal(namesRelativeFile('tests/run.sh'), true);
+  assert.equal(namesRelativeFile('/usr/bin/x'), false);
+});
+
+test('Policy: a second Policy governing the same Root is refused', () => {
+  const a = { metadata: { name: 'a', creationTimestamp: '2026-01-01T00:00:00Z' }, spec: { roots: ['r'], checks: [] } };
+  const b = { metadata: { name: 'b', creationTimestamp: '2026-01-02T00:00:00Z' }, spec: { roots: ['r', 's'], checks: [] } };
+  assert.equal(computePolicyStatus(a, [a, b], () => true, now).conditions[0]?.status, 'True');
+  assert.equal(computePolicyStatus(b, [a, b], () => true, now).conditions[0]?.reason, 'PolicyRootConflict');
+});
+
+test('controller flags: defaults and clear errors', () => {
+  const c = parseConfig([], {});
+  assert.equal(c.namespace, 'worldline-system');
+  assert.equal(c.metricsPort, 8080);
+  assert.equal(c.leaderElect, true);
+  assert.throws(() => parseConfig(['--metrics-bind', 'nope'], {}), /HOST:PORT/);
+  assert.throws(() => parseConfig(['--leader-elect', 'maybe'], {}), /true or false/);
+  assert.throws(() => parseConfig(['--lease-duration', '1'], {}), /lease-duration/);
+  assert.throws(() => parseConfig(['--bogus'], {}), /bogus/);
+});
