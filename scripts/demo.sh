@@ -17,7 +17,7 @@ step "kubectl get worldline (every kind, with its columns)"
 sleep 2
 "$kubectl" get worldline -A
 step "the World's conditions, written by the controller"
-"$kubectl" get world demo -n default -o jsonpath='{range .status.conditions[*]}{.type}={.status} {.reason}: {.message}{"\n"}{end}'
+"$kubectl" get world hello -n default -o jsonpath='{range .status.conditions[*]}{.type}={.status} {.reason}: {.message}{"\n"}{end}'
 step "kubectl explain world.spec.agent"
 "$kubectl" explain world.spec.agent | head -n 30
 cat <<'TXT'

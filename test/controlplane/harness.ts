@@ -44,6 +44,8 @@ export interface ControlPlane {
   readonly binaries: ControlPlaneBinaries;
   /** Process ids (each is also the id of the process's own process group). */
   readonly pids: { readonly etcd: number; readonly apiserver: number };
+  /** etcd's client URL (plain HTTP on loopback), for tests that must act on etcd directly (e.g. compaction). */
+  readonly etcdUrl: string;
   /** PEM files, for callers that build their own clients. */
   readonly tls: { readonly caFile: string; readonly adminCertFile: string; readonly adminKeyFile: string };
   /** Runs the pinned kubectl with the admin kubeconfig. Never rejects on a non-zero exit code. */
@@ -691,6 +693,7 @@ export async function startControlPlane(opts: StartOptions = {}): Promise<Contro
       server,
       binaries,
       pids: { etcd: etcd.pid, apiserver: apiserver.pid },
+      etcdUrl,
       tls: { caFile: pki.caCert, adminCertFile: pki.adminCert, adminKeyFile: pki.adminKey },
       kubectl,
       // Throwaway control planes are killed outright; kept ones (persistent etcd data) shut down gracefully.

@@ -1,0 +1,82 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { diffManifests, manifestDigest, sortManifest, validateManifest, type Manifest, type ManifestEntry } from '../../core/manifest.js';
+import { compareBytes, isCleanRelativePath } from '../../core/relative-path.js';
+
+const H = (c: string): string => c.repeat(64);
+const dir = (path: string, extra: Partial<ManifestEntry> = {}): ManifestEntry => ({ path, type: 'dir', mode: 0o755, uid: 0, gid: 0, ...extra });
+const file = (path: string, extra: Partial<ManifestEntry> = {}): ManifestEntry => ({ path, type: 'file', mode: 0o644, uid: 1000, gid: 1000, size: 3, sha256: H('a'), ...extra });
+const link = (path: string, target: string): ManifestEntry => ({ path, type: 'symlink', mode: 0o777, uid: 0, gid: 0, target });
+
+const base: Manifest = { entries: [dir('d'), file('d/f'), link('l', 'd/f'), file('z')] };
+
+test('manifestDigest measures every field it claims to, and only those', async (t) => {
+  const d0 = manifestDigest(base);
+  const variants: { name: string; m: Manifest; changes: boolean }[] = [
+    { name: 'same content', m: structuredClone(base), changes: false },
+    { name: 'uid (chown is measured)', m: { entries: [dir('d'), file('d/f', { uid: 1001 }), link('l', 'd/f'), file('z')] }, changes: true },
+    { name: 'gid', m: { entries: [dir('d'), file('d/f', { gid: 0 }), link('l', 'd/f'), file('z')] }, changes: true },
+    { name: 'setuid bit', m: { entries: [dir('d'), file('d/f', { mode: 0o4644 }), link('l', 'd/f'), file('z')] }, changes: true },
+    { name: 'sticky bit on a dir', m: { entries: [dir('d', { mode: 0o1755 }), file('d/f'), link('l', 'd/f'), file('z')] }, changes: true },
+    { name: 'content', m: { entries: [dir('d'), file('d/f', { sha256: H('b') }), link('l', 'd/f'), file('z')] }, changes: true },
+    { name: 'size', m: { entries: [dir('d'), file('d/f', { size: 4 }), link('l', 'd/f'), file('z')] }, changes: true },
+    { name: 'symlink target', m: { entries: [dir('d'), file('d/f'), link('l', 'd'), file('z')] }, changes: true },
+    { name: 'root owner', m: { ...structuredClone(base), root: { mode: 0o755, uid: 0, gid: 0 } }, changes: true },
+    { name: 'file-type bits above 0o7777 are ignored', m: { entries: [dir('d', { mode: 0o40755 }), file('d/f'), link('l', 'd/f'), file('z')] }, changes: false },
+  ];
+  for (const v of variants) await t.test(v.name, () => assert.equal(manifestDigest(v.m) !== d0, v.changes));
+  await t.test('is a sha256: digest', () => assert.match(d0, /^sha256:[0-9a-f]{64}$/));
+});
+
+test('diffManifests: table', async (t) => {
+  const cases: { name: string; next: Manifest; want: { added: string[]; modified: string[]; deleted: string[] } }[] = [
+    { name: 'no change', next: structuredClone(base), want: { added: [], modified: [], deleted: [] } },
+    { name: 'add file', next: { entries: [dir('d'), file('d/f'), file('d/g'), link('l', 'd/f'), file('z')] }, want: { added: ['d/g'], modified: [], deleted: [] } },
+    { name: 'delete subtree', next: { entries: [link('l', 'd/f'), file('z')] }, want: { added: [], modified: [], deleted: ['d', 'd/f'] } },
+    { name: 'chown only', next: { entries: [dir('d'), file('d/f'), link('l', 'd/f'), file('z', { uid: 0 })] }, want: { added: [], modified: ['z'], deleted: [] } },
+    { name: 'chmod dir', next: { entries: [dir('d', { mode: 0o700 }), file('d/f'), link('l', 'd/f'), file('z')] }, want: { added: [], modified: ['d'], deleted: [] } },
+    { name: 'type change file -> symlink', next: { entries: [dir('d'), file('d/f'), link('l', 'd/f'), link('z', 'd')] }, want: { added: [], modified: ['z'], deleted: [] } },
+    { name: 'everything to empty', next: { entries: [] }, want: { added: [], modified: [], deleted: ['d', 'd/f', 'l', 'z'] } },
+  ];
+  for (const c of cases) await t.test(c.name, () => assert.deepEqual(diffManifests(base, c.next), c.want));
+  await t.test('from empty', () => assert.deepEqual(diffManifests({ entries: [] }, base), { added: ['d', 'd/f', 'l', 'z'], modified: [], deleted: [] }));
+});
+
+test('validateManifest: table', async (t) => {
+  const cases: { name: string; m: Manifest; codes: string[] }[] = [
+    { name: 'valid', m: base, codes: [] },
+    { name: 'empty', m: { entries: [] }, codes: [] },
+    { name: 'unsorted', m: { entries: [file('z'), dir('d')] }, codes: ['MANIFEST_UNSORTED'] },
+    { name: 'duplicate', m: { entries: [file('a'), file('a')] }, codes: ['MANIFEST_DUPLICATE'] },
+    { name: 'parent missing', m: { entries: [file('d/f')] }, codes: ['MANIFEST_PARENT_MISSING'] },
+    { name: 'parent is a file', m: { entries: [file('d'), file('d/f')] }, codes: ['MANIFEST_PARENT_MISSING'] },
+    { name: 'leading slash', m: { entries: [file('/a')] }, codes: ['MANIFEST_PATH_INVALID'] },
+    { name: 'dot-dot segment', m: { entries: [dir('d'), file('d/../x')] }, codes: ['MANIFEST_PATH_INVALID'] },
+    { name: 'file without hash', m: { entries: [file('a', { sha256: undefined })] }, codes: ['MANIFEST_ENTRY_INVALID'] },
+    { name: 'symlink without target', m: { entries: [{ path: 'a', type: 'symlink', mode: 0o777, uid: 0, gid: 0 }] }, codes: ['MANIFEST_ENTRY_INVALID'] },
+    { name: 'mode with type bits', m: { entries: [dir('d', { mode: 0o40755 })] }, codes: ['MANIFEST_ENTRY_INVALID'] },
+    { name: 'negative uid', m: { entries: [file('a', { uid: -1 })] }, codes: ['MANIFEST_ENTRY_INVALID'] },
+    { name: 'byte order, not UTF-16 order', m: { entries: [file('\uFFFF'), file('\u{1F600}')] }, codes: [] },
+    { name: "'-' sorts before '/'", m: { entries: [dir('a'), file('a-b'), file('a/b')] }, codes: [] },
+  ];
+  for (const c of cases) await t.test(c.name, () => assert.deepEqual(validateManifest(c.m).map((p) => p.code), c.codes));
+});
+
+test('sortManifest sorts by UTF-8 byte order', () => {
+  const m = sortManifest({ entries: [file('\u{1F600}'), file('\uFFFF'), file('a/b'), file('a-b'), dir('a')] });
+  assert.deepEqual(m.entries.map((e) => e.path), ['a', 'a-b', 'a/b', '\uFFFF', '\u{1F600}']);
+  const bytes = m.entries.map((e) => Buffer.from(e.path));
+  for (let i = 1; i < bytes.length; i++) assert.ok(Buffer.compare(bytes[i - 1]!, bytes[i]!) < 0);
+});
+
+test('compareBytes agrees with Buffer.compare', () => {
+  const words = ['', 'a', 'b', 'ab', 'a/b', 'a-b', 'é', '\uFFFF', '\u{10000}', '\u{1F600}', '\uE000', 'z\u{1F600}', 'z\uFFFD'];
+  for (const x of words) for (const y of words) assert.equal(Math.sign(compareBytes(x, y)), Buffer.compare(Buffer.from(x), Buffer.from(y)), `${x} vs ${y}`);
+});
+
+test('isCleanRelativePath: table', () => {
+  const good = ['a', 'a/b', '...', '.a', 'a..'];
+  const bad = ['', '/', '/a', 'a/', 'a//b', '.', '..', 'a/.', 'a/../b', 'a\0b'];
+  for (const p of good) assert.ok(isCleanRelativePath(p), p);
+  for (const p of bad) assert.ok(!isCleanRelativePath(p), p);
+});
