@@ -1,0 +1,35 @@
+{
+  "targets": [
+    {
+      "target_name": "worldline_native",
+      "sources": [
+        "src/addon.c",
+        "src/args.c",
+        "src/errors.c",
+        "src/constants.c",
+        "src/openat2.c",
+        "src/beneath_fallback.c",
+        "src/statx.c",
+        "src/rename.c",
+        "src/fsync.c",
+        "src/xattr.c",
+        "src/mount.c",
+        "src/mount_tree.c",
+        "src/overlay.c",
+        "src/fscontext.c",
+        "src/fsmount.c",
+        "src/idmap.c",
+        "src/userns.c",
+        "src/sandbox_plan.c",
+        "src/sandbox_child.c",
+        "src/sandbox_observe.c",
+        "src/sandbox_spawn.c",
+        "src/sandbox_wait.c"
+      ],
+      "defines": ["NAPI_VERSION=8", "_GNU_SOURCE"],
+      "cflags": ["-std=gnu11", "-Wall", "-Wextra", "-Werror", "-Wno-unused-parameter", "-fvisibility=hidden"],
+      "cflags!": ["-fno-exceptions"],
+      "libraries": ["-lpthread"]
+    }
+  ]
+}

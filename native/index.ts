@@ -1,0 +1,15 @@
+// worldline's native addon: the syscalls Node lacks, thin and errno-faithful. Every wrapper validates its
+// arguments in TypeScript; every failed syscall throws an Error with code ('ENOENT'), errno (negative, as
+// Node's fs errors) and syscall. Every fd the addon opens is O_CLOEXEC.
+export * from './constants.js';
+export { openat2, openBeneath, forceBeneathFallback, statx, renameat2, fsyncPath, fsyncFd, lgetxattr, llistxattr } from './files.js';
+export { mount, umount2, bindMount, mountOverlay, mountTmpfs, createUserNamespace, mountIdmapped } from './mounts.js';
+export { spawnSandbox, validateSandboxOptions, SandboxChannel } from './sandbox.js';
+export { parseObservation, parseRecord, recordLength, observationProblems, SandboxSetupError, type ObservationRecord } from './observation.js';
+export { nsIds } from './ns.js';
+export { NS_NAMES } from './types.js';
+export type {
+  BindMountOptions, FileType, IdMap, IdQuad, IdmappedMountOptions, NativeError, NsName, ObservationExpectation,
+  Openat2Options, OverlayOptions, SandboxExit, SandboxHandle, SandboxObservation, SandboxSpawnOptions, Statx,
+  TmpfsOptions,
+} from './types.js';

@@ -1,0 +1,188 @@
+// The sandbox child's observation frame (written by native/src/sandbox_observe.c right before execve,
+// with the workload's final credentials) and the check that it shows exactly what was asked for.
+//
+//   WLOBS1\n  then sections "<name> <length>\n<bytes>\n"  then  END\n
+//   error record: "WLERR1 <stage> <errno>\n"
+import { constants as osConstants } from 'node:os';
+import { NS_NAMES, type IdMap, type IdQuad, type NsName, type ObservationExpectation, type SandboxObservation } from './types.js';
+
+const errnoNames = new Map<number, string>(Object.entries(osConstants.errno).map(([k, n]) => [n, k]));
+
+/** A setup step of the sandbox child failed (error record), or the frame was malformed. */
+export class SandboxSetupError extends Error {
+  readonly code = 'ERR_SANDBOX_SETUP';
+  constructor(
+    readonly stage: string,
+    /** Negative, as in NativeError. */
+    readonly errno: number,
+    readonly errnoCode: string,
+  ) {
+    super(`sandbox setup failed at ${stage}: ${errnoCode}`);
+    this.name = 'SandboxSetupError';
+  }
+}
+
+export type ObservationRecord =
+  | { kind: 'observation'; sections: Map<string, Buffer> }
+  | { kind: 'error'; stage: string; errno: number; errnoCode: string };
+
+function malformed(why: string): never {
+  throw new SandboxSetupError(`frame (${why})`, 0, 'EPROTO');
+}
+
+/** Byte length of the first complete record in buf, or null if more bytes are needed. */
+export function recordLength(buf: Buffer): number | null {
+  if (buf.length < 7) return null;
+  const magic = buf.subarray(0, 7).toString('latin1');
+  if (magic === 'WLERR1 ') {
+    const nl = buf.indexOf(10);
+    return nl < 0 ? null : nl + 1;
+  }
+  if (magic !== 'WLOBS1\n') malformed('bad magic');
+  let pos = 7;
+  for (;;) {
+    const nl = buf.indexOf(10, pos);
+    if (nl < 0) return null;
+    const line = buf.subarray(pos, nl).toString('latin1');
+    if (line === 'END') return nl + 1;
+    const m = /^([a-z_.]+) ([0-9]{1,6})$/.exec(line);
+    if (m === null) malformed('bad section header');
+    const end = nl + 1 + Number(m[2]) + 1;
+    if (buf.length < end) return null;
+    pos = end;
+  }
+}
+
+/** Splits one complete record (see recordLength) into its parts. */
+export function parseRecord(buf: Buffer): ObservationRecord {
+  const len = recordLength(buf);
+  if (len === null) malformed('truncated');
+  const text = buf.subarray(0, len);
+  if (text.subarray(0, 7).toString('latin1') === 'WLERR1 ') {
+    const m = /^WLERR1 ([a-z_]+) ([0-9]+)\n$/.exec(text.toString('latin1'));
+    if (m === null) malformed('bad error record');
+    const errno = Number(m[2]);
+    return { kind: 'error', stage: m[1]!, errno: -errno, errnoCode: errnoNames.get(errno) ?? `E${errno}` };
+  }
+  const sections = new Map<string, Buffer>();
+  let pos = 7;
+  for (;;) {
+    const nl = text.indexOf(10, pos);
+    const line = text.subarray(pos, nl).toString('latin1');
+    if (line === 'END') break;
+    const [name, size] = line.split(' ') as [string, string];
+    sections.set(name, text.subarray(nl + 1, nl + 1 + Number(size)));
+    pos = nl + 1 + Number(size) + 1;
+  }
+  return { kind: 'observation', sections };
+}
+
+function statusFields(text: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const line of text.split('\n')) {
+    const i = line.indexOf(':');
+    if (i > 0) out[line.slice(0, i)] = line.slice(i + 1).trim();
+  }
+  return out;
+}
+
+function quad(fields: Record<string, string>, key: string): IdQuad {
+  const parts = (fields[key] ?? '').split(/\s+/).map(Number);
+  if (parts.length !== 4 || parts.some((n) => !Number.isInteger(n))) malformed(`status ${key}`);
+  const [real, effective, saved, fs] = parts as [number, number, number, number];
+  return { real, effective, saved, fs };
+}
+
+function hex(fields: Record<string, string>, key: string): bigint {
+  const value = fields[key];
+  if (value === undefined || !/^[0-9a-f]+$/.test(value)) malformed(`status ${key}`);
+  return BigInt(`0x${value}`);
+}
+
+function int(fields: Record<string, string>, key: string): number {
+  const n = Number(fields[key]);
+  if (fields[key] === undefined || !Number.isInteger(n)) malformed(`status ${key}`);
+  return n;
+}
+
+function mapRows(text: string): IdMap[] {
+  return text
+    .split('\n')
+    .map((l) => l.trim())
+    .filter((l) => l.length > 0)
+    .map((l) => {
+      const [inside, outside, count] = l.split(/\s+/).map(Number) as [number, number, number];
+      return { inside, outside, count };
+    });
+}
+
+/** Parses an observation frame; an error record throws SandboxSetupError. */
+export function parseObservation(buf: Buffer): SandboxObservation {
+  const record = parseRecord(buf);
+  if (record.kind === 'error') throw new SandboxSetupError(record.stage, record.errno, record.errnoCode);
+  const section = (name: string): string => {
+    const b = record.sections.get(name);
+    if (b === undefined) malformed(`missing ${name}`);
+    return b.toString('utf8');
+  };
+  const status = statusFields(section('status'));
+  const groups = (status['Groups'] ?? '').split(/\s+/).filter((g) => g.length > 0).map(Number);
+  const ns = {} as Record<NsName, string>;
+  for (const name of NS_NAMES) ns[name] = section(`ns.${name}`);
+  return {
+    uid: quad(status, 'Uid'),
+    gid: quad(status, 'Gid'),
+    groups,
+    noNewPrivs: int(status, 'NoNewPrivs'),
+    seccomp: int(status, 'Seccomp'),
+    capInh: hex(status, 'CapInh'),
+    capPrm: hex(status, 'CapPrm'),
+    capEff: hex(status, 'CapEff'),
+    capBnd: hex(status, 'CapBnd'),
+    capAmb: hex(status, 'CapAmb'),
+    uidMap: mapRows(section('uid_map')),
+    gidMap: mapRows(section('gid_map')),
+    setgroups: section('setgroups').trim(),
+    ns,
+    status,
+  };
+}
+
+function sameMaps(a: IdMap[], b: IdMap[]): boolean {
+  return a.length === b.length && a.every((r, i) => r.inside === b[i]!.inside && r.outside === b[i]!.outside && r.count === b[i]!.count);
+}
+
+const fmtMap = (m: IdMap[]): string => m.map((r) => `${r.inside}:${r.outside}:${r.count}`).join(',');
+
+/**
+ * What is wrong with an observation, as readable strings; empty means the frame shows exactly the
+ * requested identity: uid and gid in all four positions, no supplementary groups, NoNewPrivs 1, all five
+ * capability sets empty, the requested maps, and every namespace different from the agent's (except net
+ * when no new network namespace was requested, which must then be the agent's).
+ */
+export function observationProblems(obs: SandboxObservation, expected: ObservationExpectation): string[] {
+  const problems: string[] = [];
+  for (const [what, q, want] of [['uid', obs.uid, expected.uid], ['gid', obs.gid, expected.gid]] as const) {
+    for (const pos of ['real', 'effective', 'saved', 'fs'] as const) {
+      if (q[pos] !== want) problems.push(`${what}.${pos} is ${q[pos]}, expected ${want}`);
+    }
+  }
+  if (obs.groups.length > 0) problems.push(`supplementary groups present: ${obs.groups.join(' ')}`);
+  if (obs.noNewPrivs !== 1) problems.push(`NoNewPrivs is ${obs.noNewPrivs}, expected 1`);
+  for (const [name, value] of [['CapInh', obs.capInh], ['CapPrm', obs.capPrm], ['CapEff', obs.capEff], ['CapBnd', obs.capBnd], ['CapAmb', obs.capAmb]] as const) {
+    if (value !== 0n) problems.push(`${name} is ${value.toString(16)}, expected 0`);
+  }
+  if (!sameMaps(obs.uidMap, expected.uidMap)) problems.push(`uid_map is ${fmtMap(obs.uidMap)}, expected ${fmtMap(expected.uidMap)}`);
+  if (!sameMaps(obs.gidMap, expected.gidMap)) problems.push(`gid_map is ${fmtMap(obs.gidMap)}, expected ${fmtMap(expected.gidMap)}`);
+  for (const name of NS_NAMES) {
+    const mine = obs.ns[name];
+    const agent = expected.agentNs[name];
+    if (!/^[a-z]+:\[[0-9]+\]$/.test(mine)) problems.push(`ns ${name} id "${mine}" is malformed`);
+    if (name === 'net' && !expected.newNetwork) {
+      if (mine !== agent) problems.push(`ns net is ${mine}, expected the agent's ${agent}`);
+    } else if (mine === agent) {
+      problems.push(`ns ${name} is the agent's own (${agent})`);
+    }
+  }
+  return problems;
+}

@@ -1,0 +1,54 @@
+/* The sandboxed spawn: the plan prepared in the parent (every string and buffer the child needs exists
+ * before the clone, so the child never allocates), the child's setup sequence, its observation frame and
+ * the exit waiter. */
+#ifndef WL_SANDBOX_H
+#define WL_SANDBOX_H
+
+#include "wl.h"
+
+typedef struct {
+  /* strings (malloc'd in the parent) */
+  char *rootfs;
+  char *cwd;
+  char *hostname;
+  char **argv;       /* NULL-terminated */
+  char **envp;       /* NULL-terminated */
+  char **exec_paths; /* candidate paths for argv[0], PATH-resolved in the parent; NULL-terminated */
+  char *uid_map;
+  char *gid_map;
+  char **cgroup_procs; /* NULL-terminated */
+  uint32_t uid;
+  uint32_t gid;
+  bool new_network;
+  int cap_last_cap;
+  /* fds; -1 when absent. The *_child ends are closed in the parent after the clone. */
+  int stdout_fd; /* caller-provided, not owned */
+  int stderr_fd; /* caller-provided, not owned */
+  int sync_r, sync_w;
+  int obs_r, obs_w;
+  int ack_r, ack_w;
+  int out_r, out_w;
+  int err_r, err_w;
+  int null_fd;
+} wl_plan;
+
+/* Reads the options object into the plan (throws on a bad value). The plan owns what it holds. */
+bool wl_plan_build(napi_env env, napi_value opts, wl_plan *p);
+/* Creates the pipes and /dev/null fd (all O_CLOEXEC). Returns 0 or an errno, *syscall naming the call. */
+int wl_plan_open_fds(wl_plan *p, const char **syscall);
+/* Frees every string and closes every fd the plan still holds. */
+void wl_plan_free(wl_plan *p);
+
+/* Child side (sandbox_child.c): never returns. */
+_Noreturn void wl_sandbox_child(const wl_plan *p);
+
+/* Observation helper (sandbox_observe.c), async-signal-safe. */
+void wl_observe_write_error(int fd, const char *stage, int err);
+/* Writes the observation frame; returns 0 or an errno. */
+int wl_observe_write_frame(int fd);
+
+/* Exit waiter (sandbox_wait.c): a dedicated thread waits on pidfd (owned, closed by the thread) and calls
+ * on_exit on the JS thread. Returns false (JS error thrown) if it could not start. */
+bool wl_start_waiter(napi_env env, napi_value on_exit, int pidfd);
+
+#endif

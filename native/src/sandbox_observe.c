@@ -1,0 +1,131 @@
+/* The observation helper: runs in the sandbox child right before execve, with the workload's final
+ * credentials, and reports what it sees in one frame on the observation pipe:
+ *
+ *   WLOBS1\n
+ *   <name> <length>\n<bytes>\n        one section each: status, uid_map, gid_map, setgroups, ns.user,
+ *   ...                               ns.mnt, ns.pid, ns.net, ns.ipc, ns.uts, ns.cgroup
+ *   END\n
+ *
+ * An error record is a single line "WLERR1 <stage> <errno>\n". Async-signal-safe; stack buffers only. */
+#include "sandbox.h"
+
+#include <fcntl.h>
+#include <string.h>
+
+#define FRAME_MAX 32768
+
+typedef struct {
+  char buf[FRAME_MAX];
+  size_t len;
+  bool overflow;
+} frame;
+
+static void put(frame *f, const char *s, size_t n) {
+  if (f->len + n > sizeof f->buf) {
+    f->overflow = true;
+    return;
+  }
+  memcpy(f->buf + f->len, s, n);
+  f->len += n;
+}
+
+static void put_str(frame *f, const char *s) { put(f, s, strlen(s)); }
+
+static void put_uint(frame *f, unsigned long v) {
+  char tmp[24];
+  size_t i = sizeof tmp;
+  do {
+    tmp[--i] = (char)('0' + v % 10);
+    v /= 10;
+  } while (v > 0);
+  put(f, tmp + i, sizeof tmp - i);
+}
+
+static void section(frame *f, const char *name, const char *data, size_t n) {
+  put_str(f, name);
+  put_str(f, " ");
+  put_uint(f, n);
+  put_str(f, "\n");
+  put(f, data, n);
+  put_str(f, "\n");
+}
+
+static int file_section(frame *f, const char *name, const char *path) {
+  char data[8192];
+  int fd = WL_RETRY(open(path, O_RDONLY | O_CLOEXEC));
+  if (fd < 0) return errno;
+  size_t len = 0;
+  for (;;) {
+    ssize_t n = WL_RETRY(read(fd, data + len, sizeof data - len));
+    if (n < 0) {
+      int err = errno;
+      close(fd);
+      return err;
+    }
+    if (n == 0) break;
+    len += (size_t)n;
+    if (len == sizeof data) {
+      close(fd);
+      return EFBIG;
+    }
+  }
+  close(fd);
+  section(f, name, data, len);
+  return 0;
+}
+
+static int link_section(frame *f, const char *name, const char *path) {
+  char target[256];
+  ssize_t n = readlink(path, target, sizeof target);
+  if (n < 0) return errno;
+  section(f, name, target, (size_t)n);
+  return 0;
+}
+
+static int write_all(int fd, const char *s, size_t len) {
+  while (len > 0) {
+    ssize_t n = WL_RETRY(write(fd, s, len));
+    if (n < 0) return errno;
+    s += n;
+    len -= (size_t)n;
+  }
+  return 0;
+}
+
+int wl_observe_write_frame(int fd) {
+  static const char *files[][2] = {{"status", "/proc/self/status"},
+                                   {"uid_map", "/proc/self/uid_map"},
+                                   {"gid_map", "/proc/self/gid_map"},
+                                   {"setgroups", "/proc/self/setgroups"}};
+  static const char *links[][2] = {{"ns.user", "/proc/self/ns/user"}, {"ns.mnt", "/proc/self/ns/mnt"},
+                                   {"ns.pid", "/proc/self/ns/pid"},   {"ns.net", "/proc/self/ns/net"},
+                                   {"ns.ipc", "/proc/self/ns/ipc"},   {"ns.uts", "/proc/self/ns/uts"},
+                                   {"ns.cgroup", "/proc/self/ns/cgroup"}};
+  frame f;
+  f.len = 0;
+  f.overflow = false;
+  put_str(&f, "WLOBS1\n");
+  for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+    int err = file_section(&f, files[i][0], files[i][1]);
+    if (err != 0) return err;
+  }
+  for (size_t i = 0; i < sizeof links / sizeof links[0]; i++) {
+    int err = link_section(&f, links[i][0], links[i][1]);
+    if (err != 0) return err;
+  }
+  put_str(&f, "END\n");
+  if (f.overflow) return EFBIG;
+  return write_all(fd, f.buf, f.len);
+}
+
+void wl_observe_write_error(int fd, const char *stage, int err) {
+  frame f;
+  f.len = 0;
+  f.overflow = false;
+  put_str(&f, "WLERR1 ");
+  put_str(&f, stage);
+  put_str(&f, " ");
+  put_uint(&f, (unsigned long)err);
+  put_str(&f, "\n");
+  if (fd >= 0) write_all(fd, f.buf, f.len);
+}
