@@ -10,7 +10,7 @@ import { statusEqual, type StatusWriter } from '../kube/status-writer.js';
 import { findCondition } from '../kube/conditions.js';
 import type { Caches } from './caches.js';
 import { computeDependentStatus, type DependentView, type WorldRefView } from './dependent-status.js';
-import type { ObjectDeleter } from './object-deleter.js';
+import type { ObjectDeleter } from '../kube/object-deleter.js';
 import { ControllerConditions, NODE_LABEL } from './reasons.js';
 import { API_VERSION } from './resources.js';
 

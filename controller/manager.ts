@@ -13,7 +13,7 @@ import { objectKey } from '../kube/resource-ref.js';
 import { StatusWriter } from '../kube/status-writer.js';
 import { Caches } from './caches.js';
 import { makeDependentReconciler } from './dependent-reconciler.js';
-import { ObjectDeleter } from './object-deleter.js';
+import { ObjectDeleter } from '../kube/object-deleter.js';
 import { makePolicyReconciler } from './policy-reconciler.js';
 import { NODE_LABEL } from './reasons.js';
 import { refs } from './resources.js';

@@ -9,7 +9,7 @@ import type { Logger } from '../kube/logger.js';
 import type { ReconcileResult } from '../kube/reconcile.js';
 import { statusEqual, type StatusWriter } from '../kube/status-writer.js';
 import type { Caches } from './caches.js';
-import type { ObjectDeleter } from './object-deleter.js';
+import type { ObjectDeleter } from '../kube/object-deleter.js';
 import { ControllerConditions, NODE_CLEANUP_FINALIZER, NODE_LABEL } from './reasons.js';
 import { API_VERSION, refs } from './resources.js';
 import { computeWorldStatus, type RootView, type WorldView } from './world-status.js';

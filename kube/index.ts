@@ -18,3 +18,4 @@ export * from './shutdown.js';
 export * from './status-writer.js';
 export * from './watch-stream.js';
 export * from './work-queue.js';
+export * from './object-deleter.js';

@@ -1,6 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { diffManifests, manifestDigest, sortManifest, validateManifest, type Manifest, type ManifestEntry } from '../../core/manifest.js';
+import { digestOf } from '../../core/digest.js';
+import { diffManifests, manifestDigest, manifestDigestValue, sortManifest, validateManifest, type Manifest, type ManifestEntry } from '../../core/manifest.js';
 import { compareBytes, isCleanRelativePath } from '../../core/relative-path.js';
 
 const H = (c: string): string => c.repeat(64);
@@ -26,6 +27,15 @@ test('manifestDigest measures every field it claims to, and only those', async (
   ];
   for (const v of variants) await t.test(v.name, () => assert.equal(manifestDigest(v.m) !== d0, v.changes));
   await t.test('is a sha256: digest', () => assert.match(d0, /^sha256:[0-9a-f]{64}$/));
+  await t.test('equals digestOf its value, for sizes around the streaming batch', () => {
+    for (const n of [0, 1, 1023, 1024, 1025, 2048, 2049]) {
+      const entries = Array.from({ length: n }, (_, i) => file(`f${String(i).padStart(5, '0')}`));
+      for (const root of [undefined, { mode: 0o755, uid: 0, gid: 0 }]) {
+        const m: Manifest = { entries, root };
+        assert.equal(manifestDigest(m), digestOf(manifestDigestValue(m)), `n=${n} root=${root !== undefined}`);
+      }
+    }
+  });
 });
 
 test('diffManifests: table', async (t) => {

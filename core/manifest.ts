@@ -1,0 +1,183 @@
+// Manifests: the measured shape of a directory tree, and the digest that names it.
+//
+// What the digest measures, per entry: path, type, permission bits (mode & 0o7777, so setuid, setgid and
+// sticky count), owner uid and gid, and for files size and SHA-256 of the content, for symlinks the
+// target. Ownership IS measured (the predecessor did not): a chown is a change a collapse must carry and
+// a check must see, so two trees that differ only in owners have different digests. The root
+// directory's own mode and owners are measured too, under `root`, when the walker supplies them.
+// Not measured: timestamps, xattrs, hardlink identity (two links to one inode are two file entries).
+import { canonicalJson } from './canonical-json.js';
+import { digestOfText } from './digest.js';
+import { compareBytes, isCleanRelativePath, parentOf } from './relative-path.js';
+
+export type EntryType = 'file' | 'dir' | 'symlink';
+
+export interface ManifestEntry {
+  path: string;
+  type: EntryType;
+  mode: number;
+  uid: number;
+  gid: number;
+  size?: number;
+  sha256?: string;
+  target?: string;
+}
+
+export interface RootAttributes {
+  mode: number;
+  uid: number;
+  gid: number;
+}
+
+export interface Manifest {
+  entries: ManifestEntry[];
+  root?: RootAttributes;
+}
+
+export const MANIFEST_FORMAT = 'worldline.manifest/v1';
+export const PERMISSION_MASK = 0o7777;
+
+export function compareEntries(a: ManifestEntry, b: ManifestEntry): number {
+  return compareBytes(a.path, b.path);
+}
+
+/** A copy of the manifest with entries in byte order of their paths. */
+export function sortManifest(m: Manifest): Manifest {
+  return { ...m, entries: [...m.entries].sort(compareEntries) };
+}
+
+/** The fields of an entry that the digest and the diff measure, and nothing else. */
+export function measuredEntry(e: ManifestEntry): Record<string, string | number> {
+  const out: Record<string, string | number> = { path: e.path, type: e.type, mode: e.mode & PERMISSION_MASK, uid: e.uid, gid: e.gid };
+  if (e.type === 'file') {
+    out.size = e.size ?? -1;
+    out.sha256 = e.sha256 ?? '';
+  } else if (e.type === 'symlink') {
+    out.target = e.target ?? '';
+  }
+  return out;
+}
+
+/**
+ * `sha256:` digest of the manifest (which must be valid, see validateManifest): the digest of the
+ * canonical JSON of `{ format, root, entries: measured entries }`, produced piece by piece so a 100k-entry
+ * manifest is never one string. Equal to manifestDigestValue's digestOf by construction (tested).
+ */
+export function manifestDigest(m: Manifest): string {
+  const value = manifestDigestValue({ root: m.root, entries: [] });
+  const tail = canonicalJson(value).slice('{"entries":['.length); // '],"format":…}' (keys sort entries < format < root)
+  return digestOfText(manifestDigestParts(m.entries, tail));
+}
+
+function* manifestDigestParts(entries: readonly ManifestEntry[], tail: string): Generator<string> {
+  yield '{"entries":[';
+  for (let i = 0; i < entries.length; i += 1024) {
+    const chunk = entries.slice(i, i + 1024).map((e) => canonicalJson(measuredEntry(e))).join(',');
+    yield i === 0 ? chunk : `,${chunk}`;
+  }
+  yield tail;
+}
+
+/** The value whose canonical JSON manifestDigest hashes. */
+export function manifestDigestValue(m: Manifest): { format: string; root?: RootAttributes; entries: Record<string, string | number>[] } {
+  const root = m.root ? { mode: m.root.mode & PERMISSION_MASK, uid: m.root.uid, gid: m.root.gid } : undefined;
+  return { format: MANIFEST_FORMAT, root, entries: m.entries.map(measuredEntry) };
+}
+
+export interface ManifestDiff {
+  added: string[];
+  modified: string[];
+  deleted: string[];
+}
+
+function sameEntry(a: ManifestEntry, b: ManifestEntry): boolean {
+  const x = measuredEntry(a);
+  const y = measuredEntry(b);
+  const keys = new Set([...Object.keys(x), ...Object.keys(y)]);
+  for (const k of keys) if (x[k] !== y[k]) return false;
+  return true;
+}
+
+/** Paths added, modified (any measured field, including a type change) and deleted, each in byte order. */
+export function diffManifests(base: Manifest, next: Manifest): ManifestDiff {
+  const diff: ManifestDiff = { added: [], modified: [], deleted: [] };
+  const a = base.entries;
+  const b = next.entries;
+  let i = 0;
+  let j = 0;
+  while (i < a.length || j < b.length) {
+    const x = a[i];
+    const y = b[j];
+    const order = x === undefined ? 1 : y === undefined ? -1 : compareEntries(x, y);
+    if (order < 0) {
+      diff.deleted.push(x!.path);
+      i++;
+    } else if (order > 0) {
+      diff.added.push(y!.path);
+      j++;
+    } else {
+      if (!sameEntry(x!, y!)) diff.modified.push(x!.path);
+      i++;
+      j++;
+    }
+  }
+  return diff;
+}
+
+export interface ManifestProblem {
+  code: 'MANIFEST_PATH_INVALID' | 'MANIFEST_UNSORTED' | 'MANIFEST_DUPLICATE' | 'MANIFEST_PARENT_MISSING' | 'MANIFEST_ENTRY_INVALID';
+  path: string;
+  message: string;
+}
+
+/** Every problem of a manifest (empty when valid): clean paths, strict byte order, parents present as dirs. */
+export function validateManifest(m: Manifest): ManifestProblem[] {
+  const problems: ManifestProblem[] = [];
+  const dirs = new Set<string>();
+  let previous: string | undefined;
+  for (const e of m.entries) {
+    if (!isCleanRelativePath(e.path)) {
+      problems.push({ code: 'MANIFEST_PATH_INVALID', path: e.path, message: 'path must be relative, /-separated, without ., .. or empty segments' });
+      continue;
+    }
+    if (previous !== undefined) {
+      const order = compareBytes(previous, e.path);
+      if (order === 0) problems.push({ code: 'MANIFEST_DUPLICATE', path: e.path, message: 'path appears twice' });
+      else if (order > 0) problems.push({ code: 'MANIFEST_UNSORTED', path: e.path, message: `sorts before ${previous}` });
+    }
+    previous = e.path;
+    const parent = parentOf(e.path);
+    if (parent !== '' && !dirs.has(parent)) {
+      problems.push({ code: 'MANIFEST_PARENT_MISSING', path: e.path, message: `parent ${parent} is not a directory entry before it` });
+    }
+    const entryProblem = entryShapeProblem(e);
+    if (entryProblem) problems.push({ code: 'MANIFEST_ENTRY_INVALID', path: e.path, message: entryProblem });
+    if (e.type === 'dir') dirs.add(e.path);
+  }
+  return problems;
+}
+
+function isId(n: number): boolean {
+  return Number.isInteger(n) && n >= 0 && n <= 0xffffffff;
+}
+
+function entryShapeProblem(e: ManifestEntry): string | null {
+  if (!Number.isInteger(e.mode) || e.mode < 0 || (e.mode & ~PERMISSION_MASK) !== 0) return 'mode must hold permission bits only';
+  if (!isId(e.uid) || !isId(e.gid)) return 'uid and gid must be 32-bit unsigned integers';
+  switch (e.type) {
+    case 'file':
+      if (e.size === undefined || !Number.isSafeInteger(e.size) || e.size < 0) return 'file needs a size';
+      if (e.sha256 === undefined || !/^[0-9a-f]{64}$/.test(e.sha256)) return 'file needs a sha256';
+      if (e.target !== undefined) return 'file has a target';
+      return null;
+    case 'symlink':
+      if (e.target === undefined) return 'symlink needs a target';
+      if (e.sha256 !== undefined || e.size !== undefined) return 'symlink has content fields';
+      return null;
+    case 'dir':
+      if (e.sha256 !== undefined || e.size !== undefined || e.target !== undefined) return 'dir has file or symlink fields';
+      return null;
+    default:
+      return 'unknown type';
+  }
+}

@@ -1,0 +1,72 @@
+// node-agent configuration from flags and environment, validated with clear errors.
+import { hostname } from 'node:os';
+import { parseArgs } from 'node:util';
+
+export interface AgentConfig {
+  kubeconfig?: string;
+  nodeName: string;
+  storeDir: string;
+  namespace: string;
+  metricsHost: string;
+  metricsPort: number;
+  /** First host id of the worlds' id ranges; world slot s maps namespace ids 0..65535 onto base + s*65536. */
+  idBase: number;
+  idSlots: number;
+  logLevel: 'debug' | 'info' | 'warn' | 'error';
+  /** Defaults for worlds that do not set them. */
+  defaultWallTimeSeconds: number;
+  defaultOutputBytes: number;
+}
+
+const USAGE = `usage: worldline-node-agent --node-name NAME [--store DIR] [--kubeconfig PATH] [--namespace NS]
+       [--metrics-bind HOST:PORT] [--id-base N] [--id-slots N] [--log-level LEVEL]`;
+
+function int(name: string, raw: string, min: number, max: number): number {
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < min || n > max) throw new Error(`--${name} must be an integer in [${min}, ${max}], got "${raw}"\n${USAGE}`);
+  return n;
+}
+
+export const ID_RANGE = 65536;
+
+export function parseAgentConfig(argv: readonly string[], env: NodeJS.ProcessEnv): AgentConfig {
+  const { values } = parseArgs({
+    args: [...argv],
+    options: {
+      kubeconfig: { type: 'string' },
+      'node-name': { type: 'string' },
+      store: { type: 'string' },
+      namespace: { type: 'string' },
+      'metrics-bind': { type: 'string' },
+      'id-base': { type: 'string' },
+      'id-slots': { type: 'string' },
+      'log-level': { type: 'string' },
+      'default-wall-time': { type: 'string' },
+    },
+    strict: true,
+  });
+  const nodeName = values['node-name'] ?? env.NODE_NAME ?? hostname();
+  if (!/^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/.test(nodeName)) throw new Error(`--node-name must be a DNS-1123 subdomain, got "${nodeName}"\n${USAGE}`);
+  const bind = values['metrics-bind'] ?? env.WORLDLINE_METRICS_BIND ?? '0.0.0.0:9090';
+  const m = /^(.*):(\d+)$/.exec(bind);
+  if (!m) throw new Error(`--metrics-bind must be HOST:PORT, got "${bind}"\n${USAGE}`);
+  const idBase = int('id-base', values['id-base'] ?? env.WORLDLINE_ID_BASE ?? String(2 ** 30), ID_RANGE, 2 ** 32 - 1);
+  const idSlots = int('id-slots', values['id-slots'] ?? '1024', 1, 16384);
+  if (idBase + idSlots * ID_RANGE > 2 ** 32 - 2) throw new Error(`--id-base ${idBase} with ${idSlots} slots of ${ID_RANGE} ids overflows 32-bit ids`);
+  const level = values['log-level'] ?? env.WORLDLINE_LOG_LEVEL ?? 'info';
+  if (!['debug', 'info', 'warn', 'error'].includes(level)) throw new Error(`--log-level must be debug, info, warn or error, got "${level}"`);
+  const kubeconfig = values.kubeconfig ?? env.KUBECONFIG;
+  return {
+    ...(kubeconfig ? { kubeconfig } : {}),
+    nodeName,
+    storeDir: values.store ?? env.WORLDLINE_STORE ?? '/var/lib/worldline',
+    namespace: values.namespace ?? env.WORLDLINE_NAMESPACE ?? env.POD_NAMESPACE ?? 'worldline-system',
+    metricsHost: m[1] ?? '0.0.0.0',
+    metricsPort: int('metrics-bind port', m[2] ?? '', 0, 65535),
+    idBase,
+    idSlots,
+    logLevel: level as AgentConfig['logLevel'],
+    defaultWallTimeSeconds: int('default-wall-time', values['default-wall-time'] ?? '3600', 1, 7 * 86400),
+    defaultOutputBytes: 64 * 1024 * 1024,
+  };
+}

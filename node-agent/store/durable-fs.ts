@@ -1,0 +1,52 @@
+// Small filesystem steps that survive a crash in a known state: fsync of files and directories, a file
+// written whole or not at all, and a symlink replaced atomically.
+import { lstat, open, rename, rm, symlink } from 'node:fs/promises';
+import { basename, dirname, join } from 'node:path';
+import { errnoCode } from './store-errors.js';
+
+export async function fsyncPath(path: string): Promise<void> {
+  const fh = await open(path, 'r');
+  try {
+    await fh.sync();
+  } finally {
+    await fh.close();
+  }
+}
+
+/** Write `data` to a temporary sibling, fsync it, rename it over `path`, fsync the directory. */
+export async function writeFileDurable(path: string, data: string, mode = 0o600): Promise<void> {
+  const tmp = join(dirname(path), `.${basename(path)}.tmp`);
+  const fh = await open(tmp, 'w', mode);
+  try {
+    await fh.writeFile(data);
+    await fh.sync();
+  } finally {
+    await fh.close();
+  }
+  await rename(tmp, path);
+  await fsyncPath(dirname(path));
+}
+
+/** Point the symlink at `path` to `target`, atomically (symlink to a temporary name, rename over). */
+export async function replaceSymlink(path: string, target: string): Promise<void> {
+  const tmp = join(dirname(path), `.${basename(path)}.tmp`);
+  await rm(tmp, { force: true });
+  await symlink(target, tmp);
+  await rename(tmp, path);
+  await fsyncPath(dirname(path));
+}
+
+export type PathKind = 'missing' | 'dir' | 'symlink' | 'file' | 'other';
+
+export async function pathKind(path: string): Promise<PathKind> {
+  try {
+    const st = await lstat(path);
+    if (st.isDirectory()) return 'dir';
+    if (st.isSymbolicLink()) return 'symlink';
+    if (st.isFile()) return 'file';
+    return 'other';
+  } catch (e) {
+    if (errnoCode(e) === 'ENOENT') return 'missing';
+    throw e;
+  }
+}

@@ -1,0 +1,37 @@
+// marker.json beside each generation's payload: which root and generation number the payload is, and
+// its manifest digest. Recovery and the routing check trust a payload only when its marker agrees with
+// the database.
+import { readFile } from 'node:fs/promises';
+import { z } from 'zod';
+import { writeFileDurable } from './durable-fs.js';
+import { markerPath, type StoreLayout } from './store-layout.js';
+
+export const GenerationMarkerSchema = z.strictObject({
+  format: z.literal('worldline.generation/v1'),
+  rootKey: z.string().min(1),
+  generation: z.number().int().positive(),
+  digest: z.string().regex(/^sha256:[0-9a-f]{64}$/),
+});
+
+export type GenerationMarker = z.infer<typeof GenerationMarkerSchema>;
+
+export async function writeMarker(layout: StoreLayout, genId: string, m: Omit<GenerationMarker, 'format'>): Promise<void> {
+  const marker: GenerationMarker = { format: 'worldline.generation/v1', ...m };
+  await writeFileDurable(markerPath(layout, genId), `${JSON.stringify(marker)}\n`);
+}
+
+/** The marker of a generation, or undefined when it is missing or malformed. */
+export async function readMarker(layout: StoreLayout, genId: string): Promise<GenerationMarker | undefined> {
+  let text: string;
+  try {
+    text = await readFile(markerPath(layout, genId), 'utf8');
+  } catch {
+    return undefined;
+  }
+  try {
+    const parsed = GenerationMarkerSchema.safeParse(JSON.parse(text));
+    return parsed.success ? parsed.data : undefined;
+  } catch {
+    return undefined;
+  }
+}

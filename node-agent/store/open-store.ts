@@ -1,0 +1,47 @@
+// Opening the node store: create its layout, take its lock, bring its schema up to date and finish or
+// undo any adoption a crash interrupted.
+import type { Database } from 'better-sqlite3';
+import { mkdir, realpath } from 'node:fs/promises';
+import { recoverAdoptions, type RecoveryOutcome } from './recover-adoptions.js';
+import { DEFAULT_STORE_DIR, ensureLayout, ensurePrivateDir, layoutOf, type StoreLayout } from './store-layout.js';
+import { openLockedDatabase } from './store-lock.js';
+import { migrate } from './store-schema.js';
+
+export interface Store {
+  /** The store directory's real path (no links in it); host links name paths under it. */
+  readonly dir: string;
+  readonly layout: StoreLayout;
+  readonly db: Database;
+  readonly now: () => Date;
+  close(): void;
+}
+
+export interface OpenStoreOptions {
+  dir?: string;
+  now?: () => Date;
+}
+
+export interface OpenedStore {
+  store: Store;
+  /** What recovery did with adoptions a crash interrupted (empty when there were none). */
+  recovered: RecoveryOutcome[];
+}
+
+export async function openStore(options: OpenStoreOptions = {}): Promise<OpenedStore> {
+  await mkdir(options.dir ?? DEFAULT_STORE_DIR, { recursive: true, mode: 0o700 });
+  const dir = await realpath(options.dir ?? DEFAULT_STORE_DIR);
+  const layout = layoutOf(dir);
+  await ensurePrivateDir(dir);
+  // Lock before touching anything else, so a refused second agent changes nothing of a running one's.
+  const db = openLockedDatabase(layout.database, dir);
+  const store: Store = { dir, layout, db, now: options.now ?? (() => new Date()), close: () => db.close() };
+  try {
+    await ensureLayout(layout);
+    migrate(db);
+    const recovered = await recoverAdoptions(store);
+    return { store, recovered };
+  } catch (e) {
+    db.close();
+    throw e;
+  }
+}

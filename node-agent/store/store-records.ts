@@ -1,0 +1,115 @@
+// Rows of the store database: roots, generations and intents. Every statement takes its data through
+// placeholders.
+import type { Database } from 'better-sqlite3';
+import type { Manifest } from '../../core/manifest.js';
+
+export type RootState = 'Adopting' | 'Ready' | 'Broken';
+
+export interface RootRecord {
+  name: string;
+  nodePath: string;
+  rootKey: string;
+  state: RootState;
+  generation: number;
+  digest: string;
+  reason: string | null;
+  message: string | null;
+  updatedAt: string;
+}
+
+export interface GenerationRecord {
+  id: string;
+  rootKey: string;
+  number: number;
+  digest: string;
+  /** Device and inode of generations/<id>/payload when it was published (decimal strings). */
+  payloadDev: string;
+  payloadIno: string;
+  createdAt: string;
+}
+
+interface RootRow {
+  name: string;
+  node_path: string;
+  root_key: string;
+  state: RootState;
+  generation: number;
+  digest: string;
+  reason: string | null;
+  message: string | null;
+  updated_at: string;
+}
+
+const toRoot = (r: RootRow): RootRecord => ({
+  name: r.name,
+  nodePath: r.node_path,
+  rootKey: r.root_key,
+  state: r.state,
+  generation: r.generation,
+  digest: r.digest,
+  reason: r.reason,
+  message: r.message,
+  updatedAt: r.updated_at,
+});
+
+export function getRoot(db: Database, name: string): RootRecord | undefined {
+  const row = db.prepare('SELECT * FROM roots WHERE name = ?').get(name) as RootRow | undefined;
+  return row && toRoot(row);
+}
+
+export function getRootByPath(db: Database, nodePath: string): RootRecord | undefined {
+  const row = db.prepare('SELECT * FROM roots WHERE node_path = ?').get(nodePath) as RootRow | undefined;
+  return row && toRoot(row);
+}
+
+export function listRoots(db: Database): RootRecord[] {
+  return (db.prepare('SELECT * FROM roots ORDER BY name').all() as RootRow[]).map(toRoot);
+}
+
+export function upsertRoot(db: Database, r: Omit<RootRecord, 'updatedAt'>, now: Date): void {
+  db.prepare(
+    `INSERT INTO roots (name, node_path, root_key, state, generation, digest, reason, message, updated_at)
+     VALUES (@name, @nodePath, @rootKey, @state, @generation, @digest, @reason, @message, @updatedAt)
+     ON CONFLICT (name) DO UPDATE SET node_path = excluded.node_path, root_key = excluded.root_key, state = excluded.state,
+       generation = excluded.generation, digest = excluded.digest, reason = excluded.reason, message = excluded.message,
+       updated_at = excluded.updated_at`,
+  ).run({ ...r, updatedAt: now.toISOString() });
+}
+
+export function getGeneration(db: Database, rootKey: string, number: number): GenerationRecord | undefined {
+  return db
+    .prepare('SELECT id, root_key AS rootKey, number, digest, payload_dev AS payloadDev, payload_ino AS payloadIno, created_at AS createdAt FROM generations WHERE root_key = ? AND number = ?')
+    .get(rootKey, number) as GenerationRecord | undefined;
+}
+
+export function insertGeneration(db: Database, g: Omit<GenerationRecord, 'createdAt'>, manifest: Manifest, now: Date): void {
+  db.prepare(
+    `INSERT INTO generations (id, root_key, number, digest, manifest_json, payload_dev, payload_ino, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+     ON CONFLICT (id) DO NOTHING`,
+  ).run(g.id, g.rootKey, g.number, g.digest, JSON.stringify(manifest), g.payloadDev, g.payloadIno, now.toISOString());
+}
+
+export interface IntentRecord<T> {
+  id: string;
+  kind: string;
+  data: T;
+  createdAt: string;
+}
+
+export function insertIntent(db: Database, id: string, kind: string, data: unknown, now: Date): void {
+  db.prepare('INSERT INTO intents (id, kind, data_json, created_at) VALUES (?, ?, ?, ?)').run(id, kind, JSON.stringify(data), now.toISOString());
+}
+
+export function deleteIntent(db: Database, id: string): void {
+  db.prepare('DELETE FROM intents WHERE id = ?').run(id);
+}
+
+export function listIntents<T>(db: Database, kind: string): IntentRecord<T>[] {
+  const rows = db.prepare('SELECT id, kind, data_json, created_at FROM intents WHERE kind = ? ORDER BY created_at, id').all(kind) as {
+    id: string;
+    kind: string;
+    data_json: string;
+    created_at: string;
+  }[];
+  return rows.map((r) => ({ id: r.id, kind: r.kind, data: JSON.parse(r.data_json) as T, createdAt: r.created_at }));
+}

@@ -1,0 +1,66 @@
+// The store database's schema, as numbered migrations tracked in PRAGMA user_version.
+import type { Database } from 'better-sqlite3';
+import { StoreError } from './store-errors.js';
+
+const MIGRATIONS: readonly string[] = [
+  // 1: roots, their generations, worlds, and intents for crash recovery.
+  `CREATE TABLE roots (
+     name TEXT PRIMARY KEY,
+     node_path TEXT NOT NULL UNIQUE,
+     root_key TEXT NOT NULL UNIQUE,
+     state TEXT NOT NULL,
+     generation INTEGER NOT NULL,
+     digest TEXT NOT NULL,
+     reason TEXT,
+     message TEXT,
+     updated_at TEXT NOT NULL
+   ) STRICT;
+   CREATE TABLE generations (
+     id TEXT PRIMARY KEY,
+     root_key TEXT NOT NULL,
+     number INTEGER NOT NULL,
+     digest TEXT NOT NULL,
+     manifest_json TEXT NOT NULL,
+     payload_dev TEXT NOT NULL,
+     payload_ino TEXT NOT NULL,
+     created_at TEXT NOT NULL,
+     UNIQUE (root_key, number)
+   ) STRICT;
+   CREATE TABLE worlds (
+     uid TEXT PRIMARY KEY,
+     namespace TEXT NOT NULL,
+     name TEXT NOT NULL,
+     state TEXT NOT NULL,
+     data_json TEXT NOT NULL,
+     updated_at TEXT NOT NULL
+   ) STRICT;
+   CREATE TABLE intents (
+     id TEXT PRIMARY KEY,
+     kind TEXT NOT NULL,
+     data_json TEXT NOT NULL,
+     created_at TEXT NOT NULL
+   ) STRICT;`,
+  // 2: host id ranges held by worlds (one slot each; see node-agent/world/id-slots.ts).
+  `CREATE TABLE world_slots (
+     slot INTEGER PRIMARY KEY,
+     world_uid TEXT NOT NULL UNIQUE,
+     created_at TEXT NOT NULL
+   ) STRICT;`,
+];
+
+export const SCHEMA_VERSION = MIGRATIONS.length;
+
+/** Bring the schema to SCHEMA_VERSION, one transaction per migration. A newer schema refuses. */
+export function migrate(db: Database): void {
+  const current = db.pragma('user_version', { simple: true }) as number;
+  if (current > SCHEMA_VERSION) {
+    throw new StoreError('STORE_SCHEMA_UNSUPPORTED', `database schema ${current} is newer than this agent's ${SCHEMA_VERSION}`);
+  }
+  for (let v = current; v < SCHEMA_VERSION; v++) {
+    db.transaction(() => {
+      db.exec(MIGRATIONS[v]!);
+      // The only SQL with a value in its text: our own integer constant (PRAGMA takes no placeholders).
+      db.pragma(`user_version = ${Number(v + 1)}`);
+    })();
+  }
+}

@@ -1,0 +1,35 @@
+// Host id ranges for worlds: each running world holds one slot, and slot s maps the world's
+// namespace ids 0..65535 onto host ids idBase + s*65536 onward. Host id 0 is never in any range
+// (idBase >= 65536). Slots are rows in the store database, so a restarted agent knows which are taken.
+import type { Database } from 'better-sqlite3';
+
+export class SlotsExhausted extends Error {
+  readonly code = 'RESOURCES_UNAVAILABLE';
+  constructor(total: number) {
+    super(`all ${total} world id ranges on this node are in use`);
+  }
+}
+
+/** The slot held by a world, allocating the lowest free one if it holds none. */
+export function acquireSlot(db: Database, worldUid: string, total: number, now: Date): number {
+  return db.transaction(() => {
+    const held = db.prepare('SELECT slot FROM world_slots WHERE world_uid = ?').get(worldUid) as { slot: number } | undefined;
+    if (held) return held.slot;
+    const taken = new Set((db.prepare('SELECT slot FROM world_slots').all() as { slot: number }[]).map((r) => r.slot));
+    for (let s = 0; s < total; s++) {
+      if (!taken.has(s)) {
+        db.prepare('INSERT INTO world_slots (slot, world_uid, created_at) VALUES (?, ?, ?)').run(s, worldUid, now.toISOString());
+        return s;
+      }
+    }
+    throw new SlotsExhausted(total);
+  }).immediate();
+}
+
+export function releaseSlot(db: Database, worldUid: string): void {
+  db.prepare('DELETE FROM world_slots WHERE world_uid = ?').run(worldUid);
+}
+
+export function slotBase(idBase: number, slot: number, range: number): number {
+  return idBase + slot * range;
+}

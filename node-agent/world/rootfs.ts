@@ -1,0 +1,168 @@
+// Builds a world's root filesystem on the host (as root, before the sandbox starts) and takes it
+// down again. The tree: a read-only tmpfs root; the host's system directories bound read-only; a
+// minimal /dev; private /tmp and an empty HOME; each Root at its own path as an overlay whose lower
+// layer is the immutable generation seen through an idmapped mount (so files keep their owners
+// inside); and the one credential, read-only. Nothing of the store, the agent's config or keys.
+import { chmodSync, chownSync, closeSync, existsSync, lstatSync, mkdirSync, openSync, readlinkSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import * as native from '../../native/index.js';
+import type { IdMap } from '../../native/index.js';
+import { mountsUnder } from './mount-table.js';
+import { layerPaths, type LayerPaths, type WorldPaths } from './world-paths.js';
+
+export interface RootMount {
+  /** Store key of the Root (directory name of its layers). */
+  rootKey: string;
+  /** The generation payload directory (PRIME at fork time), read through the store. */
+  payload: string;
+  /** Where the Root appears inside the world (its spec.path). */
+  path: string;
+}
+
+export interface RootfsSpec {
+  paths: WorldPaths;
+  roots: RootMount[];
+  /** The world's host id range: namespace ids 0..count-1 are host ids base..base+count-1. */
+  idBase: number;
+  idCount: number;
+  /** Namespace uid/gid of the agent (owner of HOME and the credential). */
+  uid: number;
+  gid: number;
+  home: string;
+  credential?: { path: string; value: Buffer };
+  tmpSize?: string;
+}
+
+/** Directories bound read-only from the host when they are real directories there. */
+const SYSTEM_DIRS = ['usr', 'etc', 'opt', 'bin', 'sbin', 'lib', 'lib32', 'lib64', 'libx32'];
+const DEV_NODES = ['null', 'zero', 'full', 'random', 'urandom', 'tty'];
+/** Overlay options that keep the upper layer a plain record of changes (no redirects, no metadata-only copies). */
+const OVERLAY_OPTIONS = ['redirect_dir=off', 'metacopy=off', 'index=off'];
+
+export function idMap(base: number, count: number): IdMap[] {
+  return [{ inside: 0, outside: base, count }];
+}
+
+function mkdirp(p: string, mode = 0o755): void {
+  mkdirSync(p, { recursive: true, mode });
+}
+
+function touch(p: string): void {
+  closeSync(openSync(p, 'a', 0o644));
+}
+
+/** Mounts one Root's overlay; returns its layer paths. */
+export function mountRootLayer(paths: WorldPaths, root: RootMount, usernsFd: number, idBase: number): LayerPaths {
+  const l = layerPaths(paths, root.rootKey);
+  for (const d of [l.lower, l.upper, l.work, l.merged]) mkdirp(d, 0o700);
+  // The merged root directory takes the upper root's owner and mode: give it the lower root's, mapped.
+  const top = lstatSync(root.payload);
+  chownSync(l.upper, idBase + top.uid, idBase + top.gid);
+  chmodSync(l.upper, top.mode & 0o7777);
+  native.mountIdmapped(root.payload, l.lower, usernsFd, { readonly: true, recursive: false });
+  native.mountOverlay(l.merged, { lower: [l.lower], upper: l.upper, work: l.work, extra: OVERLAY_OPTIONS, nosuid: true, nodev: true });
+  return l;
+}
+
+export function assembleRootfs(spec: RootfsSpec): LayerPaths[] {
+  const { paths } = spec;
+  const hostUid = spec.idBase + spec.uid;
+  const hostGid = spec.idBase + spec.gid;
+  mkdirp(paths.dir, 0o711);
+  mkdirp(paths.rootfs, 0o755);
+  mkdirp(paths.layers, 0o700);
+  const map = idMap(spec.idBase, spec.idCount);
+  const userns = native.createUserNamespace(map, map);
+  const layers: LayerPaths[] = [];
+  try {
+    for (const r of spec.roots) layers.push(mountRootLayer(paths, r, userns, spec.idBase));
+  } finally {
+    closeSync(userns);
+  }
+
+  const rf = paths.rootfs;
+  native.mountTmpfs(rf, { mode: 0o755, size: '16m', nosuid: true, nodev: true, noexec: false });
+  for (const d of SYSTEM_DIRS) {
+    const host = `/${d}`;
+    if (!existsSync(host)) continue;
+    const st = lstatSync(host);
+    if (st.isSymbolicLink()) {
+      symlinkSync(readlinkSync(host), join(rf, d));
+    } else if (st.isDirectory()) {
+      mkdirp(join(rf, d));
+      native.bindMount(host, join(rf, d), { readonly: true, recursive: true, nosuid: true, nodev: true });
+    }
+  }
+  mkdirp(join(rf, 'proc'), 0o555);
+  mkdirp(join(rf, 'dev'));
+  native.mountTmpfs(join(rf, 'dev'), { mode: 0o755, size: '1m', nosuid: true, nodev: false, noexec: true });
+  for (const n of DEV_NODES) {
+    if (!existsSync(`/dev/${n}`)) continue;
+    touch(join(rf, 'dev', n));
+    native.bindMount(`/dev/${n}`, join(rf, 'dev', n), { readonly: false, recursive: false, nosuid: true, noexec: true });
+  }
+  for (const [name, target] of [['fd', '/proc/self/fd'], ['stdin', '/proc/self/fd/0'], ['stdout', '/proc/self/fd/1'], ['stderr', '/proc/self/fd/2']] as const) {
+    symlinkSync(target, join(rf, 'dev', name));
+  }
+  mkdirp(join(rf, 'dev', 'shm'), 0o1777);
+  native.mountTmpfs(join(rf, 'dev', 'shm'), { mode: 0o1777, size: '64m', nosuid: true, nodev: true, noexec: true });
+  mkdirp(join(rf, 'tmp'), 0o1777);
+  native.mountTmpfs(join(rf, 'tmp'), { mode: 0o1777, size: spec.tmpSize ?? '512m', nosuid: true, nodev: true, noexec: false });
+
+  // HOME: an empty tmpfs owned by the agent; nothing of any real home directory is visible.
+  const home = join(rf, spec.home);
+  mkdirp(home);
+  native.mountTmpfs(home, { mode: 0o700, size: '256m', uid: hostUid, gid: hostGid, nosuid: true, nodev: true, noexec: false });
+
+  spec.roots.forEach((r, i) => {
+    const target = join(rf, r.path);
+    mkdirp(target);
+    native.bindMount((layers[i] as LayerPaths).merged, target, { readonly: false, recursive: false, nosuid: true, nodev: true });
+  });
+
+  if (spec.credential) {
+    writeFileSync(paths.credential, spec.credential.value, { mode: 0o400 });
+    chownSync(paths.credential, hostUid, hostGid);
+    const target = join(rf, spec.credential.path);
+    mkdirp(dirname(target));
+    touch(target);
+    native.bindMount(paths.credential, target, { readonly: true, recursive: false, nosuid: true, nodev: true, noexec: true });
+  }
+  // Seal the root: the world cannot add files to / or replace any mount point.
+  native.mount(null, rf, null, native.MS_REMOUNT | native.MS_BIND | native.MS_RDONLY | native.MS_NOSUID | native.MS_NODEV);
+  return layers;
+}
+
+/** Unmounts everything under the rootfs, deepest first. Returns mounts that could not be removed. */
+export function unmountRootfs(paths: WorldPaths): string[] {
+  for (const m of mountsUnder(paths.rootfs)) {
+    try {
+      native.umount2(m, native.MNT_DETACH);
+    } catch {
+      /* reported below if it is still there */
+    }
+  }
+  return mountsUnder(paths.rootfs);
+}
+
+/** Unmounts the overlays and idmapped lowers of every layer. */
+export function unmountLayers(paths: WorldPaths): string[] {
+  for (const m of mountsUnder(paths.layers)) {
+    try {
+      native.umount2(m, native.MNT_DETACH);
+    } catch {
+      /* reported below */
+    }
+  }
+  return mountsUnder(paths.layers);
+}
+
+/**
+ * Removes a world's directory — only when nothing at all is mounted below it, so a bind mount of a
+ * host directory can never be deleted through it.
+ */
+export function removeWorldDir(paths: WorldPaths): void {
+  const left = mountsUnder(paths.dir);
+  if (left.length > 0) throw new Error(`refusing to remove ${paths.dir}: still mounted: ${left.join(', ')}`);
+  rmSync(paths.dir, { recursive: true, force: true });
+}

@@ -1,0 +1,164 @@
+// One world's life on the node, start to end: cgroup with limits read back, root filesystem, the
+// sandboxed workload with its observation checked, supervision, capture of the candidate, teardown.
+// Each step reports through `report`; any failure tears down what exists and ends in Failed.
+import { mkdirSync } from 'node:fs';
+import type { Manifest } from '../../core/manifest.js';
+import type { NsName, SandboxObservation } from '../../native/index.js';
+import { CgroupError, WorldCgroup, type CgroupLayout, type CgroupLimits, type CgroupReadback } from '../sandbox/cgroup.js';
+import { captureLayer } from './capture-layer.js';
+import { CaptureRefused, storeCandidate, type Candidate, type RootChange } from './candidate.js';
+import { assembleRootfs, idMap, removeWorldDir, unmountLayers, unmountRootfs } from './rootfs.js';
+import { ObservationRefused, startWorkload, type ExitReason, type RunningWorkload, type WorkloadEnd } from './supervise.js';
+import type { WorldPaths } from './world-paths.js';
+
+export interface WorldRoot {
+  name: string;
+  rootKey: string;
+  /** Where the Root appears inside the world. */
+  path: string;
+  /** PRIME's payload directory at fork time (read through the store). */
+  payload: string;
+  generation: number;
+  digest: string;
+  manifest: Manifest;
+}
+
+export interface WorldRunSpec {
+  uid: string;
+  paths: WorldPaths;
+  roots: WorldRoot[];
+  argv: string[];
+  env: string[];
+  cwd: string;
+  runAsUid: number;
+  runAsGid: number;
+  home: string;
+  credential?: { path: string; value: Buffer };
+  newNetwork: boolean;
+  idBase: number;
+  idCount: number;
+  limits: CgroupLimits;
+  wallTimeMs: number;
+  outputLimitBytes: number;
+  cgroups: CgroupLayout;
+  agentNs: Record<NsName, string>;
+  candidatesDir: string;
+}
+
+export type WorldEvent =
+  | { type: 'cgroup'; readback: CgroupReadback }
+  | { type: 'running'; observation: SandboxObservation; pid: number }
+  | { type: 'exited'; end: WorkloadEnd }
+  | { type: 'captured'; candidate: Candidate; end: WorkloadEnd }
+  | { type: 'failed'; code: string; message: string; end?: WorkloadEnd; observation?: SandboxObservation };
+
+export interface WorldRun {
+  /** Resolves after the final event (captured or failed) and teardown. */
+  finished: Promise<void>;
+  /** Kills the world now; the run then ends with the given reason. */
+  kill(reason: ExitReason): void;
+}
+
+export function startWorldRun(spec: WorldRunSpec, report: (e: WorldEvent) => Promise<void>): WorldRun {
+  let workload: RunningWorkload | undefined;
+  let killRequested: ExitReason | undefined;
+  const finished = (async () => {
+    let cgroup: WorldCgroup | undefined;
+    let end: WorkloadEnd | undefined;
+    let observation: SandboxObservation | undefined;
+    try {
+      mkdirSync(spec.paths.dir, { recursive: true, mode: 0o711 });
+      cgroup = WorldCgroup.create(spec.cgroups, 'worldline', `world-${spec.uid}`);
+      const readback = cgroup.applyAndVerify(spec.limits);
+      await report({ type: 'cgroup', readback });
+      const layers = assembleRootfs({
+        paths: spec.paths,
+        roots: spec.roots.map((r) => ({ rootKey: r.rootKey, payload: r.payload, path: r.path })),
+        idBase: spec.idBase,
+        idCount: spec.idCount,
+        uid: spec.runAsUid,
+        gid: spec.runAsGid,
+        home: spec.home,
+        ...(spec.credential ? { credential: spec.credential } : {}),
+      });
+      const map = idMap(spec.idBase, spec.idCount);
+      workload = await startWorkload(
+        {
+          rootfs: spec.paths.rootfs,
+          argv: spec.argv,
+          env: spec.env,
+          cwd: spec.cwd,
+          uid: spec.runAsUid,
+          gid: spec.runAsGid,
+          uidMap: map,
+          gidMap: map,
+          newNetwork: spec.newNetwork,
+          cgroup,
+          outputFile: spec.paths.output,
+          outputLimitBytes: spec.outputLimitBytes,
+          wallTimeMs: spec.wallTimeMs,
+        },
+        spec.agentNs,
+      );
+      observation = workload.observation;
+      if (killRequested) workload.kill(killRequested);
+      await report({ type: 'running', observation, pid: workload.pid });
+      end = await workload.done;
+      await report({ type: 'exited', end });
+      if (end.reason !== 'Completed') {
+        await report({ type: 'failed', code: end.reason, message: describeEnd(end), end, observation });
+        return;
+      }
+      // The world is over: unmount its view, then read the upper layers from the store's side.
+      unmountRootfs(spec.paths);
+      const changes: RootChange[] = [];
+      for (const [i, r] of spec.roots.entries()) {
+        const upper = layers[i]!.upper;
+        const capture = await captureLayer(upper, r.manifest, spec.idBase, spec.idCount);
+        changes.push({ root: r.name, rootKey: r.rootKey, baseGeneration: r.generation, baseDigest: r.digest, base: r.manifest, capture, upperDir: upper });
+      }
+      const candidate = await storeCandidate(spec.candidatesDir, changes);
+      await report({ type: 'captured', candidate, end });
+    } catch (err) {
+      const e = err as Error & { code?: string };
+      const code =
+        err instanceof ObservationRefused ? 'ISOLATION_OBSERVATION_INVALID'
+        : err instanceof CaptureRefused ? err.problem.code
+        : err instanceof CgroupError ? err.code
+        : typeof e.code === 'string' && /^[A-Z_]+$/.test(e.code) ? e.code
+        : 'WORLD_SETUP_FAILED';
+      await report({ type: 'failed', code, message: e.message, ...(end ? { end } : {}), ...(err instanceof ObservationRefused && err.observation ? { observation: err.observation } : observation ? { observation } : {}) });
+    } finally {
+      workload?.kill();
+      unmountRootfs(spec.paths);
+      const left = unmountLayers(spec.paths);
+      if (left.length === 0) removeWorldDir(spec.paths);
+      if (cgroup) {
+        cgroup.killAll();
+        for (let i = 0; i < 50 && cgroup.remove().length > 0; i++) await new Promise((r) => setTimeout(r, 20));
+      }
+    }
+  })();
+  return {
+    finished,
+    kill(reason) {
+      killRequested = reason;
+      workload?.kill(reason);
+    },
+  };
+}
+
+function describeEnd(e: WorkloadEnd): string {
+  switch (e.reason) {
+    case 'WallTimeExceeded':
+      return 'the wall-time limit expired; every process of the world was killed';
+    case 'OutputLimitExceeded':
+      return `the world wrote more than its output limit (${e.outputBytes} bytes seen); every process was killed`;
+    case 'OOMKilled':
+      return 'the kernel killed the world for exceeding its memory limit';
+    case 'Signaled':
+      return `the agent was killed by ${e.signal ?? 'a signal'}`;
+    default:
+      return `the agent exited with status ${String(e.code)}`;
+  }
+}

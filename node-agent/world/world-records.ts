@@ -1,0 +1,45 @@
+// The node-agent's record of each World it serves (the worlds table): its state on this node and
+// the full status document the agent applies, so a restarted agent re-applies exactly what it owns.
+import type { Database } from 'better-sqlite3';
+import type { Manifest } from '../../core/manifest.js';
+
+export type WorldState = 'running' | 'captured' | 'failed' | 'refused';
+
+export interface WorldRecord {
+  uid: string;
+  namespace: string;
+  name: string;
+  state: WorldState;
+  /** The node-agent's part of World.status, applied whole under its field manager. */
+  status: Record<string, unknown>;
+  updatedAt: string;
+}
+
+export function getWorldRecord(db: Database, uid: string): WorldRecord | undefined {
+  const row = db.prepare('SELECT uid, namespace, name, state, data_json, updated_at FROM worlds WHERE uid = ?').get(uid) as
+    | { uid: string; namespace: string; name: string; state: WorldState; data_json: string; updated_at: string }
+    | undefined;
+  if (!row) return undefined;
+  return { uid: row.uid, namespace: row.namespace, name: row.name, state: row.state, status: JSON.parse(row.data_json) as Record<string, unknown>, updatedAt: row.updated_at };
+}
+
+export function listWorldRecords(db: Database): WorldRecord[] {
+  return (db.prepare('SELECT uid FROM worlds ORDER BY uid').all() as { uid: string }[]).map((r) => getWorldRecord(db, r.uid)!);
+}
+
+export function putWorldRecord(db: Database, r: Omit<WorldRecord, 'updatedAt'>, now: Date): void {
+  db.prepare(
+    `INSERT INTO worlds (uid, namespace, name, state, data_json, updated_at) VALUES (?, ?, ?, ?, ?, ?)
+     ON CONFLICT (uid) DO UPDATE SET state = excluded.state, data_json = excluded.data_json, updated_at = excluded.updated_at`,
+  ).run(r.uid, r.namespace, r.name, r.state, JSON.stringify(r.status), now.toISOString());
+}
+
+export function deleteWorldRecord(db: Database, uid: string): void {
+  db.prepare('DELETE FROM worlds WHERE uid = ?').run(uid);
+}
+
+/** The manifest of a recorded generation. */
+export function generationManifest(db: Database, rootKey: string, number: number): Manifest | undefined {
+  const row = db.prepare('SELECT manifest_json FROM generations WHERE root_key = ? AND number = ?').get(rootKey, number) as { manifest_json: string } | undefined;
+  return row ? (JSON.parse(row.manifest_json) as Manifest) : undefined;
+}

@@ -1,0 +1,107 @@
+// The node-agent's part of a World's status, built step by step from what happened on the node.
+// Pure: every function returns a new document; the caller persists and applies it.
+import { setCondition, type Condition } from '../../kube/conditions.js';
+import type { SandboxObservation } from '../../native/index.js';
+import type { CgroupReadback } from '../sandbox/cgroup.js';
+import type { WorldEvent } from './run-world.js';
+
+export interface AgentWorldStatus {
+  phase: string;
+  reason?: string;
+  message?: string;
+  base?: { root: string; generation: number; digest: string }[];
+  admission?: { outcome: string; message: string };
+  isolation?: { observation: Record<string, unknown> };
+  candidate?: { digest: string; shortDigest: string; added: number; modified: number; deleted: number; capturedAt: string };
+  exit?: { code?: number; signal?: string; reason: string };
+  conditions: Condition[];
+  [k: string]: unknown;
+}
+
+const hex = (n: bigint): string => `0x${n.toString(16).padStart(16, '0')}`;
+
+export function observationSummary(o: SandboxObservation, newNetwork: boolean, cgroup?: CgroupReadback): Record<string, unknown> {
+  return {
+    uid: o.uid,
+    gid: o.gid,
+    groups: o.groups,
+    noNewPrivs: o.noNewPrivs,
+    capabilities: { inheritable: hex(o.capInh), permitted: hex(o.capPrm), effective: hex(o.capEff), bounding: hex(o.capBnd), ambient: hex(o.capAmb) },
+    uidMap: o.uidMap,
+    gidMap: o.gidMap,
+    namespaces: o.ns,
+    network: newNetwork ? 'isolated' : 'host',
+    ...(cgroup ? { cgroup: { cpuMillis: String(cgroup.cpuMillis), memoryBytes: String(cgroup.memoryBytes), pids: String(cgroup.pids) } } : {}),
+  };
+}
+
+export function admittedStatus(base: AgentWorldStatus['base'], generation: number | undefined, now: Date, message: string): AgentWorldStatus {
+  return {
+    phase: 'Admitted',
+    reason: 'ADMITTED',
+    message,
+    base,
+    admission: { outcome: 'ADMITTED', message },
+    conditions: setCondition([], { type: 'Admitted', status: 'True', reason: 'ADMITTED', message }, generation, now),
+  };
+}
+
+export function refusedStatus(code: string, message: string, generation: number | undefined, now: Date, conditionType = 'Admitted'): AgentWorldStatus {
+  return {
+    phase: 'Refused',
+    reason: code,
+    message,
+    admission: { outcome: code, message },
+    conditions: setCondition([], { type: conditionType, status: 'False', reason: code, message }, generation, now),
+  };
+}
+
+export function withEvent(s: AgentWorldStatus, e: WorldEvent, ctx: { newNetwork: boolean; cgroup?: CgroupReadback; generation?: number; now: Date }): AgentWorldStatus {
+  const gen = ctx.generation;
+  const set = (conds: Condition[], type: string, status: 'True' | 'False', reason: string, message: string): Condition[] =>
+    setCondition(conds, { type, status, reason, message }, gen, ctx.now);
+  switch (e.type) {
+    case 'cgroup':
+      return s;
+    case 'running': {
+      let conditions = set(s.conditions, 'Isolated', 'True', 'ObservationVerified', 'the sandbox reported the expected identity, maps, capabilities and namespaces before the agent ran');
+      conditions = set(conditions, 'Running', 'True', 'Running', `agent running as pid ${e.pid}`);
+      return { ...s, phase: 'Running', reason: 'RUNNING', message: 'the agent is running in its world', isolation: { observation: observationSummary(e.observation, ctx.newNetwork, ctx.cgroup) }, conditions };
+    }
+    case 'exited': {
+      const exit: AgentWorldStatus['exit'] = { reason: e.end.reason, ...(e.end.code !== null ? { code: e.end.code } : {}), ...(e.end.signal ? { signal: e.end.signal } : {}) };
+      return { ...s, exit, conditions: set(s.conditions, 'Running', 'False', e.end.reason, `the agent ended: ${e.end.reason}`) };
+    }
+    case 'captured': {
+      const c = e.candidate;
+      const candidate = { digest: c.digest, shortDigest: c.digest.slice(7, 19), added: c.added, modified: c.modified, deleted: c.deleted, capturedAt: ctx.now.toISOString().replace(/\.\d{3}Z$/, 'Z') };
+      const ok = e.end.code === 0;
+      const msg = `${c.added} added, ${c.modified} modified, ${c.deleted} deleted`;
+      return {
+        ...s,
+        phase: ok ? 'Captured' : 'Failed',
+        reason: ok ? 'CAPTURED' : 'AGENT_EXIT_NONZERO',
+        message: ok ? `candidate captured: ${msg}` : `the agent exited with status ${String(e.end.code)}; its changes were captured (${msg}) but the World failed`,
+        candidate,
+        conditions: set(s.conditions, 'Captured', 'True', 'Captured', msg),
+      };
+    }
+    case 'failed': {
+      let conditions = set(s.conditions, 'Running', 'False', e.code, e.message);
+      conditions = set(conditions, 'Captured', 'False', e.code, e.message);
+      if (e.code === 'ISOLATION_OBSERVATION_INVALID') conditions = set(conditions, 'Isolated', 'False', e.code, e.message);
+      const exit: AgentWorldStatus['exit'] | undefined = e.end
+        ? { reason: e.end.reason, ...(e.end.code !== null ? { code: e.end.code } : {}), ...(e.end.signal ? { signal: e.end.signal } : {}) }
+        : s.exit;
+      return {
+        ...s,
+        phase: 'Failed',
+        reason: e.code,
+        message: e.message,
+        ...(exit ? { exit } : {}),
+        ...(e.observation ? { isolation: { observation: observationSummary(e.observation, ctx.newNetwork, ctx.cgroup) } } : {}),
+        conditions,
+      };
+    }
+  }
+}

@@ -1,0 +1,108 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { link, mkdir, rename, symlink, writeFile } from 'node:fs/promises';
+import { renameSync, symlinkSync } from 'node:fs';
+import { join } from 'node:path';
+import { sha256Hex } from '../../core/digest.js';
+import { manifestDigest, validateManifest } from '../../core/manifest.js';
+import { walkTree } from '../../node-agent/store/walk-tree.js';
+import { walkTreeSync } from '../../node-agent/store/walk-tree-sync.js';
+import { makeSampleTree, needsRoot, scratch } from './store-fixtures.js';
+
+test('walk: a valid manifest, the same from the worker and in-thread', needsRoot, async (t) => {
+  const s = await scratch(t);
+  await makeSampleTree(s.dir);
+  const viaWorker = await walkTree(s.dir);
+  const inThread = walkTreeSync(s.dir);
+  assert.deepEqual(viaWorker.manifest, inThread.manifest);
+  assert.deepEqual(viaWorker.problems, []);
+  assert.deepEqual(validateManifest(viaWorker.manifest), []);
+  const byPath = new Map(viaWorker.manifest.entries.map((e) => [e.path, e]));
+  assert.equal(byPath.get('tool')?.mode, 0o4755);
+  assert.equal(byPath.get('shared')?.mode, 0o1777);
+  assert.equal(byPath.get('src/owned')?.uid, 1000);
+  assert.equal(byPath.get('src/lib/up-link')?.target, '../main.ts');
+  assert.equal(byPath.get('README.md')?.sha256, sha256Hex('# sample\n'));
+  assert.equal(byPath.get('README.md')?.size, 9);
+  assert.equal(viaWorker.manifest.root?.mode, 0o750);
+});
+
+test('walk: hardlinks that stay inside the root are accepted', needsRoot, async (t) => {
+  const s = await scratch(t);
+  await writeFile(join(s.dir, 'a'), 'x');
+  await mkdir(join(s.dir, 'd'));
+  await link(join(s.dir, 'a'), join(s.dir, 'd/b'));
+  const w = await walkTree(s.dir);
+  assert.deepEqual(w.problems, []);
+  assert.equal(w.manifest.entries.filter((e) => e.type === 'file').length, 2);
+});
+
+test('walk: every problem is reported, sorted, with its path', needsRoot, async (t) => {
+  const s = await scratch(t);
+  await writeFile(join(s.dir, 'outside'), 'x');
+  const root = join(s.dir, 'root');
+  await mkdir(root);
+  await symlink('/etc', join(root, 'b-abs'));
+  await link(join(s.dir, 'outside'), join(root, 'a-hard'));
+  await symlink('../..', join(root, 'c-up'));
+  const w = await walkTree(root);
+  assert.deepEqual(w.problems.map((p) => [p.path, p.code]), [
+    ['a-hard', 'EXTERNAL_HARDLINK'],
+    ['b-abs', 'EXTERNAL_SYMLINK'],
+    ['c-up', 'EXTERNAL_SYMLINK'],
+  ]);
+  // Refused links are not measured; a hardlinked file is (its link count is judged after the walk).
+  assert.deepEqual(w.manifest.entries.map((e) => e.path), ['a-hard']);
+});
+
+test('walk: a file swapped for a link between lstat and open is caught', needsRoot, async (t) => {
+  const s = await scratch(t);
+  await writeFile(join(s.dir, 'secret'), 'outside');
+  const root = join(s.dir, 'root');
+  await mkdir(root);
+  await writeFile(join(root, 'f'), 'inside');
+  const w = walkTreeSync(root, {
+    afterLstat: (rel) => {
+      if (rel !== 'f') return;
+      renameSync(join(root, 'f'), join(s.dir, 'f-was'));
+      symlinkSync(join(s.dir, 'secret'), join(root, 'f'));
+    },
+  });
+  assert.deepEqual(w.problems.map((p) => [p.path, p.code]), [['f', 'CHANGED_DURING_WALK']]);
+});
+
+test('walk: a parent directory swapped for a link is caught, though the file is the same inode', needsRoot, async (t) => {
+  const s = await scratch(t);
+  const root = join(s.dir, 'root');
+  await mkdir(join(root, 'd'), { recursive: true });
+  await writeFile(join(root, 'd/f'), 'inside');
+  const w = walkTreeSync(root, {
+    afterLstat: (rel) => {
+      if (rel !== 'd/f') return;
+      // The path now goes through a link to outside the root; dev/ino of the file alone cannot tell.
+      renameSync(join(root, 'd'), join(s.dir, 'd-was'));
+      symlinkSync(join(s.dir, 'd-was'), join(root, 'd'));
+    },
+  });
+  assert.deepEqual(w.problems.map((p) => [p.path, p.code]), [['d/f', 'CHANGED_DURING_WALK']]);
+  assert.ok(w.problems[0]!.message.includes('opened as'), w.problems[0]!.message);
+});
+
+test('walk: names that are not UTF-8 are refused by name', needsRoot, async (t) => {
+  const s = await scratch(t);
+  const { writeFileSync } = await import('node:fs');
+  writeFileSync(Buffer.concat([Buffer.from(`${s.dir}/`), Buffer.from([0x66, 0xff])]), 'x');
+  const w = walkTreeSync(s.dir);
+  assert.deepEqual(w.problems.map((p) => p.code), ['UNSUPPORTED_NAME']);
+});
+
+test('walk digest ignores timestamps', needsRoot, async (t) => {
+  const s = await scratch(t);
+  await makeSampleTree(s.dir);
+  const d1 = manifestDigest(walkTreeSync(s.dir).manifest);
+  const { utimes } = await import('node:fs/promises');
+  await utimes(join(s.dir, 'README.md'), 1, 1);
+  await rename(join(s.dir, 'empty'), join(s.dir, 'empty2'));
+  await rename(join(s.dir, 'empty2'), join(s.dir, 'empty'));
+  assert.equal(manifestDigest(walkTreeSync(s.dir).manifest), d1);
+});
