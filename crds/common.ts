@@ -243,12 +243,22 @@ export function timestamp(description: string) {
 }
 
 /** Process exit facts. */
+/** How a supervised process ended. */
+export const EXIT_REASONS = ['Completed', 'WallTimeExceeded', 'OutputLimitExceeded', 'OOMKilled', 'Signaled'] as const;
+
 export function exitStatus(description: string) {
   return z
     .object({
       code: z.int().min(-1).max(255).optional().describe('Exit code of the process; -1 when it did not exit normally.'),
       signal: z.string().max(32).optional().describe('Name of the signal that ended the process (e.g. SIGKILL), when it was killed.'),
-      reason: outcomeCode('UPPER_SNAKE outcome explaining the exit when worldline ended the process (e.g. RESOURCE_LIMIT_EXCEEDED).').optional(),
+      reason: z
+        .enum(EXIT_REASONS)
+        .optional()
+        .describe(
+          'How the process ended: Completed (it exited by itself; see code), WallTimeExceeded, OutputLimitExceeded ' +
+            '(worldline killed the whole process tree at that limit), OOMKilled (the kernel killed it at the memory limit), ' +
+            'Signaled (killed by a signal; see signal).',
+        ),
     })
     .describe(description);
 }

@@ -85,6 +85,11 @@ export class WorldCgroup {
     return cg;
   }
 
+  /** A handle on an existing (or absent) cgroup, for cleanup. */
+  static attach(layout: CgroupLayout, parent: string, name: string): WorldCgroup {
+    return new WorldCgroup(layout, `${parent}/${name}`);
+  }
+
   /** Directories of this cgroup (one per v1 controller, or the single v2 directory). */
   dirs(): string[] {
     if (this.layout.version === 'v2') return [join(this.layout.mount, this.relPath)];

@@ -18,10 +18,11 @@ export interface LayerPaths {
   merged: string;
 }
 
+/** A world's working directory, and its output log kept beside it (it outlives the run, until the World is deleted). */
 export function worldPaths(worldsDir: string, worldUid: string): WorldPaths {
   if (!/^[A-Za-z0-9-]+$/.test(worldUid)) throw new Error(`invalid world uid "${worldUid}"`);
   const dir = join(worldsDir, worldUid);
-  return { dir, rootfs: join(dir, 'rootfs'), layers: join(dir, 'layers'), credential: join(dir, 'credential'), output: join(dir, 'output.log') };
+  return { dir, rootfs: join(dir, 'rootfs'), layers: join(dir, 'layers'), credential: join(dir, 'credential'), output: join(worldsDir, `${worldUid}.output.log`) };
 }
 
 export function layerPaths(w: WorldPaths, rootKey: string): LayerPaths {

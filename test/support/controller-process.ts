@@ -1,11 +1,12 @@
-// Starts the real controller (dist/controller/main.js) as a child process for integration tests,
-// reads its JSON log to learn its metrics port, and kills it on request or when the test exits.
+// Starts the real controller or node-agent (dist/<component>/main.js) as a child process for
+// integration tests, reads its JSON log to learn its metrics port, and kills it on request or when
+// the test exits.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 
-const MAIN = resolve(import.meta.dirname, '..', '..', 'controller', 'main.js');
+const DIST = resolve(import.meta.dirname, '..', '..');
 const running = new Set<ChildProcess>();
 process.on('exit', () => {
   for (const c of running) c.kill('SIGKILL');
@@ -22,15 +23,30 @@ export interface ControllerProcess {
 }
 
 export async function startController(opts: { kubeconfig: string; identity: string; namespace?: string; leaseDurationSeconds?: number; extraArgs?: string[] }): Promise<ControllerProcess> {
-  const args = [
-    MAIN,
+  return startComponent('controller', opts.identity, [
     '--kubeconfig', opts.kubeconfig,
     '--namespace', opts.namespace ?? 'worldline-system',
     '--metrics-bind', '127.0.0.1:0',
     '--identity', opts.identity,
     '--lease-duration', String(opts.leaseDurationSeconds ?? 6),
     ...(opts.extraArgs ?? []),
-  ];
+  ]);
+}
+
+export async function startNodeAgent(opts: { kubeconfig: string; nodeName: string; storeDir: string; namespace?: string; extraArgs?: string[] }): Promise<ControllerProcess> {
+  return startComponent('node-agent', opts.nodeName, [
+    '--kubeconfig', opts.kubeconfig,
+    '--namespace', opts.namespace ?? 'worldline-system',
+    '--metrics-bind', '127.0.0.1:0',
+    '--node-name', opts.nodeName,
+    '--store', opts.storeDir,
+    ...(opts.extraArgs ?? []),
+  ]);
+}
+
+export async function startComponent(component: 'controller' | 'node-agent', identity: string, componentArgs: string[]): Promise<ControllerProcess> {
+  const opts = { identity };
+  const args = [resolve(DIST, component, 'main.js'), ...componentArgs];
   const child = spawn(process.execPath, args, { stdio: ['ignore', 'ignore', 'pipe'] });
   running.add(child);
   const logs: Record<string, unknown>[] = [];
@@ -56,13 +72,13 @@ export async function startController(opts: { kubeconfig: string; identity: stri
     const found = logs.find(pred);
     if (found) return Promise.resolve(found);
     return new Promise((res, rej) => {
-      const t = setTimeout(() => rej(new Error(`controller ${opts.identity}: no matching log line within ${timeoutMs} ms; last lines:\n${logs.slice(-15).map((l) => JSON.stringify(l)).join('\n')}`)), timeoutMs);
+      const t = setTimeout(() => rej(new Error(`${component} ${opts.identity}: no matching log line within ${timeoutMs} ms; last lines:\n${logs.slice(-15).map((l) => JSON.stringify(l)).join('\n')}`)), timeoutMs);
       waiters.push({ pred, resolve: (r) => { clearTimeout(t); res(r); } });
     });
   };
   const serving = await Promise.race([
     waitForLog((r) => r.msg === 'serving health and metrics'),
-    exited.then(() => { throw new Error(`controller exited early:\n${logs.map((l) => JSON.stringify(l)).join('\n')}`); }),
+    exited.then(() => { throw new Error(`${component} exited early:\n${logs.map((l) => JSON.stringify(l)).join('\n')}`); }),
   ]);
   const metricsUrl = `http://127.0.0.1:${String(serving.port)}`;
   return {

@@ -1,0 +1,17 @@
+// REST coordinates of the kinds the node-agent reads and writes (from the API definition in crds/).
+import type { ResourceRef } from '../kube/resource-ref.js';
+import { GROUP, VERSION } from '../crds/api-group.js';
+
+const ref = (kind: string, plural: string, namespaced: boolean): ResourceRef => ({ group: GROUP, version: VERSION, kind, plural, namespaced });
+
+export const refs = {
+  Root: ref('Root', 'roots', false),
+  World: ref('World', 'worlds', true),
+  Check: ref('Check', 'checks', true),
+  Collapse: ref('Collapse', 'collapses', true),
+  Secret: { group: '', version: 'v1', kind: 'Secret', plural: 'secrets', namespaced: true } as ResourceRef,
+} as const;
+
+export const FIELD_MANAGER = 'worldline-node-agent';
+/** Held on a bound World until this agent has removed everything the World had on the node. */
+export const NODE_CLEANUP_FINALIZER = 'worldline.dev/node-cleanup';

@@ -1,0 +1,111 @@
+// Reconciles the Roots of this node: adopts each into the node store (its directory becomes
+// generation 1 and the host path a link through live/), then keeps checking that the host path
+// still routes through the store. Status (phase, generation, digest) is this agent's.
+import type { KubernetesObject } from '@kubernetes/client-node';
+import type { Clock } from '../kube/clock.js';
+import { findCondition, setCondition, type Condition } from '../kube/conditions.js';
+import type { EventRecorder } from '../kube/events.js';
+import type { Informer } from '../kube/informer.js';
+import type { Logger } from '../kube/logger.js';
+import type { ReconcileResult } from '../kube/reconcile.js';
+import { statusEqual, type StatusWriter } from '../kube/status-writer.js';
+import { adoptRoot } from './store/adopt-root.js';
+import type { Store } from './store/open-store.js';
+import { checkRouting } from './store/routing.js';
+import { isStoreError } from './store/store-errors.js';
+import { getRoot } from './store/store-records.js';
+import { refs } from './resources.js';
+
+interface RootObj extends KubernetesObject {
+  spec?: { nodeName?: string; path?: string };
+  status?: { phase?: string; generation?: number; digest?: string; shortDigest?: string; nodeName?: string; reason?: string; message?: string; conditions?: Condition[] };
+}
+
+export interface RootReconcilerDeps {
+  informer: Informer<RootObj>;
+  store: Store;
+  status: StatusWriter;
+  events: EventRecorder;
+  clock: Clock;
+  nodeName: string;
+  logger: Logger;
+}
+
+/** How often a refused or broken Root is looked at again (its directory may be fixed meanwhile). */
+const RETRY_MS = 30_000;
+/** How often a Ready Root's routing is re-checked. */
+const ROUTING_RECHECK_MS = 60_000;
+
+type RootStatusDoc = NonNullable<RootObj['status']>;
+
+function doc(root: RootObj, phase: string, reason: string, message: string, now: Date, extra: Partial<RootStatusDoc> = {}): RootStatusDoc {
+  const prev = root.status?.conditions?.filter((c) => c.type === 'Adopted');
+  const adopted = phase === 'Ready' ? 'True' : 'False';
+  return {
+    phase,
+    reason,
+    message,
+    nodeName: root.spec?.nodeName ?? '',
+    ...extra,
+    conditions: setCondition(prev, { type: 'Adopted', status: adopted, reason: phase === 'Ready' ? 'Adopted' : reason, message }, root.metadata?.generation, now),
+  };
+}
+
+function owned(s: RootObj['status']): Partial<RootStatusDoc> {
+  if (!s) return {};
+  const { phase, generation, digest, shortDigest, nodeName, reason, message } = s;
+  return { phase, generation, digest, shortDigest, nodeName, reason, message, conditions: (s.conditions ?? []).filter((c) => c.type === 'Adopted') };
+}
+
+export function makeNodeRootReconciler(d: RootReconcilerDeps): (key: string) => Promise<ReconcileResult> {
+  const apply = async (root: RootObj, next: RootStatusDoc): Promise<void> => {
+    const before = owned(root.status);
+    const clean = JSON.parse(JSON.stringify(next)) as RootStatusDoc;
+    if (statusEqual(before, owned(clean))) return;
+    await d.status.applyStatus(refs.Root, { metadata: { name: root.metadata?.name ?? '' }, status: clean });
+    if (before.phase !== clean.phase || before.reason !== clean.reason) {
+      if (clean.phase === 'Broken') d.events.warning(root, clean.reason ?? 'Broken', clean.message ?? '');
+      else d.events.normal(root, clean.phase ?? '', clean.message ?? '');
+    }
+  };
+
+  return async (key) => {
+    const root = d.informer.get(key);
+    const name = root?.metadata?.name;
+    if (!root || !name || root.spec?.nodeName !== d.nodeName || root.metadata?.deletionTimestamp) return;
+    const path = root.spec?.path ?? '';
+    const now = d.clock.now();
+
+    const accepted = findCondition(root.status?.conditions, 'Accepted');
+    if (accepted?.status === 'False') {
+      await apply(root, doc(root, 'Broken', 'ROOT_PATH_CONFLICT', `not adopted: ${accepted.message}`, now));
+      return { requeueAfterMs: RETRY_MS };
+    }
+
+    const readyDoc = async (): Promise<RootStatusDoc> => {
+      const routing = await checkRouting(d.store, name);
+      const r = routing.root;
+      return doc(root, 'Ready', 'READY', `PRIME is generation ${r.generation} (${r.digest}); ${path} routes through the store`, now, {
+        generation: r.generation,
+        digest: r.digest,
+        shortDigest: r.digest.slice(7, 19),
+      });
+    };
+
+    try {
+      if (!getRoot(d.store.db, name)) {
+        await apply(root, doc(root, 'Adopting', 'ADOPTING', `adopting ${path} into the node store`, now));
+        const t0 = performance.now();
+        await adoptRoot(d.store, { name, hostPath: path });
+        d.logger.info('root adopted', { root: name, path, ms: Math.round(performance.now() - t0) });
+      }
+      await apply(root, await readyDoc());
+      return { requeueAfterMs: ROUTING_RECHECK_MS };
+    } catch (err) {
+      if (!isStoreError(err)) throw err;
+      const existing = getRoot(d.store.db, name);
+      await apply(root, doc(root, 'Broken', err.code, err.message, now, existing ? { generation: existing.generation, digest: existing.digest, shortDigest: existing.digest.slice(7, 19) } : {}));
+      return { requeueAfterMs: RETRY_MS };
+    }
+  };
+}

@@ -1,0 +1,129 @@
+// Turns a World bound to this node into a WorldRunSpec: the Roots it forks (read through the store),
+// who the agent runs as, its environment, credential, network and limits. Refusals carry a code.
+import { lstatSync } from 'node:fs';
+import type { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
+import { parseDuration, parseQuantity } from '../crds/common.js';
+import { isNotFound } from '../kube/api-error.js';
+import { objectPath } from '../kube/api-paths.js';
+import { httpClientFor } from '../kube/http.js';
+import type { NsName } from '../native/index.js';
+import type { AgentConfig } from './config.js';
+import { ID_RANGE } from './config.js';
+import type { CgroupLayout } from './sandbox/cgroup.js';
+import { checkRouting } from './store/routing.js';
+import type { Store } from './store/open-store.js';
+import { refs } from './resources.js';
+import type { WorldRoot, WorldRunSpec } from './world/run-world.js';
+import { generationManifest } from './world/world-records.js';
+import { worldPaths } from './world/world-paths.js';
+
+export interface WorldObj extends KubernetesObject {
+  spec?: {
+    roots?: string[];
+    agent?: { command?: string[]; env?: { name: string; value?: string }[]; workingDir?: string; runAsUser?: number; credentials?: { secretName: string; key: string; path: string } };
+    network?: { policy?: string; allow?: string[] };
+    resources?: { cpu?: string | number; memory?: string | number; pids?: number; wallTime?: string; outputBytes?: string | number };
+  };
+  status?: Record<string, unknown> & { nodeName?: string; phase?: string; conditions?: { type: string; status: string; reason: string }[] };
+}
+
+export class LaunchRefused extends Error {
+  constructor(readonly code: string, message: string) {
+    super(message);
+    this.name = 'LaunchRefused';
+  }
+}
+
+export interface LaunchContext {
+  store: Store;
+  kubeConfig: KubeConfig;
+  config: AgentConfig;
+  cgroups: CgroupLayout;
+  agentNs: Record<NsName, string>;
+  rootPaths: (rootName: string) => string | undefined;
+}
+
+const BASE_ENV = ['PATH=/usr/local/bin:/usr/bin:/bin', 'LANG=C.UTF-8'];
+const HOME = '/home/agent';
+
+async function readCredential(kc: KubeConfig, namespace: string, c: { secretName: string; key: string }): Promise<Buffer> {
+  try {
+    const secret = await httpClientFor(kc).request<{ data?: Record<string, string> }>({ path: objectPath(refs.Secret, c.secretName, namespace) });
+    const v = secret.data?.[c.key];
+    if (v === undefined) throw new LaunchRefused('CREDENTIALS_UNAVAILABLE', `Secret ${namespace}/${c.secretName} has no key "${c.key}"`);
+    return Buffer.from(v, 'base64');
+  } catch (err) {
+    if (isNotFound(err)) throw new LaunchRefused('CREDENTIALS_UNAVAILABLE', `Secret ${namespace}/${c.secretName} does not exist`);
+    throw err;
+  }
+}
+
+function isUnder(path: string, dir: string): boolean {
+  return path === dir || path.startsWith(dir.endsWith('/') ? dir : `${dir}/`);
+}
+
+export async function buildRunSpec(world: WorldObj, slotBase: number, ctx: LaunchContext): Promise<WorldRunSpec> {
+  const uid = world.metadata?.uid ?? '';
+  const ns = world.metadata?.namespace ?? '';
+  const spec = world.spec ?? {};
+  const roots: WorldRoot[] = [];
+  for (const name of spec.roots ?? []) {
+    const routing = await checkRouting(ctx.store, name);
+    const manifest = generationManifest(ctx.store.db, routing.root.rootKey, routing.root.generation);
+    if (!manifest) throw new LaunchRefused('LIVE_MAPPING_BROKEN', `generation ${routing.root.generation} of Root ${name} has no manifest`);
+    const path = ctx.rootPaths(name) ?? routing.root.nodePath;
+    roots.push({ name, rootKey: routing.root.rootKey, path, payload: routing.payloadPath, generation: routing.root.generation, digest: routing.root.digest, manifest });
+  }
+  const first = roots[0];
+  if (!first) throw new LaunchRefused('ROOT_NOT_FOUND', 'the World names no Root');
+  const owner = lstatSync(first.payload);
+  const runAsUid = spec.agent?.runAsUser ?? owner.uid;
+  const runAsGid = spec.agent?.runAsUser !== undefined ? spec.agent.runAsUser : owner.gid;
+  if (runAsUid >= ID_RANGE || runAsGid >= ID_RANGE) {
+    throw new LaunchRefused('RUN_AS_USER_UNMAPPABLE', `the agent would run as ${runAsUid}:${runAsGid}, outside the world's ids 0-${ID_RANGE - 1}; set spec.agent.runAsUser`);
+  }
+  const cwd = spec.agent?.workingDir ?? first.path;
+  let credential: { path: string; value: Buffer } | undefined;
+  const cred = spec.agent?.credentials;
+  if (cred) {
+    const inRoot = roots.find((r) => isUnder(cred.path, r.path));
+    if (inRoot) throw new LaunchRefused('CREDENTIALS_PATH_CONFLICT', `credentials.path ${cred.path} lies inside Root ${inRoot.name} (${inRoot.path}); it would be captured as a change`);
+    credential = { path: cred.path, value: await readCredential(ctx.kubeConfig, ns, cred) };
+  }
+  const r = spec.resources ?? {};
+  const cpu = r.cpu !== undefined ? parseQuantity(r.cpu) : undefined;
+  const memory = r.memory !== undefined ? parseQuantity(r.memory) : undefined;
+  const wall = r.wallTime !== undefined ? parseDuration(r.wallTime) : undefined;
+  const out = r.outputBytes !== undefined ? parseQuantity(r.outputBytes) : undefined;
+  for (const [field, v, raw] of [['cpu', cpu, r.cpu], ['memory', memory, r.memory], ['wallTime', wall, r.wallTime], ['outputBytes', out, r.outputBytes]] as const) {
+    if (raw !== undefined && (v === undefined || !(v > 0))) throw new LaunchRefused('RESOURCE_POLICY_INVALID', `spec.resources.${field} "${String(raw)}" is not a positive amount`);
+  }
+  const env = [...BASE_ENV, `HOME=${HOME}`, ...(spec.agent?.env ?? []).map((e) => `${e.name}=${e.value ?? ''}`)];
+  const policy = spec.network?.policy ?? 'None';
+  if (policy === 'Allowlist') throw new LaunchRefused('NETWORK_POLICY_UNSUPPORTED', 'network policy Allowlist is not available on this node yet; use None or Shared');
+  return {
+    uid,
+    paths: worldPaths(ctx.store.layout.worlds, uid),
+    roots,
+    argv: spec.agent?.command ?? [],
+    env,
+    cwd,
+    runAsUid,
+    runAsGid,
+    home: HOME,
+    ...(credential ? { credential } : {}),
+    newNetwork: policy !== 'Shared',
+    idBase: slotBase,
+    idCount: ID_RANGE,
+    limits: {
+      ...(cpu !== undefined ? { cpuMillis: Math.round(cpu * 1000) } : {}),
+      ...(memory !== undefined ? { memoryBytes: Math.floor(memory / 4096) * 4096 } : {}),
+      ...(r.pids !== undefined ? { pids: r.pids } : {}),
+    },
+    wallTimeMs: Math.round((wall ?? ctx.config.defaultWallTimeSeconds) * 1000),
+    outputLimitBytes: Math.floor(out ?? ctx.config.defaultOutputBytes),
+    cgroups: ctx.cgroups,
+    agentNs: ctx.agentNs,
+    candidatesDir: ctx.store.layout.candidates,
+  };
+}

@@ -1,0 +1,177 @@
+// Reconciles the Worlds bound to this node. A World runs once: admitted, started in its sandbox,
+// supervised, captured (or failed) — each step persisted in the store and applied to status under
+// the node-agent's field manager. Deleting a World kills what still runs, removes every mount and
+// file it had here, releases its id range and then its finalizer.
+import type { KubeConfig } from '@kubernetes/client-node';
+import type { Clock } from '../kube/clock.js';
+import { findCondition } from '../kube/conditions.js';
+import type { EventRecorder } from '../kube/events.js';
+import type { Informer } from '../kube/informer.js';
+import type { Logger } from '../kube/logger.js';
+import type { ObjectDeleter } from '../kube/object-deleter.js';
+import type { ReconcileResult } from '../kube/reconcile.js';
+import { statusEqual, type StatusWriter } from '../kube/status-writer.js';
+import { ID_RANGE, type AgentConfig } from './config.js';
+import { NODE_CLEANUP_FINALIZER, refs } from './resources.js';
+import type { CgroupReadback } from './sandbox/cgroup.js';
+import type { Store } from './store/open-store.js';
+import { cleanupWorldLeftovers } from './world-cleanup.js';
+import { buildRunSpec, LaunchRefused, type LaunchContext, type WorldObj } from './world-launch.js';
+import { acquireSlot, releaseSlot, slotBase, SlotsExhausted } from './world/id-slots.js';
+import { startWorldRun, type WorldEvent, type WorldRun } from './world/run-world.js';
+import { deleteWorldRecord, getWorldRecord, putWorldRecord, type WorldState } from './world/world-records.js';
+import { admittedStatus, refusedStatus, withEvent, type AgentWorldStatus } from './world/world-status.js';
+import { worldPaths } from './world/world-paths.js';
+
+export interface WorldReconcilerDeps {
+  informer: Informer<WorldObj>;
+  rootPath: (name: string) => string | undefined;
+  store: Store;
+  kubeConfig: KubeConfig;
+  config: AgentConfig;
+  launch: Omit<LaunchContext, 'rootPaths'>;
+  status: StatusWriter;
+  events: EventRecorder;
+  deleter: ObjectDeleter;
+  clock: Clock;
+  logger: Logger;
+}
+
+/** Owned keys of World.status (the node-agent's field set). */
+const OWNED_KEYS = ['phase', 'reason', 'message', 'base', 'admission', 'isolation', 'candidate', 'exit'] as const;
+const OWNED_CONDITIONS = new Set(['Admitted', 'Isolated', 'Running', 'Captured']);
+
+export class NodeWorlds {
+  readonly running = new Map<string, WorldRun>();
+  constructor(private readonly d: WorldReconcilerDeps) {}
+
+  private keyOf(w: WorldObj): string {
+    return `${w.metadata?.namespace ?? ''}/${w.metadata?.name ?? ''}`;
+  }
+
+  /** Applies the agent's whole status document if it differs from what the World shows. */
+  private async applyStatus(w: WorldObj, s: AgentWorldStatus): Promise<void> {
+    const clean = JSON.parse(JSON.stringify(s)) as AgentWorldStatus;
+    const cur: Record<string, unknown> = {};
+    for (const k of OWNED_KEYS) if (w.status?.[k] !== undefined) cur[k] = w.status[k];
+    cur.conditions = (w.status?.conditions ?? []).filter((c) => OWNED_CONDITIONS.has(c.type));
+    const want: Record<string, unknown> = {};
+    for (const k of OWNED_KEYS) if (clean[k] !== undefined) want[k] = clean[k];
+    want.conditions = clean.conditions;
+    if (statusEqual(cur, want)) return;
+    await this.d.status.applyStatus(refs.World, { metadata: { name: w.metadata?.name ?? '', namespace: w.metadata?.namespace ?? '' }, status: clean });
+  }
+
+  private persist(w: WorldObj, state: WorldState, s: AgentWorldStatus): void {
+    putWorldRecord(this.d.store.db, { uid: w.metadata?.uid ?? '', namespace: w.metadata?.namespace ?? '', name: w.metadata?.name ?? '', state, status: s }, this.d.clock.now());
+  }
+
+  reconcile = async (key: string): Promise<ReconcileResult> => {
+    const w = this.d.informer.get(key);
+    if (!w?.metadata?.uid || w.status?.nodeName !== this.d.config.nodeName) return;
+    const uid = w.metadata.uid;
+    if (w.metadata.deletionTimestamp) return this.finalize(key, w);
+
+    const rec = getWorldRecord(this.d.store.db, uid);
+    if (rec) {
+      if (rec.state === 'running' && !this.running.has(uid)) {
+        // Its processes died with a previous agent (they carry PDEATHSIG); what is left is cleaned up.
+        cleanupWorldLeftovers(this.d.store.layout.worlds, uid, this.d.launch.cgroups);
+        releaseSlot(this.d.store.db, uid);
+        const s = withEvent(rec.status as AgentWorldStatus, { type: 'failed', code: 'AGENT_RESTARTED', message: 'the node-agent restarted while the world ran; the world was ended with it' }, { newNetwork: true, now: this.d.clock.now(), ...(w.metadata.generation !== undefined ? { generation: w.metadata.generation } : {}) });
+        this.persist(w, 'failed', s);
+        this.d.events.warning(w, 'AGENT_RESTARTED', s.message ?? '');
+      }
+      await this.applyStatus(w, getWorldRecord(this.d.store.db, uid)!.status as AgentWorldStatus);
+      return;
+    }
+
+    const accepted = findCondition(w.status?.conditions as never, 'Accepted');
+    if (accepted?.status !== 'True') return;
+    return this.launch(key, w);
+  };
+
+  private async launch(key: string, w: WorldObj): Promise<ReconcileResult> {
+    const uid = w.metadata?.uid ?? '';
+    const now = this.d.clock.now();
+    const gen = w.metadata?.generation;
+    let slot: number;
+    try {
+      slot = acquireSlot(this.d.store.db, uid, this.d.config.idSlots, now);
+    } catch (err) {
+      if (!(err instanceof SlotsExhausted)) throw err;
+      await this.applyStatus(w, { ...refusedStatus(err.code, err.message, gen, now), phase: 'Pending' });
+      return { requeueAfterMs: 5_000 };
+    }
+    let spec;
+    try {
+      spec = await buildRunSpec(w, slotBase(this.d.config.idBase, slot, ID_RANGE), { ...this.d.launch, rootPaths: this.d.rootPath });
+    } catch (err) {
+      releaseSlot(this.d.store.db, uid);
+      const code = err instanceof LaunchRefused ? err.code : (err as { code?: string }).code;
+      if (typeof code !== 'string') throw err;
+      const s = refusedStatus(code, (err as Error).message, gen, now);
+      this.persist(w, 'refused', s);
+      await this.applyStatus(w, s);
+      this.d.events.warning(w, code, (err as Error).message);
+      return;
+    }
+    const base = spec.roots.map((r) => ({ root: r.name, generation: r.generation, digest: r.digest }));
+    let status = admittedStatus(base, gen, now, `admitted on node ${this.d.config.nodeName}: id range ${spec.idBase}-${spec.idBase + spec.idCount - 1}`);
+    this.persist(w, 'running', status);
+    await this.applyStatus(w, status);
+    this.d.events.normal(w, 'Admitted', status.message ?? '');
+
+    let cgroup: CgroupReadback | undefined;
+    let chain = Promise.resolve();
+    const report = (e: WorldEvent): Promise<void> => {
+      // Events are applied in order, one at a time; a failed status write is retried by the next reconcile.
+      chain = chain.then(async () => {
+        if (e.type === 'cgroup') cgroup = e.readback;
+        const ctx = { newNetwork: spec.newNetwork, now: this.d.clock.now(), ...(cgroup ? { cgroup } : {}), ...(gen !== undefined ? { generation: gen } : {}) };
+        status = withEvent(status, e, ctx);
+        const state: WorldState = e.type === 'captured' ? (status.phase === 'Captured' ? 'captured' : 'failed') : e.type === 'failed' ? 'failed' : 'running';
+        this.persist(w, state, status);
+        const latest = this.d.informer.get(key) ?? w;
+        try {
+          await this.applyStatus(latest, status);
+        } catch (err) {
+          this.d.logger.warn('status write failed; the next reconcile re-applies it', { world: key, error: (err as Error).message });
+        }
+        if (e.type === 'captured') this.d.events.normal(w, status.phase ?? 'Captured', status.message ?? '');
+        if (e.type === 'failed') this.d.events.warning(w, e.code, e.message);
+      });
+      return chain;
+    };
+    const run = startWorldRun(spec, report);
+    this.running.set(uid, run);
+    void run.finished.finally(() => {
+      this.running.delete(uid);
+      releaseSlot(this.d.store.db, uid);
+    });
+    return;
+  }
+
+  private async finalize(key: string, w: WorldObj): Promise<ReconcileResult> {
+    const uid = w.metadata?.uid ?? '';
+    const run = this.running.get(uid);
+    if (run) {
+      run.kill('Signaled');
+      await run.finished;
+    }
+    cleanupWorldLeftovers(this.d.store.layout.worlds, uid, this.d.launch.cgroups);
+    releaseSlot(this.d.store.db, uid);
+    deleteWorldRecord(this.d.store.db, uid);
+    if ((w.metadata?.finalizers ?? []).includes(NODE_CLEANUP_FINALIZER)) {
+      await this.d.deleter.removeFinalizer(refs.World, key, NODE_CLEANUP_FINALIZER);
+      this.d.logger.info('world cleaned up on node; finalizer released', { world: key, dir: worldPaths(this.d.store.layout.worlds, uid).dir });
+    }
+    return;
+  }
+
+  /** Kills every running world (agent shutdown); their records say what happened. */
+  async stopAll(): Promise<void> {
+    for (const run of this.running.values()) run.kill('Signaled');
+    await Promise.all([...this.running.values()].map((r) => r.finished));
+  }
+}

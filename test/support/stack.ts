@@ -1,0 +1,80 @@
+// A whole local worldline for integration tests: a real control plane with the CRDs, the controller
+// and a node-agent (as root, on a temporary store), plus helpers to apply manifests and wait.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import * as native from '../../native/index.js';
+import { mountsUnder } from '../../node-agent/world/mount-table.js';
+import { startControlPlane, type ControlPlane } from '../controlplane/harness.js';
+import { startController, startNodeAgent, type ControllerProcess } from './controller-process.js';
+import { getJson, kc, waitFor } from './wait.js';
+
+export interface Stack {
+  cp: ControlPlane;
+  controller: ControllerProcess;
+  agent: ControllerProcess;
+  nodeName: string;
+  storeDir: string;
+  /** A scratch directory for host-side fixtures (Root directories, canaries), removed at stop(). */
+  scratch: string;
+  apply(yaml: string): Promise<void>;
+  get(kind: string, name: string, namespace?: string): Promise<Record<string, any> | undefined>;
+  waitFor<T>(what: string, fn: () => Promise<T | undefined | false | null>, timeoutMs?: number): Promise<T>;
+  /** Waits until the World reaches one of the phases; returns it. */
+  waitWorld(name: string, phases: string[], namespace?: string, timeoutMs?: number): Promise<Record<string, any>>;
+  restartAgent(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+export async function startStack(opts: { nodeName?: string; agentArgs?: string[] } = {}): Promise<Stack> {
+  const nodeName = opts.nodeName ?? 'node-1';
+  const scratch = mkdtempSync(join(tmpdir(), 'worldline-stack-'));
+  const storeDir = join(scratch, 'store');
+  const cp = await startControlPlane({ crdDir: 'crds' });
+  await kc(cp, ['create', 'namespace', 'worldline-system']);
+  const controller = await startController({ kubeconfig: cp.kubeconfigPath, identity: 'stack-controller' });
+  const startAgent = (): Promise<ControllerProcess> => startNodeAgent({ kubeconfig: cp.kubeconfigPath, nodeName, storeDir, ...(opts.agentArgs ? { extraArgs: opts.agentArgs } : {}) });
+  let agent = await startAgent();
+  await agent.waitForLog((r) => r.msg === 'node-agent started');
+  const stack: Stack = {
+    cp,
+    controller,
+    get agent() {
+      return agent;
+    },
+    nodeName,
+    storeDir,
+    scratch,
+    async apply(yaml) {
+      await kc(cp, ['apply', '-f', '-'], yaml);
+    },
+    get: (kind, name, namespace) => getJson(cp, ['get', kind, name, ...(namespace ? ['-n', namespace] : [])]),
+    waitFor,
+    async waitWorld(name, phases, namespace = 'default', timeoutMs = 60_000) {
+      return waitFor(`World ${namespace}/${name} in ${phases.join('|')}`, async () => {
+        const w = await getJson(cp, ['get', 'world', name, '-n', namespace]);
+        return phases.includes(w?.status?.phase) ? w : undefined;
+      }, timeoutMs);
+    },
+    async restartAgent() {
+      await agent.kill('SIGKILL');
+      agent = await startAgent();
+      await agent.waitForLog((r) => r.msg === 'node-agent started');
+    },
+    async stop() {
+      await agent.kill('SIGTERM');
+      await controller.kill('SIGTERM');
+      await cp.stop();
+      removeScratch(scratch);
+    },
+  };
+  return stack;
+}
+
+/** Removes the scratch tree, first detaching anything still mounted in it (never recursing into a mount). */
+export function removeScratch(dir: string): void {
+  for (const m of mountsUnder(dir)) native.umount2(m, native.MNT_DETACH);
+  const left = mountsUnder(dir);
+  if (left.length > 0) throw new Error(`not removing ${dir}: still mounted: ${left.join(', ')}`);
+  rmSync(dir, { recursive: true, force: true });
+}
