@@ -1,4 +1,5 @@
-// npm run dev:down — stops everything dev:up started and removes the control plane's data.
+// npm run dev:down — stops everything dev:up started and removes the control plane's data. The
+// node-agent's store stays: host paths of adopted Roots link into it, so removing it would lose data.
 import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { devPaths, type DevState } from './dev-paths.js';
@@ -7,7 +8,7 @@ import { stopProcess } from './process-util.js';
 export async function stopDevStack(): Promise<string[]> {
   if (!existsSync(devPaths.state)) return [];
   const state = JSON.parse(readFileSync(devPaths.state, 'utf8')) as DevState;
-  // Stop in reverse start order: the controller first, the API server before etcd.
+  // Stop in reverse start order: node-agent, controller, then the API server before etcd.
   const stopped: string[] = [];
   for (const p of [...state.pids].reverse()) {
     await stopProcess(p.pid);

@@ -9,6 +9,9 @@ export const devPaths = {
   controlPlaneDir: join(devDir, 'controlplane'),
   state: join(devDir, 'state.json'),
   controllerLog: join(devDir, 'controller.log'),
+  agentLog: join(devDir, 'node-agent.log'),
+  /** The dev node-agent's store. dev:down keeps it: adopted Roots' host paths link into it. */
+  store: join(devDir, 'store'),
   kubectlLink: join(devDir, 'bin', 'kubectl'),
 };
 
@@ -17,6 +20,8 @@ export interface DevState {
   pids: { name: string; pid: number }[];
   server: string;
   controllerMetrics: string;
+  agentMetrics: string;
+  nodeName: string;
   kubectl: string;
   startedAt: string;
 }

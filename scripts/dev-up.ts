@@ -9,6 +9,8 @@ import { devPaths, repoRoot, type DevState } from './dev-paths.js';
 import { alive } from './process-util.js';
 
 const NAMESPACE = 'worldline-system';
+/** The node the dev node-agent serves; examples/root.yaml names it. */
+export const DEV_NODE = 'dev-node';
 
 function running(): DevState | undefined {
   if (!existsSync(devPaths.state)) return undefined;
@@ -39,6 +41,7 @@ function usage(state: DevState): string {
     `  kubeconfig:  ${devPaths.kubeconfig}`,
     `  kubectl:     ${devPaths.kubectlLink} (v1.34, matches the API server)`,
     `  controller:  metrics ${state.controllerMetrics}/metrics, log ${devPaths.controllerLog}`,
+    `  node-agent:  node "${state.nodeName}", store ${devPaths.store}, metrics ${state.agentMetrics}/metrics, log ${devPaths.agentLog}`,
     '',
     'Try:',
     `  export KUBECONFIG=${devPaths.kubeconfig} PATH=${dirname(devPaths.kubectlLink)}:$PATH`,
@@ -50,6 +53,9 @@ function usage(state: DevState): string {
 }
 
 async function main(): Promise<void> {
+  if (process.getuid?.() !== 0) {
+    throw new Error('the dev stack runs a node-agent, which mounts overlays and creates namespaces: run it as root');
+  }
   const existing = running();
   if (existing) {
     console.log(usage(existing));
@@ -80,15 +86,32 @@ async function main(): Promise<void> {
   );
   controller.unref();
   if (controller.pid === undefined) throw new Error('could not start the controller');
+  const agentPort = 19090;
+  const agentLog = openSync(devPaths.agentLog, 'a');
+  const agent = spawn(
+    process.execPath,
+    [join(repoRoot, 'dist', 'node-agent', 'main.js'), '--kubeconfig', devPaths.kubeconfig, '--namespace', NAMESPACE, '--node-name', DEV_NODE, '--store', devPaths.store, '--metrics-bind', `127.0.0.1:${agentPort}`],
+    { detached: true, stdio: ['ignore', agentLog, agentLog], cwd: repoRoot },
+  );
+  agent.unref();
+  if (agent.pid === undefined) throw new Error('could not start the node-agent');
   const state: DevState = {
-    pids: [{ name: 'etcd', pid: cp.pids.etcd }, { name: 'kube-apiserver', pid: cp.pids.apiserver }, { name: 'controller', pid: controller.pid }],
+    pids: [
+      { name: 'etcd', pid: cp.pids.etcd },
+      { name: 'kube-apiserver', pid: cp.pids.apiserver },
+      { name: 'controller', pid: controller.pid },
+      { name: 'node-agent', pid: agent.pid },
+    ],
     server: cp.server,
     controllerMetrics: `http://127.0.0.1:${metricsPort}`,
+    agentMetrics: `http://127.0.0.1:${agentPort}`,
+    nodeName: DEV_NODE,
     kubectl: cp.binaries.kubectl,
     startedAt: new Date().toISOString(),
   };
   writeFileSync(devPaths.state, `${JSON.stringify(state, null, 2)}\n`);
   await waitHealthy(`${state.controllerMetrics}/readyz`, 60_000);
+  await waitHealthy(`${state.agentMetrics}/readyz`, 60_000);
   console.log(usage(state));
 }
 
