@@ -1,5 +1,5 @@
 // Writes the generated artifacts of the API — crds/<plural>.worldline.dev.yaml and
-// docs/schemas/<kind>.schema.json — from the zod definitions. `--check` writes nothing and exits 1
+// docs/schemas/<kind>.schema.json, docs/api.md — from the zod definitions. `--check` writes nothing and exits 1
 // listing every file whose content differs from what would be generated.
 //
 //   node dist/crds/generate.js [--check]
@@ -8,6 +8,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { GROUP } from './api-group.js';
 import { definitions } from './index.js';
+import { renderApiReference } from './api-reference.js';
 import { renderCrdYaml, renderSpecJsonSchema } from './render.js';
 
 export interface GeneratedFile {
@@ -25,6 +26,7 @@ export function generatedFiles(): GeneratedFile[] {
   for (const def of definitions) {
     files.push({ path: `docs/schemas/${def.kind.toLowerCase()}.schema.json`, content: renderSpecJsonSchema(def) });
   }
+  files.push({ path: 'docs/api.md', content: renderApiReference(definitions) });
   return files;
 }
 

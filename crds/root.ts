@@ -45,7 +45,7 @@ export const RootStatusSchema = z
       .enum(ROOT_PHASES)
       .optional()
       .describe('Adopting while the node-agent imports the directory; Ready once PRIME exists and the live link is intact; Broken when the live mapping or store is damaged (see reason).'),
-    generation: z.int().min(0).optional().describe('Number of the PRIME generation: 0 after adoption, incremented by every committed collapse.'),
+    generation: z.int().min(0).optional().describe('Number of the PRIME generation: 1 after adoption, incremented by every committed collapse.'),
     digest: digest('Content digest (sha256:<64 hex>) of the PRIME generation manifest.').optional(),
     shortDigest: z.string().max(24).optional().describe('First 12 hex digits of digest, for the DIGEST printer column.'),
     nodeName: z.string().max(253).optional().describe('Copy of spec.nodeName written by the node-agent that serves this Root.'),

@@ -1,10 +1,52 @@
 // npm run bench — runs every benchmark and prints a table. Not a test: nothing here asserts a time.
+//   --only controller,fork,capture   which benchmarks (default: all)
+//   --worlds N                        Worlds for the controller benchmark (default 1000)
+//   --sizes 1000,10000,100000         root sizes in files for fork and capture
+//   --reps N                          repetitions per size (default 5, 3 from 100k files up)
+//   --dir /var/tmp                    where the scratch store and trees go
+import { rmSync } from 'node:fs';
+import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { benchController } from './controller-throughput.bench.js';
+import { benchCapture, type CaptureResult } from './world-capture.bench.js';
+import { openWorldEnv, type WorldEnv } from './world-env.js';
+import { benchFork, type ForkResult } from './world-fork.bench.js';
+import { generateGitRepo } from './tree-fixtures.js';
+import { TREE_OWNER } from './world-env.js';
 
-const { values } = parseArgs({ options: { worlds: { type: 'string', default: '1000' } } });
+const { values } = parseArgs({
+  options: {
+    only: { type: 'string', default: 'controller,fork,capture' },
+    worlds: { type: 'string', default: '1000' },
+    sizes: { type: 'string', default: '1000,10000,100000' },
+    reps: { type: 'string' },
+    dir: { type: 'string', default: '/var/tmp' },
+  },
+});
 
-async function main(): Promise<void> {
+const BENCHES = ['controller', 'fork', 'capture'] as const;
+type Bench = (typeof BENCHES)[number];
+
+function parseList(flag: string, raw: string): string[] {
+  const items = raw.split(',').map((s) => s.trim()).filter(Boolean);
+  if (items.length === 0) throw new Error(`--${flag} is empty`);
+  return items;
+}
+
+function positiveInt(flag: string, raw: string): number {
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n <= 0) throw new Error(`--${flag}: "${raw}" is not a positive integer`);
+  return n;
+}
+
+const only = new Set(parseList('only', values.only).map((b) => {
+  if (!(BENCHES as readonly string[]).includes(b)) throw new Error(`--only: unknown benchmark "${b}" (have ${BENCHES.join(', ')})`);
+  return b as Bench;
+}));
+const sizes = parseList('sizes', values.sizes).map((s) => positiveInt('sizes', s));
+const repsFor = (files: number): number => (values.reps !== undefined ? positiveInt('reps', values.reps) : files >= 100_000 ? 3 : 5);
+
+async function controller(): Promise<void> {
   const n = Number(values.worlds);
   console.log(`controller: ${n} Worlds created with a raw API client (32 in flight) vs. all of them carrying controller status`);
   const r = await benchController(n);
@@ -13,6 +55,102 @@ async function main(): Promise<void> {
     { measure: 'create → every status written', seconds: r.allStatusSeconds.toFixed(2), 'per world (ms)': ((r.allStatusSeconds * 1000) / n).toFixed(2) },
   ]);
   console.log(`ratio (status / create): ${r.ratio.toFixed(2)}×   controller peak RSS: ${r.controllerPeakRssMiB.toFixed(1)} MiB`);
+}
+
+const ms = (x: number): string => x.toFixed(x < 10 ? 2 : 1);
+const times = (x: number): string => `${x.toFixed(2)}×`;
+const verdict = (met: boolean): string => (met ? 'target met' : 'target NOT met');
+
+async function worlds(env: WorldEnv): Promise<void> {
+  const doFork = only.has('fork');
+  const doCapture = only.has('capture');
+  console.log(`worlds: ${[doFork && 'fork', doCapture && 'capture'].filter(Boolean).join(' + ')} on generated roots of ${sizes.join(', ')} files; scratch store in ${env.dir}`);
+  const forks: ForkResult[] = [];
+  const captures: CaptureResult[] = [];
+  let warmed = false;
+  for (const files of sizes) {
+    const name = `bench-${files}`;
+    let t = performance.now();
+    await env.adopt(name, files);
+    const adoptS = (performance.now() - t) / 1000;
+    let repo = '';
+    let gitS = 0;
+    if (doFork) {
+      t = performance.now();
+      repo = join(env.dir, 'git', name);
+      generateGitRepo(repo, files, TREE_OWNER);
+      gitS = (performance.now() - t) / 1000;
+    }
+    console.log(`  ${files} files: generated + adopted in ${adoptS.toFixed(1)} s${doFork ? `, generated + committed to git in ${gitS.toFixed(1)} s` : ''}; ${repsFor(files)} runs each`);
+    if (!warmed) {
+      await env.run(await env.spec(name, 'warmup', ['/bin/true'])); // first sandbox spawn of the process, not measured
+      warmed = true;
+    }
+    if (doFork) forks.push(await benchFork(env, name, repo, files, repsFor(files)));
+    if (doCapture) captures.push(await benchCapture(env, name, files, repsFor(files)));
+    if (repo) rmSync(repo, { recursive: true, force: true });
+  }
+  const small = sizes.reduce((a, b) => Math.min(a, b));
+  const large = sizes.reduce((a, b) => Math.max(a, b));
+
+  if (doFork) {
+    console.log('\nfork latency (startWorldRun → workload started, /bin/true), medians in ms');
+    console.table(forks.map((r) => ({
+      files: r.files,
+      runs: r.reps,
+      'admit: buildRunSpec': ms(r.admitMs),
+      fork: ms(r.forkMs),
+      'cp -a': ms(r.cpMs),
+      'git worktree add': ms(r.worktreeMs),
+      'cp -a / fork': times(r.cpMs / r.forkMs),
+      'worktree / fork': times(r.worktreeMs / r.forkMs),
+    })));
+    const a = forks.find((r) => r.files === small)!;
+    const b = forks.find((r) => r.files === large)!;
+    if (a !== b) {
+      const growth = b.forkMs / a.forkMs;
+      console.log(`fork ${large}/${small} files: ${times(growth)} (target ≤ 1.5×: ${verdict(growth <= 1.5)})`);
+    }
+    const vsGit = b.worktreeMs / b.forkMs;
+    console.log(`git worktree add / fork at ${large} files: ${times(vsGit)} (target ≥ 20×: ${verdict(vsGit >= 20)})`);
+  }
+  if (doCapture) {
+    console.log('\ncapture of a 10-file change (exited → captured), medians in ms');
+    console.table(captures.map((r) => ({
+      files: r.files,
+      runs: r.reps,
+      capture: ms(r.captureMs),
+      'captureLayer': ms(r.layerMs),
+      'storeCandidate': ms(r.storeMs),
+      'sha256sum 10 files': ms(r.sha256sumMs),
+      'hash 10 in-process': ms(r.hashInProcessMs),
+      'capture / sha256sum': times(r.captureMs / r.sha256sumMs),
+    })));
+    for (const r of captures) {
+      const ratio = r.captureMs / r.sha256sumMs;
+      console.log(`capture / sha256sum at ${r.files} files: ${times(ratio)} (target ≤ 2×: ${verdict(ratio <= 2)})`);
+    }
+  }
+}
+
+async function main(): Promise<void> {
+  if (only.has('controller')) await controller();
+  if (!only.has('fork') && !only.has('capture')) return;
+  if (only.has('controller')) console.log('');
+  const env = await openWorldEnv(values.dir);
+  const onSignal = (sig: NodeJS.Signals): void => {
+    env.cleanup();
+    process.exit(sig === 'SIGINT' ? 130 : 143);
+  };
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
+  try {
+    await worlds(env);
+  } finally {
+    env.cleanup();
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+  }
 }
 
 main().catch((err: unknown) => {
