@@ -1,11 +1,12 @@
 // Writes the generated artifacts of the API — crds/<plural>.worldline.dev.yaml and
-// docs/schemas/<kind>.schema.json, docs/api.md — from the zod definitions. `--check` writes nothing and exits 1
+// docs/schemas/<kind>.schema.json, docs/api.md, docs/schemas/isolation-*.schema.json — from the zod definitions. `--check` writes nothing and exits 1
 // listing every file whose content differs from what would be generated.
 //
 //   node dist/crds/generate.js [--check]
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { isolationJsonSchemas } from '../core/isolation/json-schema.js';
 import { GROUP } from './api-group.js';
 import { definitions } from './index.js';
 import { renderApiReference } from './api-reference.js';
@@ -27,6 +28,9 @@ export function generatedFiles(): GeneratedFile[] {
     files.push({ path: `docs/schemas/${def.kind.toLowerCase()}.schema.json`, content: renderSpecJsonSchema(def) });
   }
   files.push({ path: 'docs/api.md', content: renderApiReference(definitions) });
+  for (const [file, schema] of Object.entries(isolationJsonSchemas())) {
+    files.push({ path: `docs/schemas/${file}`, content: JSON.stringify(schema, null, 2) + '\n' });
+  }
   return files;
 }
 

@@ -1,80 +1,15 @@
-// Isolation vocabulary of the containment contract: the ordered levels and the named controls a stage
-// may require. Levels are guarantees a backend must prove, not implementation labels; controls are
-// recorded separately so that a coarse level never silently stands in for a specific guarantee.
-
-/** Isolation levels from weakest to strongest. The array order IS the ordering. */
-export const ISOLATION_LEVELS = ['host-yolo', 'process-limited', 'os-sandboxed', 'vm-isolated'] as const;
-export type IsolationLevel = (typeof ISOLATION_LEVELS)[number];
-
-/** The controls a stage may require, in canonical order (the order used for identities and reports). */
-export const ISOLATION_CONTROLS = [
-  'read-only-inputs',
-  'separate-outputs',
-  'minimal-environment',
-  'no-credentials',
-  'no-devices',
-  'network-denied',
-  'network-egress-restricted',
-  'resource-limits',
-  'wall-time-limit',
-  'output-limit',
-  'process-tree-termination',
-] as const;
-export type IsolationControl = (typeof ISOLATION_CONTROLS)[number];
-
-/** Rank of a level (0 = host-yolo). */
-export function levelRank(level: IsolationLevel): number {
-  return ISOLATION_LEVELS.indexOf(level);
-}
-
-/** True when `a` is at least as strong as `b`. */
-export function levelAtLeast(a: IsolationLevel, b: IsolationLevel): boolean {
-  return levelRank(a) >= levelRank(b);
-}
-
-/** The stronger of two levels. */
-export function maxLevel(a: IsolationLevel, b: IsolationLevel): IsolationLevel {
-  return levelAtLeast(a, b) ? a : b;
-}
-
-/** Controls implied by a level: an observation claiming the level must also report these. */
-export const INTRINSIC_CONTROLS: Readonly<Record<IsolationLevel, readonly IsolationControl[]>> = {
-  'host-yolo': [],
-  'process-limited': ['resource-limits', 'wall-time-limit', 'output-limit', 'process-tree-termination'],
-  'os-sandboxed': [
-    'read-only-inputs',
-    'separate-outputs',
-    'minimal-environment',
-    'no-credentials',
-    'no-devices',
-    'resource-limits',
-    'wall-time-limit',
-    'output-limit',
-    'process-tree-termination',
-  ],
-  'vm-isolated': [
-    'read-only-inputs',
-    'separate-outputs',
-    'minimal-environment',
-    'no-credentials',
-    'no-devices',
-    'resource-limits',
-    'wall-time-limit',
-    'output-limit',
-    'process-tree-termination',
-  ],
-};
-
-/** Sorts and de-duplicates controls into canonical order. */
-export function canonicalControls(controls: Iterable<IsolationControl>): IsolationControl[] {
-  const present = new Set(controls);
-  return ISOLATION_CONTROLS.filter((c) => present.has(c));
-}
-
-export function isIsolationLevel(v: unknown): v is IsolationLevel {
-  return typeof v === 'string' && (ISOLATION_LEVELS as readonly string[]).includes(v);
-}
-
-export function isIsolationControl(v: unknown): v is IsolationControl {
-  return typeof v === 'string' && (ISOLATION_CONTROLS as readonly string[]).includes(v);
-}
+// The isolation vocabulary now lives with the containment contract in core/isolation/; the API re-exports
+// the names it has always exported from here so that CRD schemas and their users see one vocabulary.
+export {
+  ISOLATION_LEVELS,
+  ISOLATION_CONTROLS,
+  INTRINSIC_CONTROLS,
+  levelRank,
+  levelAtLeast,
+  maxLevel,
+  canonicalControls,
+  isIsolationLevel,
+  isIsolationControl,
+  type IsolationLevel,
+  type IsolationControl,
+} from '../core/isolation/vocabulary.js';

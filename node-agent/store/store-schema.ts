@@ -46,6 +46,15 @@ const MIGRATIONS: readonly string[] = [
      world_uid TEXT NOT NULL UNIQUE,
      created_at TEXT NOT NULL
    ) STRICT;`,
+  // 3: admission reservations, one per holder (a world uid or a check run; see node-agent/admission/).
+  `CREATE TABLE reservations (
+     holder TEXT PRIMARY KEY,
+     stage TEXT NOT NULL CHECK (stage IN ('agent', 'check')),
+     cpu_millis INTEGER NOT NULL CHECK (cpu_millis >= 0),
+     memory_bytes INTEGER NOT NULL CHECK (memory_bytes >= 0),
+     pids INTEGER NOT NULL CHECK (pids >= 0),
+     created_at TEXT NOT NULL
+   ) STRICT;`,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

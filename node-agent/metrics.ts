@@ -1,0 +1,108 @@
+// The node-agent's own Prometheus metrics, in one typed object others observe into. Every label takes
+// values from a small fixed set (stages, outcomes, resources, phases, reason codes): never a world's name,
+// a namespace, a uid or a host, so the number of series stays bounded however many worlds run.
+import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
+import { ADMISSION_OUTCOMES, ADMISSION_STAGES, NODE_RESOURCES, type AdmissionOutcome, type AdmissionStage, type NodeCeilings, type NodeResource } from './admission/admission-policy.js';
+import type { ReservedTotals } from './admission/admission-decide.js';
+
+export const WORLD_PHASES = ['Pending', 'Admitted', 'Running', 'Captured', 'Collapsed', 'Refused', 'Failed'] as const;
+export type WorldPhase = (typeof WORLD_PHASES)[number];
+
+export const ISOLATION_OUTCOMES = ['reported-sufficient', 'rejected', 'unsupported'] as const;
+export type IsolationOutcome = (typeof ISOLATION_OUTCOMES)[number];
+
+/** A reason label must look like a code (UPPER_SNAKE, CamelCase, kebab-case); anything else is counted as 'other'. */
+const REASON_CODE = /^[A-Za-z][A-Za-z0-9_-]{0,63}$/;
+
+export interface AgentMetrics {
+  readonly registry: Registry;
+  readonly admissionDecisions: Counter<'stage' | 'outcome'>;
+  readonly admissionReserved: Gauge<'resource'>;
+  readonly admissionCapacity: Gauge<'resource'>;
+  readonly networkRefusals: Counter;
+  readonly isolationDecisions: Counter<'stage' | 'outcome' | 'reason'>;
+  readonly worlds: Gauge<'phase'>;
+  readonly forkDuration: Histogram;
+  readonly captureDuration: Histogram;
+
+  /** Count one admission answer. */
+  admission(stage: AdmissionStage, outcome: AdmissionOutcome): void;
+  /** Set the reserved gauges from the live reservations' totals. */
+  setReserved(totals: ReservedTotals): void;
+  /** Set the capacity gauges from the node ceilings. */
+  setCapacity(ceilings: NodeCeilings): void;
+  /** Count one isolation decision; `reason` must be a code (free text is counted as 'other'). */
+  isolation(stage: AdmissionStage, outcome: IsolationOutcome, reason: string): void;
+  /** Set how many worlds on this node are in each phase (phases left out are set to 0). */
+  setWorlds(counts: Partial<Record<WorldPhase, number>>): void;
+  /** Time a fork (or capture): call the returned function when it ends; it records seconds. */
+  timeFork(): () => number;
+  timeCapture(): () => number;
+}
+
+function getOrCreate<T>(registry: Registry, name: string, create: () => T): T {
+  return (registry.getSingleMetric(name) as T | undefined) ?? create();
+}
+
+const DURATION_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120];
+
+/** Create (or reuse, when already registered on `registry`) the node-agent metrics. */
+export function createAgentMetrics(registry: Registry): AgentMetrics {
+  const registers = [registry];
+  const admissionDecisions = getOrCreate(registry, 'worldline_admission_decisions_total', () =>
+    new Counter({ name: 'worldline_admission_decisions_total', help: 'Admission answers by stage (agent, check) and outcome.', labelNames: ['stage', 'outcome'] as const, registers }),
+  );
+  const admissionReserved = getOrCreate(registry, 'worldline_admission_reserved', () =>
+    new Gauge({ name: 'worldline_admission_reserved', help: 'Node resources held by live admission reservations (worlds: the number of reservations).', labelNames: ['resource'] as const, registers }),
+  );
+  const admissionCapacity = getOrCreate(registry, 'worldline_admission_capacity', () =>
+    new Gauge({ name: 'worldline_admission_capacity', help: 'The node ceilings admission accounts against.', labelNames: ['resource'] as const, registers }),
+  );
+  const networkRefusals = getOrCreate(registry, 'worldline_network_refusals_total', () =>
+    new Counter({ name: 'worldline_network_refusals_total', help: 'Network connections refused to worlds on this node.', registers }),
+  );
+  const isolationDecisions = getOrCreate(registry, 'worldline_isolation_decisions_total', () =>
+    new Counter({ name: 'worldline_isolation_decisions_total', help: 'Isolation decisions by stage, outcome and reason code.', labelNames: ['stage', 'outcome', 'reason'] as const, registers }),
+  );
+  const worlds = getOrCreate(registry, 'worldline_worlds', () =>
+    new Gauge({ name: 'worldline_worlds', help: 'Worlds bound to this node, by phase.', labelNames: ['phase'] as const, registers }),
+  );
+  const forkDuration = getOrCreate(registry, 'worldline_fork_duration_seconds', () =>
+    new Histogram({ name: 'worldline_fork_duration_seconds', help: 'Time to fork a world from its base generations.', buckets: DURATION_BUCKETS, registers }),
+  );
+  const captureDuration = getOrCreate(registry, 'worldline_capture_duration_seconds', () =>
+    new Histogram({ name: 'worldline_capture_duration_seconds', help: 'Time to capture a world\'s candidate.', buckets: DURATION_BUCKETS, registers }),
+  );
+
+  // Every bounded series exists from the start, so a rate over it has a zero to start from.
+  for (const stage of ADMISSION_STAGES) for (const outcome of ADMISSION_OUTCOMES) admissionDecisions.inc({ stage, outcome }, 0);
+  for (const resource of NODE_RESOURCES) admissionReserved.set({ resource }, 0);
+  for (const phase of WORLD_PHASES) worlds.set({ phase }, 0);
+  networkRefusals.inc(0);
+
+  const stageLabel = (s: string): string => ((ADMISSION_STAGES as readonly string[]).includes(s) ? s : 'unknown');
+  const set = (g: Gauge<'resource'>, values: Record<NodeResource, number>): void => {
+    for (const resource of NODE_RESOURCES) g.set({ resource }, values[resource]);
+  };
+  return {
+    registry,
+    admissionDecisions,
+    admissionReserved,
+    admissionCapacity,
+    networkRefusals,
+    isolationDecisions,
+    worlds,
+    forkDuration,
+    captureDuration,
+    admission: (stage, outcome) => admissionDecisions.inc({ stage: stageLabel(stage), outcome }),
+    setReserved: (t) => set(admissionReserved, { cpu_millis: t.cpuMillis, memory_bytes: t.memoryBytes, pids: t.pids, worlds: t.worlds }),
+    setCapacity: (c) => set(admissionCapacity, { cpu_millis: c.cpuMillis, memory_bytes: c.memoryBytes, pids: c.pids, worlds: c.worlds }),
+    isolation: (stage, outcome, reason) =>
+      isolationDecisions.inc({ stage: stageLabel(stage), outcome, reason: REASON_CODE.test(reason) ? reason : 'other' }),
+    setWorlds: (counts) => {
+      for (const phase of WORLD_PHASES) worlds.set({ phase }, counts[phase] ?? 0);
+    },
+    timeFork: () => forkDuration.startTimer(),
+    timeCapture: () => captureDuration.startTimer(),
+  };
+}
