@@ -24,7 +24,8 @@
         "src/sandbox_child.c",
         "src/sandbox_observe.c",
         "src/sandbox_spawn.c",
-        "src/sandbox_wait.c"
+        "src/sandbox_wait.c",
+        "src/netns.c"
       ],
       "defines": ["NAPI_VERSION=8", "_GNU_SOURCE"],
       "cflags": ["-std=gnu11", "-Wall", "-Wextra", "-Werror", "-Wno-unused-parameter", "-fvisibility=hidden"],

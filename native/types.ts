@@ -197,4 +197,7 @@ export interface NativeBinding {
   fsMount(fstype: string, source: string, target: string, options: string[], attrFlags: number): void;
   createUserNamespace(uidMap: IdMap[], gidMap: IdMap[]): number;
   spawnSandbox(opts: SandboxSpawnOptions, onExit: (r: SandboxExit) => void): SandboxHandle;
+  /** pidfd -1: the namespace of /proc/<pid>/ns/net; else setns(pidfd, CLONE_NEWNET). */
+  listenInNetns(pid: number, pidfd: number, host: string, port: number, backlog: number): number;
+  socketNetnsId(fd: number): string;
 }
