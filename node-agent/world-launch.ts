@@ -6,11 +6,13 @@ import { parseDuration, parseQuantity } from '../crds/common.js';
 import { isNotFound } from '../kube/api-error.js';
 import { objectPath } from '../kube/api-paths.js';
 import { httpClientFor } from '../kube/http.js';
+import type { Manifest } from '../core/manifest.js';
 import type { NsName } from '../native/index.js';
 import type { AgentConfig } from './config.js';
 import { ID_RANGE } from './config.js';
 import type { CgroupLayout } from './sandbox/cgroup.js';
 import { checkRouting } from './store/routing.js';
+import { StoreError } from './store/store-errors.js';
 import type { Store } from './store/open-store.js';
 import { refs } from './resources.js';
 import type { WorldRoot, WorldRunSpec } from './world/run-world.js';
@@ -69,10 +71,16 @@ export async function buildRunSpec(world: WorldObj, slotBase: number, ctx: Launc
   const roots: WorldRoot[] = [];
   for (const name of spec.roots ?? []) {
     const routing = await checkRouting(ctx.store, name);
-    const manifest = generationManifest(ctx.store.db, routing.root.rootKey, routing.root.generation);
-    if (!manifest) throw new LaunchRefused('LIVE_MAPPING_BROKEN', `generation ${routing.root.generation} of Root ${name} has no manifest`);
+    const { db } = ctx.store;
+    const { rootKey, generation } = routing.root;
+    // Parsed at capture, not here: a 100k-entry manifest costs ~100 ms to parse and tens of MB to hold for the world's life.
+    const manifest = (): Manifest => {
+      const m = generationManifest(db, rootKey, generation);
+      if (!m) throw new StoreError('LIVE_MAPPING_BROKEN', `generation ${generation} of Root ${name} has no manifest`);
+      return m;
+    };
     const path = ctx.rootPaths(name) ?? routing.root.nodePath;
-    roots.push({ name, rootKey: routing.root.rootKey, path, payload: routing.payloadPath, generation: routing.root.generation, digest: routing.root.digest, manifest });
+    roots.push({ name, rootKey, path, payload: routing.payloadPath, generation, digest: routing.root.digest, manifest });
   }
   const first = roots[0];
   if (!first) throw new LaunchRefused('ROOT_NOT_FOUND', 'the World names no Root');

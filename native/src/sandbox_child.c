@@ -6,6 +6,7 @@
 
 #include <fcntl.h>
 #include <linux/capability.h>
+#include <linux/keyctl.h>
 #include <linux/securebits.h>
 #include <net/if.h>
 #include <sched.h>
@@ -72,6 +73,13 @@ static void forbid_nested_userns(void) {
   close(fd);
 }
 
+/* A fresh, empty session keyring. The inherited one is the node-agent's (a systemd service gets a private
+ * one, runc a per-container one): every key in it would be readable by the workload as a "possessor",
+ * whatever its uid. A kernel without keys (ENOSYS) has nothing to inherit. */
+static void new_session_keyring(void) {
+  if (syscall(SYS_keyctl, KEYCTL_JOIN_SESSION_KEYRING, NULL) < 0 && errno != ENOSYS) fail("keyctl_join_session", errno);
+}
+
 static void loopback_up(void) {
   int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
   if (s < 0) fail("loopback", errno);
@@ -94,6 +102,7 @@ static void drop_privileges(const wl_plan *p) {
   /* SECBIT_NO_SETUID_FIXUP keeps the capabilities across this call, so capset below can still run; it
    * then clears all three sets explicitly. */
   STEP("setresuid", syscall(SYS_setresuid, p->uid, p->uid, p->uid));
+  new_session_keyring(); /* after setresuid, so the keyring belongs to the workload's uid */
   struct __user_cap_header_struct hdr = {.version = _LINUX_CAPABILITY_VERSION_3, .pid = 0};
   struct __user_cap_data_struct data[_LINUX_CAPABILITY_U32S_3];
   memset(data, 0, sizeof data);
@@ -146,6 +155,11 @@ _Noreturn void wl_sandbox_child(const wl_plan *p) {
   close(p->obs_r);
   close(p->ack_w);
   wait_for_parent(p->sync_r); /* maps written, cgroup.procs joined */
+
+  /* Its own session and process group, so no controlling terminal of the node-agent's: with one, the
+   * workload could read what is typed there or push its own input into it (TIOCSTI, allowed to a process
+   * whose controlling terminal it is), to be run by the operator's shell after the agent exits. */
+  STEP("setsid", setsid());
 
   /* The cgroup namespace is rooted here, after the parent moved us into the world's cgroups. */
   STEP("unshare_cgroupns", unshare(CLONE_NEWCGROUP));

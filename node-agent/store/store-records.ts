@@ -76,9 +76,10 @@ export function upsertRoot(db: Database, r: Omit<RootRecord, 'updatedAt'>, now: 
   ).run({ ...r, updatedAt: now.toISOString() });
 }
 
+/** Reads the covering index only, never the row: its manifest_json is O(root size) and lies before payload_dev. */
 export function getGeneration(db: Database, rootKey: string, number: number): GenerationRecord | undefined {
   return db
-    .prepare('SELECT id, root_key AS rootKey, number, digest, payload_dev AS payloadDev, payload_ino AS payloadIno, created_at AS createdAt FROM generations WHERE root_key = ? AND number = ?')
+    .prepare('SELECT id, root_key AS rootKey, number, digest, payload_dev AS payloadDev, payload_ino AS payloadIno, created_at AS createdAt FROM generations INDEXED BY generations_route WHERE root_key = ? AND number = ?')
     .get(rootKey, number) as GenerationRecord | undefined;
 }
 

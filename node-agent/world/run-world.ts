@@ -20,7 +20,8 @@ export interface WorldRoot {
   payload: string;
   generation: number;
   digest: string;
-  manifest: Manifest;
+  /** The base generation's manifest, read from the store only when capture needs it: it is O(root size), fork is not. */
+  manifest: () => Manifest;
 }
 
 export interface WorldRunSpec {
@@ -106,7 +107,7 @@ export function startWorldRun(spec: WorldRunSpec, report: (e: WorldEvent) => Pro
       end = await workload.done;
       await report({ type: 'exited', end });
       if (end.reason !== 'Completed') {
-        await report({ type: 'failed', code: end.reason, message: describeEnd(end), end, observation });
+        await report({ type: 'failed', code: endCode(end.reason), message: describeEnd(end), end, observation });
         return;
       }
       // The world is over: unmount its view, then read the upper layers from the store's side.
@@ -114,8 +115,9 @@ export function startWorldRun(spec: WorldRunSpec, report: (e: WorldEvent) => Pro
       const changes: RootChange[] = [];
       for (const [i, r] of spec.roots.entries()) {
         const upper = layers[i]!.upper;
-        const capture = await captureLayer(upper, r.manifest, spec.idBase, spec.idCount);
-        changes.push({ root: r.name, rootKey: r.rootKey, baseGeneration: r.generation, baseDigest: r.digest, base: r.manifest, capture, upperDir: upper });
+        const base = r.manifest();
+        const capture = await captureLayer(upper, base, spec.idBase, spec.idCount);
+        changes.push({ root: r.name, rootKey: r.rootKey, baseGeneration: r.generation, baseDigest: r.digest, base, capture, upperDir: upper });
       }
       const candidate = await storeCandidate(spec.candidatesDir, changes);
       await report({ type: 'captured', candidate, end });
@@ -146,6 +148,23 @@ export function startWorldRun(spec: WorldRunSpec, report: (e: WorldEvent) => Pro
       workload?.kill(reason);
     },
   };
+}
+
+/**
+ * status.reason holds UPPER_SNAKE outcome codes only (the CRD rejects anything else, which would leave the
+ * World stuck in Running); status.exit.reason keeps the CamelCase ExitReason.
+ */
+export function endCode(reason: Exclude<ExitReason, 'Completed'>): string {
+  switch (reason) {
+    case 'WallTimeExceeded':
+      return 'WALL_TIME_EXCEEDED';
+    case 'OutputLimitExceeded':
+      return 'OUTPUT_LIMIT_EXCEEDED';
+    case 'OOMKilled':
+      return 'OOM_KILLED';
+    case 'Signaled':
+      return 'AGENT_SIGNALED';
+  }
 }
 
 function describeEnd(e: WorkloadEnd): string {

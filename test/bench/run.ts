@@ -2,17 +2,15 @@
 //   --only controller,fork,capture   which benchmarks (default: all)
 //   --worlds N                        Worlds for the controller benchmark (default 1000)
 //   --sizes 1000,10000,100000         root sizes in files for fork and capture
-//   --reps N                          repetitions per size (default 5, 3 from 100k files up)
+//   --reps N                          rounds per size (default 5, 3 from 100k files up); fork runs 3 worlds a round
 //   --dir /var/tmp                    where the scratch store and trees go
-import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { benchController } from './controller-throughput.bench.js';
-import { benchCapture, type CaptureResult } from './world-capture.bench.js';
-import { openWorldEnv, type WorldEnv } from './world-env.js';
-import { benchFork, type ForkResult } from './world-fork.bench.js';
 import { generateGitRepo } from './tree-fixtures.js';
-import { TREE_OWNER } from './world-env.js';
+import { captureResult, captureRound, noCaptureSamples, type CaptureSamples } from './world-capture.bench.js';
+import { openWorldEnv, TREE_OWNER, type WorldEnv } from './world-env.js';
+import { FORKS_PER_ROUND, forkResult, forkRound, noForkSamples, type ForkSamples, type ForkTarget } from './world-fork.bench.js';
 
 const { values } = parseArgs({
   options: {
@@ -65,39 +63,42 @@ async function worlds(env: WorldEnv): Promise<void> {
   const doFork = only.has('fork');
   const doCapture = only.has('capture');
   console.log(`worlds: ${[doFork && 'fork', doCapture && 'capture'].filter(Boolean).join(' + ')} on generated roots of ${sizes.join(', ')} files; scratch store in ${env.dir}`);
-  const forks: ForkResult[] = [];
-  const captures: CaptureResult[] = [];
-  let warmed = false;
+  const targets: (ForkTarget & { fork: ForkSamples; capture: CaptureSamples })[] = [];
   for (const files of sizes) {
-    const name = `bench-${files}`;
+    const root = `bench-${files}`;
     let t = performance.now();
-    await env.adopt(name, files);
+    await env.adopt(root, files);
     const adoptS = (performance.now() - t) / 1000;
     let repo = '';
     let gitS = 0;
     if (doFork) {
       t = performance.now();
-      repo = join(env.dir, 'git', name);
+      repo = join(env.dir, 'git', root);
       generateGitRepo(repo, files, TREE_OWNER);
       gitS = (performance.now() - t) / 1000;
     }
-    console.log(`  ${files} files: generated + adopted in ${adoptS.toFixed(1)} s${doFork ? `, generated + committed to git in ${gitS.toFixed(1)} s` : ''}; ${repsFor(files)} runs each`);
-    if (!warmed) {
-      await env.run(await env.spec(name, 'warmup', ['/bin/true'])); // first sandbox spawn of the process, not measured
-      warmed = true;
+    console.log(`  ${files} files: generated + adopted in ${adoptS.toFixed(1)} s${doFork ? `, generated + committed to git in ${gitS.toFixed(1)} s` : ''}; ${repsFor(files)} rounds`);
+    targets.push({ files, root, repo, fork: noForkSamples(), capture: noCaptureSamples() });
+  }
+  await env.run(await env.spec(targets[0]!.root, 'warmup', ['/bin/true'])); // the process's first sandbox spawn, not measured
+  // Rounds interleave the sizes, so a busy moment of the machine does not fall on one size only.
+  const rounds = Math.max(...sizes.map(repsFor));
+  for (let round = 0; round < rounds; round++) {
+    for (const t of targets) {
+      if (round >= repsFor(t.files)) continue;
+      if (doFork) await forkRound(env, t, t.fork);
+      if (doCapture) await captureRound(env, t.root, t.files, t.capture);
     }
-    if (doFork) forks.push(await benchFork(env, name, repo, files, repsFor(files)));
-    if (doCapture) captures.push(await benchCapture(env, name, files, repsFor(files)));
-    if (repo) rmSync(repo, { recursive: true, force: true });
   }
   const small = sizes.reduce((a, b) => Math.min(a, b));
   const large = sizes.reduce((a, b) => Math.max(a, b));
 
   if (doFork) {
-    console.log('\nfork latency (startWorldRun → workload started, /bin/true), medians in ms');
+    const forks = targets.map((t) => forkResult(t.files, t.fork));
+    console.log(`\nfork latency (startWorldRun → workload started, /bin/true; ${FORKS_PER_ROUND} forks per round), medians in ms`);
     console.table(forks.map((r) => ({
       files: r.files,
-      runs: r.reps,
+      'forks / copies': `${r.forks} / ${r.rounds}`,
       'admit: buildRunSpec': ms(r.admitMs),
       fork: ms(r.forkMs),
       'cp -a': ms(r.cpMs),
@@ -115,13 +116,15 @@ async function worlds(env: WorldEnv): Promise<void> {
     console.log(`git worktree add / fork at ${large} files: ${times(vsGit)} (target ≥ 20×: ${verdict(vsGit >= 20)})`);
   }
   if (doCapture) {
-    console.log('\ncapture of a 10-file change (exited → captured), medians in ms');
+    const captures = targets.map((t) => captureResult(t.files, t.capture));
+    console.log('\ncapture of a 10-file change (exited → captured; its parts timed again on the same upper layer), medians in ms');
     console.table(captures.map((r) => ({
       files: r.files,
-      runs: r.reps,
+      runs: r.runs,
       capture: ms(r.captureMs),
-      'captureLayer': ms(r.layerMs),
-      'storeCandidate': ms(r.storeMs),
+      'base manifest': ms(r.manifestMs),
+      captureLayer: ms(r.layerMs),
+      storeCandidate: ms(r.storeMs),
       'sha256sum 10 files': ms(r.sha256sumMs),
       'hash 10 in-process': ms(r.hashInProcessMs),
       'capture / sha256sum': times(r.captureMs / r.sha256sumMs),

@@ -1,4 +1,7 @@
-// Small timing helpers shared by the benchmarks: wall time of a synchronous step and the median of samples.
+// Timing helpers shared by the benchmarks: wall time of a synchronous step, the median of samples, and settling
+// the page cache between measurements.
+import { spawnSync } from 'node:child_process';
+
 export function timeSync(fn: () => void): number {
   const t0 = performance.now();
   fn();
@@ -10,4 +13,10 @@ export function median(xs: readonly number[]): number {
   const s = [...xs].sort((a, b) => a - b);
   const mid = Math.floor(s.length / 2);
   return s.length % 2 === 1 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2;
+}
+
+/** Writes back dirty data (untimed) so that one measurement does not pay for the writeback of the previous one. */
+export function settle(): void {
+  const r = spawnSync('sync', [], { stdio: 'ignore' });
+  if (r.error) throw r.error;
 }

@@ -33,7 +33,7 @@ export async function startController(opts: { kubeconfig: string; identity: stri
   ]);
 }
 
-export async function startNodeAgent(opts: { kubeconfig: string; nodeName: string; storeDir: string; namespace?: string; extraArgs?: string[] }): Promise<ControllerProcess> {
+export async function startNodeAgent(opts: { kubeconfig: string; nodeName: string; storeDir: string; namespace?: string; extraArgs?: string[]; wrapper?: string[] }): Promise<ControllerProcess> {
   return startComponent('node-agent', opts.nodeName, [
     '--kubeconfig', opts.kubeconfig,
     '--namespace', opts.namespace ?? 'worldline-system',
@@ -41,13 +41,18 @@ export async function startNodeAgent(opts: { kubeconfig: string; nodeName: strin
     '--node-name', opts.nodeName,
     '--store', opts.storeDir,
     ...(opts.extraArgs ?? []),
-  ]);
+  ], opts.wrapper);
 }
 
-export async function startComponent(component: 'controller' | 'node-agent', identity: string, componentArgs: string[]): Promise<ControllerProcess> {
+/**
+ * `wrapper`, when given, is an argv prefix that must end by exec'ing the node command appended to it (so the
+ * process keeps its pid), e.g. to start the component with some process attribute set up first.
+ */
+export async function startComponent(component: 'controller' | 'node-agent', identity: string, componentArgs: string[], wrapper: string[] = []): Promise<ControllerProcess> {
   const opts = { identity };
   const args = [resolve(DIST, component, 'main.js'), ...componentArgs];
-  const child = spawn(process.execPath, args, { stdio: ['ignore', 'ignore', 'pipe'] });
+  const [cmd, ...argv] = [...wrapper, process.execPath, ...args] as [string, ...string[]];
+  const child = spawn(cmd, argv, { stdio: ['ignore', 'ignore', 'pipe'] });
   running.add(child);
   const logs: Record<string, unknown>[] = [];
   const waiters: { pred: (r: Record<string, unknown>) => boolean; resolve: (r: Record<string, unknown>) => void }[] = [];

@@ -26,14 +26,15 @@ export interface Stack {
   stop(): Promise<void>;
 }
 
-export async function startStack(opts: { nodeName?: string; agentArgs?: string[] } = {}): Promise<Stack> {
+/** `agentWrapper`: an argv prefix the node-agent is started through (see startComponent). */
+export async function startStack(opts: { nodeName?: string; agentArgs?: string[]; agentWrapper?: string[] } = {}): Promise<Stack> {
   const nodeName = opts.nodeName ?? 'node-1';
   const scratch = mkdtempSync(join(tmpdir(), 'worldline-stack-'));
   const storeDir = join(scratch, 'store');
   const cp = await startControlPlane({ crdDir: 'crds' });
   await kc(cp, ['create', 'namespace', 'worldline-system']);
   const controller = await startController({ kubeconfig: cp.kubeconfigPath, identity: 'stack-controller' });
-  const startAgent = (): Promise<ControllerProcess> => startNodeAgent({ kubeconfig: cp.kubeconfigPath, nodeName, storeDir, ...(opts.agentArgs ? { extraArgs: opts.agentArgs } : {}) });
+  const startAgent = (): Promise<ControllerProcess> => startNodeAgent({ kubeconfig: cp.kubeconfigPath, nodeName, storeDir, ...(opts.agentArgs ? { extraArgs: opts.agentArgs } : {}), ...(opts.agentWrapper ? { wrapper: opts.agentWrapper } : {}) });
   let agent = await startAgent();
   await agent.waitForLog((r) => r.msg === 'node-agent started');
   const stack: Stack = {
