@@ -90,7 +90,8 @@ export interface ManifestDiff {
   deleted: string[];
 }
 
-function sameEntry(a: ManifestEntry, b: ManifestEntry): boolean {
+/** True when every measured field of the two entries is equal (what diffManifests calls unmodified). */
+export function sameEntry(a: ManifestEntry, b: ManifestEntry): boolean {
   const x = measuredEntry(a);
   const y = measuredEntry(b);
   const keys = new Set([...Object.keys(x), ...Object.keys(y)]);
@@ -122,6 +123,23 @@ export function diffManifests(base: Manifest, next: Manifest): ManifestDiff {
     }
   }
   return diff;
+}
+
+/** A change to a manifest: entries put (new or replacing the entry of their path), paths removed. */
+export interface ManifestDelta {
+  upsert: readonly ManifestEntry[];
+  deleted: readonly string[];
+  /** The next root attributes, when they change. */
+  rootAttributes?: RootAttributes;
+}
+
+/** The manifest `delta` makes of `base` (O(size of base); for staging, never for capture). */
+export function applyDelta(base: Manifest, delta: ManifestDelta): Manifest {
+  const entries = new Map(base.entries.map((e) => [e.path, e]));
+  for (const p of delta.deleted) entries.delete(p);
+  for (const e of delta.upsert) entries.set(e.path, e);
+  const root = delta.rootAttributes ?? base.root;
+  return { entries: [...entries.values()].sort(compareEntries), ...(root ? { root } : {}) };
 }
 
 export interface ManifestProblem {

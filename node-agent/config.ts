@@ -1,6 +1,7 @@
 // node-agent configuration from flags and environment, validated with clear errors.
 import { hostname } from 'node:os';
 import { parseArgs } from 'node:util';
+import { ADMISSION_CONFIG_KEYS, admissionConfigFrom } from './admission/admission-policy.js';
 
 export interface AgentConfig {
   kubeconfig?: string;
@@ -16,10 +17,16 @@ export interface AgentConfig {
   /** Defaults for worlds that do not set them. */
   defaultWallTimeSeconds: number;
   defaultOutputBytes: number;
+  /** Admission ceilings and per-world limits as configured (text; parsed and validated at start). */
+  admissionRaw: Record<string, string | undefined>;
+  /** Where node state is measured for admission (default /proc; a test points it elsewhere). */
+  observeProcDir: string;
 }
 
 const USAGE = `usage: worldline-node-agent --node-name NAME [--store DIR] [--kubeconfig PATH] [--namespace NS]
-       [--metrics-bind HOST:PORT] [--id-base N] [--id-slots N] [--log-level LEVEL]`;
+       [--metrics-bind HOST:PORT] [--id-base N] [--id-slots N] [--log-level LEVEL]
+       [--node-cpu Q] [--node-memory Q] [--node-pids N] [--node-worlds N] [--world-cpu Q] [--world-memory Q] ...
+       (admission keys: see docs/operations.md)`;
 
 function int(name: string, raw: string, min: number, max: number): number {
   const n = Number(raw);
@@ -42,6 +49,8 @@ export function parseAgentConfig(argv: readonly string[], env: NodeJS.ProcessEnv
       'id-slots': { type: 'string' },
       'log-level': { type: 'string' },
       'default-wall-time': { type: 'string' },
+      'observe-proc-dir': { type: 'string' },
+      ...Object.fromEntries(ADMISSION_CONFIG_KEYS.map((k) => [k.key, { type: 'string' as const }])),
     },
     strict: true,
   });
@@ -68,5 +77,7 @@ export function parseAgentConfig(argv: readonly string[], env: NodeJS.ProcessEnv
     logLevel: level as AgentConfig['logLevel'],
     defaultWallTimeSeconds: int('default-wall-time', values['default-wall-time'] ?? '3600', 1, 7 * 86400),
     defaultOutputBytes: 64 * 1024 * 1024,
+    admissionRaw: admissionConfigFrom(values, env),
+    observeProcDir: values['observe-proc-dir'] ?? '/proc',
   };
 }

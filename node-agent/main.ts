@@ -25,7 +25,12 @@ import { openStore } from './store/open-store.js';
 import { isStoreError } from './store/store-errors.js';
 import { sweepOrphanWorlds } from './orphan-sweep.js';
 import type { WorldObj } from './world-launch.js';
-import { NodeWorlds } from './world-reconciler.js';
+import { NodeWorlds, type WorldAdmission } from './world-reconciler.js';
+import { AdmissionAuthority } from './admission/admission-authority.js';
+import { loadAdmissionPolicy } from './admission/admission-host.js';
+import { observeNode } from './admission/observe-node.js';
+import { agentPolicyRecord, agentRequestRecord, governingPolicy, type PolicyView } from './isolation/world-request.js';
+import { createAgentMetrics } from './metrics.js';
 
 interface RootObj extends KubernetesObject {
   spec?: { nodeName?: string; path?: string };
@@ -56,12 +61,45 @@ async function main(): Promise<void> {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
   const metrics = createReconcileMetrics(registry);
+  const agentMetrics = createAgentMetrics(registry);
+
+  // Admission: a malformed ceiling does not stop the agent; every World is then refused by name.
+  const policyLoad = loadAdmissionPolicy(cfg.admissionRaw);
+  for (const note of policyLoad.notes) logger.info('admission default', { note });
+  let admission: WorldAdmission;
+  if (policyLoad.ok) {
+    const authority = new AdmissionAuthority({ db: store.db, ...policyLoad.policy, observe: () => observeNode({ procDir: cfg.observeProcDir }), clock: store.now, metrics: agentMetrics });
+    // No world survives an agent restart (they die with it), so no reservation is live any more.
+    const recoveredReservations = authority.recover(new Set());
+    if (recoveredReservations.dropped.length > 0) logger.warn('dropped reservations of worlds that ended with the previous agent', { holders: recoveredReservations.dropped });
+    agentMetrics.setCapacity(policyLoad.policy.ceilings);
+    agentMetrics.setReserved(authority.totals());
+    admission = {
+      admit: (holder, stage, resources) => authority.admit({ holder, stage, resources }),
+      release: (holder) => {
+        authority.release(holder);
+        agentMetrics.setReserved(authority.totals());
+      },
+    };
+  } else {
+    logger.error('admission policy is invalid; every World is refused with RESOURCE_POLICY_INVALID until it is fixed', { field: policyLoad.field, error: policyLoad.message });
+    admission = {
+      admit: (_holder, stage) => {
+        agentMetrics.admission(stage, 'RESOURCE_POLICY_INVALID');
+        return { outcome: 'RESOURCE_POLICY_INVALID', message: policyLoad.message };
+      },
+      release: () => undefined,
+    };
+  }
   const clock = systemClock;
   const events = new EventRecorder(kc, { component: 'worldline-node-agent', instance: cfg.nodeName, logger });
   const status = new StatusWriter(kc, FIELD_MANAGER, logger);
   const deleter = new ObjectDeleter(kc, logger);
   const roots = new Informer<RootObj>({ kubeConfig: kc, resource: refs.Root, fieldSelector: `spec.nodeName=${cfg.nodeName}`, logger, clock });
   const worlds = new Informer<WorldObj>({ kubeConfig: kc, resource: refs.World, fieldSelector: `status.nodeName=${cfg.nodeName}`, logger, clock });
+  const policies = new Informer<KubernetesObject & PolicyView>({ kubeConfig: kc, resource: refs.Policy, logger, clock });
+  // The world runner is made after the reconciler it drives; the reconciler wakes waiting worlds through it.
+  const wake: { runner?: ControllerRunner } = {};
 
   const nodeWorlds = new NodeWorlds({
     informer: worlds,
@@ -75,9 +113,34 @@ async function main(): Promise<void> {
     deleter,
     clock,
     logger,
+    admission,
+    metrics: agentMetrics,
+    isolationPlan: (w, plan, base) => {
+      const roots = w.spec?.roots ?? [];
+      const governing = governingPolicy(policies.list(), roots);
+      const view = {
+        roots,
+        network: plan.network.policy,
+        base,
+        ...(w.spec?.isolation?.minimumLevel ? { minimumLevel: w.spec.isolation.minimumLevel } : {}),
+        ...(w.spec?.isolation?.controls ? { controls: w.spec.isolation.controls } : {}),
+        ...(w.spec?.isolation?.acknowledgeHostYolo !== undefined ? { acknowledgeHostYolo: w.spec.isolation.acknowledgeHostYolo } : {}),
+      };
+      return { policy: agentPolicyRecord(governing, view), request: agentRequestRecord(view), sharedAuthorized: governing?.spec?.network?.policy === 'Shared' };
+    },
+    requeue: (key) => wake.runner?.enqueue(key),
   });
   const rootRunner = new ControllerRunner({ kind: 'NodeRoot', reconcile: makeNodeRootReconciler({ informer: roots, store, status, events, clock, nodeName: cfg.nodeName, logger }), workers: 2, metrics, logger });
   const worldRunner = new ControllerRunner({ kind: 'NodeWorld', reconcile: nodeWorlds.reconcile, workers: 4, metrics, logger });
+  wake.runner = worldRunner;
+  const countPhases = (): void => {
+    const counts: Record<string, number> = {};
+    for (const w of worlds.list()) {
+      const p = w.status?.phase;
+      if (typeof p === 'string') counts[p] = (counts[p] ?? 0) + 1;
+    }
+    agentMetrics.setWorlds(counts);
+  };
   const onRoot = (o: RootObj): void => {
     rootRunner.enqueue(objectKey(o));
     for (const w of worlds.list()) if ((w.spec?.roots ?? []).includes(o.metadata?.name ?? '')) worldRunner.enqueue(objectKey(w));
@@ -85,9 +148,18 @@ async function main(): Promise<void> {
   roots.onAdd(onRoot);
   roots.onUpdate((o) => onRoot(o));
   roots.onDelete(onRoot);
-  worlds.onAdd((o) => worldRunner.enqueue(objectKey(o)));
-  worlds.onUpdate((o) => worldRunner.enqueue(objectKey(o)));
-  worlds.onDelete((o) => worldRunner.enqueue(objectKey(o)));
+  worlds.onAdd((o) => {
+    worldRunner.enqueue(objectKey(o));
+    countPhases();
+  });
+  worlds.onUpdate((o) => {
+    worldRunner.enqueue(objectKey(o));
+    countPhases();
+  });
+  worlds.onDelete((o) => {
+    worldRunner.enqueue(objectKey(o));
+    countPhases();
+  });
 
   let ready = false;
   const server = await startHttpServer({ host: cfg.metricsHost, port: cfg.metricsPort, registry, ready: () => ready, logger });
@@ -99,6 +171,7 @@ async function main(): Promise<void> {
     ready = false;
     roots.stop();
     worlds.stop();
+    policies.stop();
     await rootRunner.stop();
     await worldRunner.stop();
     await nodeWorlds.stopAll();
@@ -108,7 +181,7 @@ async function main(): Promise<void> {
     store.close();
   }, logger, { timeoutMs: 60_000 });
 
-  await Promise.all([roots.start(), worlds.start()]);
+  await Promise.all([roots.start(), worlds.start(), policies.start()]);
   rootRunner.start();
   worldRunner.start();
   await heartbeat.start();

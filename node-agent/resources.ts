@@ -6,6 +6,7 @@ const ref = (kind: string, plural: string, namespaced: boolean): ResourceRef => 
 
 export const refs = {
   Root: ref('Root', 'roots', false),
+  Policy: ref('Policy', 'policies', false),
   World: ref('World', 'worlds', true),
   Check: ref('Check', 'checks', true),
   Collapse: ref('Collapse', 'collapses', true),

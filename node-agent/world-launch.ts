@@ -10,6 +10,9 @@ import type { Manifest } from '../core/manifest.js';
 import type { NsName } from '../native/index.js';
 import type { AgentConfig } from './config.js';
 import { ID_RANGE } from './config.js';
+import type { WorldResources } from './admission/admission-policy.js';
+import { AllowlistEntryError, parseAllowlist } from './network/allowlist.js';
+import { withProxyEnv } from './network/world-network.js';
 import type { CgroupLayout } from './sandbox/cgroup.js';
 import { checkRouting } from './store/routing.js';
 import { StoreError } from './store/store-errors.js';
@@ -25,6 +28,7 @@ export interface WorldObj extends KubernetesObject {
     agent?: { command?: string[]; env?: { name: string; value?: string }[]; workingDir?: string; runAsUser?: number; credentials?: { secretName: string; key: string; path: string } };
     network?: { policy?: string; allow?: string[] };
     resources?: { cpu?: string | number; memory?: string | number; pids?: number; wallTime?: string; outputBytes?: string | number };
+    isolation?: { minimumLevel?: string; controls?: string[]; acknowledgeHostYolo?: boolean };
   };
   status?: Record<string, unknown> & { nodeName?: string; phase?: string; conditions?: { type: string; status: string; reason: string }[] };
 }
@@ -64,7 +68,7 @@ function isUnder(path: string, dir: string): boolean {
   return path === dir || path.startsWith(dir.endsWith('/') ? dir : `${dir}/`);
 }
 
-export async function buildRunSpec(world: WorldObj, slotBase: number, ctx: LaunchContext): Promise<WorldRunSpec> {
+export async function buildRunSpec(world: WorldObj, slotBase: number, ctx: LaunchContext): Promise<LaunchPlan> {
   const uid = world.metadata?.uid ?? '';
   const ns = world.metadata?.namespace ?? '';
   const spec = world.spec ?? {};
@@ -106,10 +110,27 @@ export async function buildRunSpec(world: WorldObj, slotBase: number, ctx: Launc
   for (const [field, v, raw] of [['cpu', cpu, r.cpu], ['memory', memory, r.memory], ['wallTime', wall, r.wallTime], ['outputBytes', out, r.outputBytes]] as const) {
     if (raw !== undefined && (v === undefined || !(v > 0))) throw new LaunchRefused('RESOURCE_POLICY_INVALID', `spec.resources.${field} "${String(raw)}" is not a positive amount`);
   }
-  const env = [...BASE_ENV, `HOME=${HOME}`, ...(spec.agent?.env ?? []).map((e) => `${e.name}=${e.value ?? ''}`)];
-  const policy = spec.network?.policy ?? 'None';
-  if (policy === 'Allowlist') throw new LaunchRefused('NETWORK_POLICY_UNSUPPORTED', 'network policy Allowlist is not available on this node yet; use None or Shared');
-  return {
+  const policy = (spec.network?.policy ?? 'None') as 'None' | 'Allowlist' | 'Shared';
+  let env = [...BASE_ENV, `HOME=${HOME}`, ...(spec.agent?.env ?? []).map((e) => `${e.name}=${e.value ?? ''}`)];
+  let allow: string[] = [];
+  if (policy === 'Allowlist') {
+    try {
+      parseAllowlist(spec.network?.allow ?? []);
+      allow = [...(spec.network?.allow ?? [])];
+    } catch (err) {
+      if (err instanceof AllowlistEntryError) throw new LaunchRefused('NETWORK_POLICY_INVALID', `spec.network.allow: ${err.message}`);
+      throw err;
+    }
+    env = withProxyEnv(env);
+  }
+  const requested: Partial<WorldResources> = {
+    ...(cpu !== undefined ? { cpuMillis: Math.round(cpu * 1000) } : {}),
+    ...(memory !== undefined ? { memoryBytes: Math.floor(memory / 4096) * 4096 } : {}),
+    ...(r.pids !== undefined ? { pids: r.pids } : {}),
+    ...(wall !== undefined ? { wallTimeSeconds: Math.ceil(wall) } : {}),
+    ...(out !== undefined ? { outputBytes: Math.floor(out) } : {}),
+  };
+  const runSpec: WorldRunSpec = {
     uid,
     paths: worldPaths(ctx.store.layout.worlds, uid),
     roots,
@@ -133,5 +154,32 @@ export async function buildRunSpec(world: WorldObj, slotBase: number, ctx: Launc
     cgroups: ctx.cgroups,
     agentNs: ctx.agentNs,
     candidatesDir: ctx.store.layout.candidates,
+  };
+  return {
+    spec: runSpec,
+    requested,
+    network: { policy, allow },
+    envNames: env.map((kv) => kv.slice(0, kv.indexOf('='))),
+    credentialPaths: credential ? [credential.path] : [],
+  };
+}
+
+/** A World's run, plus what admission and the isolation gate need to know about it. */
+export interface LaunchPlan {
+  spec: WorldRunSpec;
+  /** Resources the World asks for (unset fields take the node's per-world defaults at admission). */
+  requested: Partial<WorldResources>;
+  network: { policy: 'None' | 'Allowlist' | 'Shared'; allow: string[] };
+  envNames: string[];
+  credentialPaths: string[];
+}
+
+/** Puts the admitted amounts on the run: cgroup limits, wall time, output limit. */
+export function applyReservation(spec: WorldRunSpec, reserve: WorldResources): WorldRunSpec {
+  return {
+    ...spec,
+    limits: { cpuMillis: reserve.cpuMillis, memoryBytes: reserve.memoryBytes, pids: reserve.pids },
+    wallTimeMs: reserve.wallTimeSeconds * 1000,
+    outputLimitBytes: reserve.outputBytes,
   };
 }

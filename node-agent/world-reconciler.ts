@@ -16,11 +16,15 @@ import { NODE_CLEANUP_FINALIZER, refs } from './resources.js';
 import type { CgroupReadback } from './sandbox/cgroup.js';
 import type { Store } from './store/open-store.js';
 import { cleanupWorldLeftovers } from './world-cleanup.js';
-import { buildRunSpec, LaunchRefused, type LaunchContext, type WorldObj } from './world-launch.js';
+import type { WorldResources } from './admission/admission-policy.js';
+import type { AgentMetrics } from './metrics.js';
+import { applyReservation, buildRunSpec, LaunchRefused, type LaunchContext, type LaunchPlan, type WorldObj } from './world-launch.js';
+import { worldGate, type GateEvents, type GatePlan } from './world-gate.js';
+import { AGENT_VERSION } from './version.js';
 import { acquireSlot, releaseSlot, slotBase, SlotsExhausted } from './world/id-slots.js';
 import { startWorldRun, type WorldEvent, type WorldRun } from './world/run-world.js';
 import { deleteWorldRecord, getWorldRecord, putWorldRecord, type WorldState } from './world/world-records.js';
-import { admittedStatus, refusedStatus, withEvent, type AgentWorldStatus } from './world/world-status.js';
+import { admittedStatus, isolationMessage, refusedStatus, withEvent, withIsolation, withNetworkRefusal, type AgentWorldStatus } from './world/world-status.js';
 import { worldPaths } from './world/world-paths.js';
 
 export interface WorldReconcilerDeps {
@@ -35,14 +39,29 @@ export interface WorldReconcilerDeps {
   deleter: ObjectDeleter;
   clock: Clock;
   logger: Logger;
+  admission: WorldAdmission;
+  metrics?: AgentMetrics;
+  /** The isolation policy and request for a World's agent stage (from its governing Policy and spec). */
+  isolationPlan: (w: WorldObj, plan: LaunchPlan, base: { root: string; generation: number; digest: string }[]) => Pick<GatePlan, 'policy' | 'request' | 'sharedAuthorized'>;
+  /** Puts a key back on the work queue now. */
+  requeue: (key: string) => void;
+}
+
+/** The admission authority as the world reconciler uses it (a malformed node policy answers RESOURCE_POLICY_INVALID). */
+export interface WorldAdmission {
+  admit(holder: string, stage: 'agent' | 'check', requested: Partial<WorldResources>): { outcome: string; message: string; reserve?: WorldResources };
+  release(holder: string): void;
 }
 
 /** Owned keys of World.status (the node-agent's field set). */
-const OWNED_KEYS = ['phase', 'reason', 'message', 'base', 'admission', 'isolation', 'candidate', 'exit'] as const;
+const OWNED_KEYS = ['phase', 'reason', 'message', 'base', 'admission', 'isolation', 'candidate', 'exit', 'networkRefusals'] as const;
 const OWNED_CONDITIONS = new Set(['Admitted', 'Isolated', 'Running', 'Captured']);
 
 export class NodeWorlds {
   readonly running = new Map<string, WorldRun>();
+  /** Worlds waiting for room (uid → key), woken when a reservation is released. */
+  private readonly waiting = new Map<string, string>();
+  private readonly attempts = new Map<string, number>();
   constructor(private readonly d: WorldReconcilerDeps) {}
 
   private keyOf(w: WorldObj): string {
@@ -95,61 +114,117 @@ export class NodeWorlds {
     const uid = w.metadata?.uid ?? '';
     const now = this.d.clock.now();
     const gen = w.metadata?.generation;
+    const refuse = async (code: string, message: string): Promise<void> => {
+      const s = refusedStatus(code, message, gen, now);
+      this.persist(w, 'refused', s);
+      await this.applyStatus(w, s);
+      this.d.events.warning(w, code, message);
+    };
     let slot: number;
     try {
       slot = acquireSlot(this.d.store.db, uid, this.d.config.idSlots, now);
     } catch (err) {
       if (!(err instanceof SlotsExhausted)) throw err;
-      await this.applyStatus(w, { ...refusedStatus(err.code, err.message, gen, now), phase: 'Pending' });
-      return { requeueAfterMs: 5_000 };
+      return this.wait(key, w, err.code, err.message);
     }
-    let spec;
+    let plan: LaunchPlan;
     try {
-      spec = await buildRunSpec(w, slotBase(this.d.config.idBase, slot, ID_RANGE), { ...this.d.launch, rootPaths: this.d.rootPath });
+      plan = await buildRunSpec(w, slotBase(this.d.config.idBase, slot, ID_RANGE), { ...this.d.launch, rootPaths: this.d.rootPath });
     } catch (err) {
       releaseSlot(this.d.store.db, uid);
       const code = err instanceof LaunchRefused ? err.code : (err as { code?: string }).code;
       if (typeof code !== 'string') throw err;
-      const s = refusedStatus(code, (err as Error).message, gen, now);
-      this.persist(w, 'refused', s);
-      await this.applyStatus(w, s);
-      this.d.events.warning(w, code, (err as Error).message);
+      await refuse(code, (err as Error).message);
       return;
     }
+
+    // Admission: one authority for every supervised run on this node.
+    const admission = this.d.admission.admit(uid, 'agent', plan.requested);
+    if (admission.outcome !== 'ADMITTED' || !admission.reserve) {
+      releaseSlot(this.d.store.db, uid);
+      if (admission.outcome === 'RESOURCES_UNAVAILABLE' || admission.outcome === 'RESOURCE_STATE_UNKNOWN') {
+        return this.wait(key, w, admission.outcome, admission.message);
+      }
+      await refuse(admission.outcome, admission.message);
+      return;
+    }
+    this.waiting.delete(uid);
+    const spec = applyReservation(plan.spec, admission.reserve);
     const base = spec.roots.map((r) => ({ root: r.name, generation: r.generation, digest: r.digest }));
-    let status = admittedStatus(base, gen, now, `admitted on node ${this.d.config.nodeName}: id range ${spec.idBase}-${spec.idBase + spec.idCount - 1}`);
+    let status = admittedStatus(base, gen, now, `${admission.message}; id range ${spec.idBase}-${spec.idBase + spec.idCount - 1} on node ${this.d.config.nodeName}`);
     this.persist(w, 'running', status);
     await this.applyStatus(w, status);
-    this.d.events.normal(w, 'Admitted', status.message ?? '');
+    this.d.events.normal(w, 'ADMITTED', status.message ?? '');
 
+    const iso = this.d.isolationPlan(w, plan, base);
     let cgroup: CgroupReadback | undefined;
     let chain = Promise.resolve();
+    const ctxNow = () => ({ newNetwork: spec.newNetwork, now: this.d.clock.now(), ...(cgroup ? { cgroup } : {}), ...(gen !== undefined ? { generation: gen } : {}) });
+    const publish = async (state: WorldState): Promise<void> => {
+      this.persist(w, state, status);
+      try {
+        await this.applyStatus(this.d.informer.get(key) ?? w, status);
+      } catch (err) {
+        this.d.logger.warn('status write failed; the next reconcile re-applies it', { world: key, error: (err as Error).message });
+      }
+    };
     const report = (e: WorldEvent): Promise<void> => {
       // Events are applied in order, one at a time; a failed status write is retried by the next reconcile.
       chain = chain.then(async () => {
         if (e.type === 'cgroup') cgroup = e.readback;
-        const ctx = { newNetwork: spec.newNetwork, now: this.d.clock.now(), ...(cgroup ? { cgroup } : {}), ...(gen !== undefined ? { generation: gen } : {}) };
-        status = withEvent(status, e, ctx);
+        status = withEvent(status, e, ctxNow());
         const state: WorldState = e.type === 'captured' ? (status.phase === 'Captured' ? 'captured' : 'failed') : e.type === 'failed' ? 'failed' : 'running';
-        this.persist(w, state, status);
-        const latest = this.d.informer.get(key) ?? w;
-        try {
-          await this.applyStatus(latest, status);
-        } catch (err) {
-          this.d.logger.warn('status write failed; the next reconcile re-applies it', { world: key, error: (err as Error).message });
-        }
+        await publish(state);
         if (e.type === 'captured') this.d.events.normal(w, status.phase ?? 'Captured', status.message ?? '');
         if (e.type === 'failed') this.d.events.warning(w, e.code, e.message);
       });
       return chain;
     };
-    const run = startWorldRun(spec, report);
+    // Network refusals arrive in bursts: collected at once, written at most once a second.
+    let refusalTimer: NodeJS.Timeout | undefined;
+    const events: GateEvents = {
+      isolation: (e) => {
+        chain = chain.then(async () => {
+          status = withIsolation(status, e, ctxNow());
+          await publish('running');
+          if (e.decision.outcome !== 'reported-sufficient') this.d.events.warning(w, e.sharedAuthorized ? 'SharedNetworkAuthorized' : 'ISOLATION_INSUFFICIENT', isolationMessage(e));
+        });
+        return chain;
+      },
+      networkRefusal: (r) => {
+        status = withNetworkRefusal(status, r);
+        if (refusalTimer) return;
+        refusalTimer = setTimeout(() => {
+          refusalTimer = undefined;
+          chain = chain.then(() => publish('running'));
+        }, 1000);
+      },
+    };
+    const run = startWorldRun({ ...spec, startHooks: (cg) => worldGate({ ...iso, rootPaths: spec.roots.map((r) => r.path), credentialPaths: plan.credentialPaths, envNames: plan.envNames, network: plan.network, agentNs: spec.agentNs, worldUid: uid, wallTimeArmed: true, outputLimitArmed: true, backendVersion: AGENT_VERSION }, cg, events, this.d.metrics, this.d.logger) }, report);
     this.running.set(uid, run);
     void run.finished.finally(() => {
+      if (refusalTimer) clearTimeout(refusalTimer);
       this.running.delete(uid);
       releaseSlot(this.d.store.db, uid);
+      this.d.admission.release(uid);
+      // A world that waits for room is looked at again as soon as this one's reservation is gone.
+      for (const k of this.waiting.values()) this.d.requeue(k);
     });
     return;
+  }
+
+  /** Answers "not now": Pending with the admission outcome, retried with growing delay until it fits or is deleted. */
+  private async wait(key: string, w: WorldObj, code: string, message: string): Promise<ReconcileResult> {
+    const uid = w.metadata?.uid ?? '';
+    const gen = w.metadata?.generation;
+    this.waiting.set(uid, key);
+    const s = { ...refusedStatus(code, message, gen, this.d.clock.now()), phase: 'Pending' };
+    const before = w.status?.reason;
+    await this.applyStatus(w, s);
+    if (before !== code) this.d.events.warning(w, code, message);
+    const tries = (this.attempts.get(uid) ?? 0) + 1;
+    this.attempts.set(uid, tries);
+    return { requeueAfterMs: Math.min(30_000, 500 * 2 ** Math.min(tries, 6)) };
   }
 
   private async finalize(key: string, w: WorldObj): Promise<ReconcileResult> {
@@ -161,6 +236,9 @@ export class NodeWorlds {
     }
     cleanupWorldLeftovers(this.d.store.layout.worlds, uid, this.d.launch.cgroups);
     releaseSlot(this.d.store.db, uid);
+    this.d.admission.release(uid);
+    this.waiting.delete(uid);
+    this.attempts.delete(uid);
     deleteWorldRecord(this.d.store.db, uid);
     if ((w.metadata?.finalizers ?? []).includes(NODE_CLEANUP_FINALIZER)) {
       await this.d.deleter.removeFinalizer(refs.World, key, NODE_CLEANUP_FINALIZER);

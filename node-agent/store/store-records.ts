@@ -83,11 +83,28 @@ export function getGeneration(db: Database, rootKey: string, number: number): Ge
     .get(rootKey, number) as GenerationRecord | undefined;
 }
 
+/**
+ * The generation row and, in the same transaction as the caller's, its manifest entries as rows of
+ * generation_entries (the root directory's attributes under path ''). Idempotent: a generation already
+ * recorded is left as it is.
+ */
 export function insertGeneration(db: Database, g: Omit<GenerationRecord, 'createdAt'>, manifest: Manifest, now: Date): void {
-  db.prepare(
-    `INSERT INTO generations (id, root_key, number, digest, manifest_json, payload_dev, payload_ino, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-     ON CONFLICT (id) DO NOTHING`,
-  ).run(g.id, g.rootKey, g.number, g.digest, JSON.stringify(manifest), g.payloadDev, g.payloadIno, now.toISOString());
+  db.transaction(() => insertGenerationRows(db, g, manifest, now))(); // a savepoint when the caller holds a transaction
+}
+
+function insertGenerationRows(db: Database, g: Omit<GenerationRecord, 'createdAt'>, manifest: Manifest, now: Date): void {
+  const inserted = db
+    .prepare(
+      `INSERT INTO generations (id, root_key, number, digest, manifest_json, payload_dev, payload_ino, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+       ON CONFLICT (id) DO NOTHING`,
+    )
+    .run(g.id, g.rootKey, g.number, g.digest, JSON.stringify(manifest), g.payloadDev, g.payloadIno, now.toISOString());
+  if (inserted.changes === 0) return;
+  const row = db.prepare(
+    `INSERT INTO generation_entries (generation_id, path, type, mode, uid, gid, size, sha256, target) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+  );
+  if (manifest.root) row.run(g.id, '', 'dir', manifest.root.mode, manifest.root.uid, manifest.root.gid, null, null, null);
+  for (const e of manifest.entries) row.run(g.id, e.path, e.type, e.mode, e.uid, e.gid, e.size ?? null, e.sha256 ?? null, e.target ?? null);
 }
 
 export interface IntentRecord<T> {

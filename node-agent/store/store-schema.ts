@@ -58,6 +58,30 @@ const MIGRATIONS: readonly string[] = [
   // 4: the route check's generation lookup reads an index alone: reading payload_dev (stored after the row's
   // manifest_json) walked every overflow page of the manifest, ~8 ms per check at 100k files.
   `CREATE INDEX generations_route ON generations (root_key, number, id, digest, payload_dev, payload_ino, created_at);`,
+  // 5: each generation's manifest entries as rows, so capture looks up the base entries it touches (and
+  // the descendants of a deleted or replaced directory, as one range of the primary key) without parsing
+  // the whole manifest_json. The row with path '' holds the root directory's own attributes (type 'dir').
+  // SQLite's BINARY collation compares UTF-8 bytes, the order of core/relative-path.ts compareBytes.
+  // Backfill: each existing generation's manifest_json is parsed once, by json_each.
+  `CREATE TABLE generation_entries (
+     generation_id TEXT NOT NULL,
+     path TEXT NOT NULL,
+     type TEXT NOT NULL,
+     mode INTEGER NOT NULL,
+     uid INTEGER NOT NULL,
+     gid INTEGER NOT NULL,
+     size INTEGER,
+     sha256 TEXT,
+     target TEXT,
+     PRIMARY KEY (generation_id, path)
+   ) STRICT, WITHOUT ROWID;
+   INSERT INTO generation_entries (generation_id, path, type, mode, uid, gid, size, sha256, target)
+     SELECT g.id, e.value ->> '$.path', e.value ->> '$.type', e.value ->> '$.mode', e.value ->> '$.uid', e.value ->> '$.gid',
+            e.value ->> '$.size', e.value ->> '$.sha256', e.value ->> '$.target'
+     FROM generations g, json_each(g.manifest_json, '$.entries') e;
+   INSERT INTO generation_entries (generation_id, path, type, mode, uid, gid)
+     SELECT g.id, '', 'dir', g.manifest_json ->> '$.root.mode', g.manifest_json ->> '$.root.uid', g.manifest_json ->> '$.root.gid'
+     FROM generations g WHERE json_type(g.manifest_json, '$.root') = 'object';`,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

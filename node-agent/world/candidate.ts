@@ -1,20 +1,34 @@
 // A world's candidate: the changes of every Root, identified by a digest over each Root's base
 // generation and its delta, and copied into store-owned storage (so later checks and collapse read
-// bytes no world can reach any more).
+// bytes no world can reach any more). Only the delta is built and stored — never the next manifest,
+// which is O(root size): the collapse computes the next generation's manifest (and its digest) when it
+// stages it, by applying the delta to the base generation.
 import { chown, copyFile, lchown, mkdir, rename, rm, symlink, writeFile, chmod } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { digestOf } from '../../core/digest.js';
-import { diffManifests, manifestDigest, measuredEntry, type Manifest, type ManifestDiff } from '../../core/manifest.js';
-import type { CaptureProblem, LayerCapture } from './capture-layer.js';
+import { measuredEntry, type ManifestEntry, type RootAttributes } from '../../core/manifest.js';
+import type { CaptureProblem, LayerDelta } from './capture-layer.js';
 
 export interface RootChange {
   root: string;
   rootKey: string;
   baseGeneration: number;
   baseDigest: string;
-  base: Manifest;
-  capture: LayerCapture;
+  capture: LayerDelta;
   upperDir: string;
+}
+
+/** What `roots/<rootKey>.delta.json` holds: the Root's base and its delta, entries in full. */
+export interface StoredDelta {
+  format: 'worldline.delta/v1';
+  root: string;
+  baseGeneration: number;
+  baseDigest: string;
+  /** New or changed entries, in byte order of paths. */
+  upsert: ManifestEntry[];
+  /** Base paths gone, in byte order. */
+  deleted: string[];
+  rootAttributes?: RootAttributes;
 }
 
 export interface Candidate {
@@ -23,7 +37,7 @@ export interface Candidate {
   added: number;
   modified: number;
   deleted: number;
-  roots: { root: string; baseDigest: string; nextDigest: string; diff: ManifestDiff }[];
+  roots: { root: string; rootKey: string; baseGeneration: number; baseDigest: string; added: number; modified: number; deleted: number }[];
 }
 
 export class CaptureRefused extends Error {
@@ -33,20 +47,21 @@ export class CaptureRefused extends Error {
   }
 }
 
-/** The identity of a candidate: per Root (sorted by name), its base digest and its delta. */
-export function candidateIdentity(changes: readonly RootChange[]): { value: unknown; diffs: Map<string, ManifestDiff> } {
-  const diffs = new Map<string, ManifestDiff>();
-  const roots = [...changes]
-    .sort((a, b) => (a.root < b.root ? -1 : a.root > b.root ? 1 : 0))
-    .map((c) => {
-      const diff = diffManifests(c.base, c.capture.next);
-      diffs.set(c.root, diff);
-      const byPath = new Map(c.capture.next.entries.map((e) => [e.path, e]));
-      const upsert = [...diff.added, ...diff.modified].sort().map((p) => measuredEntry(byPath.get(p)!));
-      const rootChanged = JSON.stringify(c.base.root ?? null) !== JSON.stringify(c.capture.next.root ?? null);
-      return { root: c.root, base: c.baseDigest, deleted: diff.deleted, upsert, ...(rootChanged ? { rootAttributes: c.capture.next.root } : {}) };
-    });
-  return { value: { format: 'worldline.candidate/v1', roots }, diffs };
+const byName = (a: RootChange, b: RootChange): number => (a.root < b.root ? -1 : a.root > b.root ? 1 : 0);
+
+/**
+ * The identity of a candidate: per Root (sorted by name), its base digest and its delta —
+ * `{ root, base, deleted (byte order), upsert (measured entries), rootAttributes when changed }`. The
+ * upsert paths are ordered by JavaScript's default sort, as the identity has always been defined.
+ */
+export function candidateIdentity(changes: readonly RootChange[]): unknown {
+  const roots = [...changes].sort(byName).map((c) => {
+    const d = c.capture;
+    const byPath = new Map(d.upsert.map((e) => [e.path, e]));
+    const upsert = [...byPath.keys()].sort().map((p) => measuredEntry(byPath.get(p)!));
+    return { root: c.root, base: c.baseDigest, deleted: d.deleted, upsert, ...(d.rootChanged ? { rootAttributes: d.rootAttributes } : {}) };
+  });
+  return { format: 'worldline.candidate/v1', roots };
 }
 
 /** Builds the candidate in `<candidatesDir>/<hex>`; refuses on the first capture problem. Idempotent. */
@@ -55,28 +70,35 @@ export async function storeCandidate(candidatesDir: string, changes: readonly Ro
     const p = c.capture.problems[0];
     if (p) throw new CaptureRefused(p);
   }
-  const { value, diffs } = candidateIdentity(changes);
+  const value = candidateIdentity(changes);
   const digest = digestOf(value);
   const dir = join(candidatesDir, digest.slice('sha256:'.length));
   const tmp = `${dir}.tmp-${process.pid}`;
   await rm(tmp, { recursive: true, force: true });
   await mkdir(tmp, { mode: 0o700 });
   for (const c of changes) {
-    const diff = diffs.get(c.root)!;
-    const changed = new Set([...diff.added, ...diff.modified]);
-    const byPath = new Map(c.capture.next.entries.map((e) => [e.path, e]));
+    const d = c.capture;
     const payload = join(tmp, 'roots', c.rootKey);
     await mkdir(payload, { recursive: true, mode: 0o700 });
-    for (const path of [...changed].sort()) {
-      const e = byPath.get(path)!;
-      const to = join(payload, path);
-      await mkdir(dirname(to), { recursive: true, mode: 0o700 });
+    const made = new Set<string>(['']);
+    const parentOf = async (to: string): Promise<void> => {
+      const parent = dirname(to);
+      if (made.has(parent)) return;
+      await mkdir(parent, { recursive: true, mode: 0o700 });
+      made.add(parent);
+    };
+    made.add(payload);
+    // Parents sort before their children, so a changed directory exists before what it holds.
+    for (const e of [...d.upsert].sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0))) {
+      const to = join(payload, e.path);
+      await parentOf(to);
       if (e.type === 'dir') {
         await mkdir(to, { recursive: true });
+        made.add(to);
         await chmod(to, e.mode);
         await chown(to, e.uid, e.gid);
       } else if (e.type === 'file') {
-        await copyFile(join(c.upperDir, path), to);
+        await copyFile(join(c.upperDir, e.path), to);
         await chown(to, e.uid, e.gid);
         await chmod(to, e.mode);
       } else {
@@ -84,25 +106,35 @@ export async function storeCandidate(candidatesDir: string, changes: readonly Ro
         await lchown(to, e.uid, e.gid);
       }
     }
-    await writeFile(join(tmp, 'roots', `${c.rootKey}.manifest.json`), JSON.stringify(c.capture.next), { mode: 0o600 });
+    const stored: StoredDelta = {
+      format: 'worldline.delta/v1',
+      root: c.root,
+      baseGeneration: c.baseGeneration,
+      baseDigest: c.baseDigest,
+      upsert: d.upsert,
+      deleted: d.deleted,
+      ...(d.rootChanged && d.rootAttributes ? { rootAttributes: d.rootAttributes } : {}),
+    };
+    await writeFile(join(tmp, 'roots', `${c.rootKey}.delta.json`), JSON.stringify(stored), { mode: 0o600 });
   }
   await writeFile(join(tmp, 'candidate.json'), JSON.stringify(value), { mode: 0o600 });
   await rm(dir, { recursive: true, force: true });
   await rename(tmp, dir);
-  let added = 0;
-  let modified = 0;
-  let deleted = 0;
-  for (const d of diffs.values()) {
-    added += d.added.length;
-    modified += d.modified.length;
-    deleted += d.deleted.length;
-  }
+  const roots = changes.map((c) => ({
+    root: c.root,
+    rootKey: c.rootKey,
+    baseGeneration: c.baseGeneration,
+    baseDigest: c.baseDigest,
+    added: c.capture.added,
+    modified: c.capture.modified,
+    deleted: c.capture.deleted.length,
+  }));
   return {
     digest,
     dir,
-    added,
-    modified,
-    deleted,
-    roots: changes.map((c) => ({ root: c.root, baseDigest: c.baseDigest, nextDigest: manifestDigest(c.capture.next), diff: diffs.get(c.root)! })),
+    added: roots.reduce((n, r) => n + r.added, 0),
+    modified: roots.reduce((n, r) => n + r.modified, 0),
+    deleted: roots.reduce((n, r) => n + r.deleted, 0),
+    roots,
   };
 }

@@ -1,14 +1,16 @@
 // Capture of one Root's changes: walks ONLY the overlay's upper layer (so the cost follows the size
-// of the change), applies it to the base generation's manifest and reports what changed. Whiteouts
+// of the change), looks up what it touches in the base generation's index and reports the delta. Whiteouts
 // and opaque directories become deletions; owners are translated back out of the world's id range;
 // the escape rules of adoption apply (EXTERNAL_SYMLINK, EXTERNAL_HARDLINK, SPECIAL_FILE).
 import { createHash } from 'node:crypto';
 import { open, lstat, readdir, readlink } from 'node:fs/promises';
 import { constants as fsc } from 'node:fs';
 import { join } from 'node:path';
-import { compareEntries, type Manifest, type ManifestEntry } from '../../core/manifest.js';
+import { compareEntries, sameEntry, type ManifestEntry, type RootAttributes } from '../../core/manifest.js';
+import { compareBytes } from '../../core/relative-path.js';
 import { symlinkTargetProblem } from '../../core/symlink-policy.js';
 import * as native from '../../native/index.js';
+import type { BaseIndex } from './base-index.js';
 
 export interface CaptureProblem {
   code: 'EXTERNAL_SYMLINK' | 'EXTERNAL_HARDLINK' | 'SPECIAL_FILE' | 'CAPTURE_OWNER_UNMAPPED' | 'CAPTURE_CHANGED_DURING_READ';
@@ -16,8 +18,20 @@ export interface CaptureProblem {
   message: string;
 }
 
-export interface LayerCapture {
-  next: Manifest;
+/**
+ * What one Root's upper layer changes against its base generation — the delta, never the next manifest:
+ * diffManifests(base, next) is exactly { added, modified } = upsert split by presence in base, deleted.
+ */
+export interface LayerDelta {
+  /** Entries that are new or differ from the base in a measured field, in byte order of paths. */
+  upsert: ManifestEntry[];
+  /** Base paths gone from the next tree, in byte order. */
+  deleted: string[];
+  /** The next root attributes, when they differ from the base's. */
+  rootAttributes?: RootAttributes;
+  rootChanged: boolean;
+  added: number;
+  modified: number;
   /** Paths (files) whose content lives in the upper layer. */
   upperFiles: string[];
   problems: CaptureProblem[];
@@ -46,11 +60,24 @@ async function hashFile(abs: string, expect: { dev: number; ino: number }): Prom
   }
 }
 
-export async function captureLayer(upper: string, base: Manifest, idBase: number, idCount: number): Promise<LayerCapture> {
-  const entries = new Map<string, ManifestEntry>(base.entries.map((e) => [e.path, e]));
+/**
+ * Walks the upper layer and looks each of its entries up in the base (O(log N) each): a whiteout deletes
+ * its path and the base entries below it; an opaque directory, or a directory, file or symlink replacing
+ * a base directory, hides the base entries below it, which are deleted unless the upper layer re-creates
+ * them. Entries equal to the base in every measured field are not changes. The cost follows the upper
+ * layer plus the base entries it deletes, whatever the size of the root.
+ */
+export async function captureLayer(upper: string, base: BaseIndex, idBase: number, idCount: number): Promise<LayerDelta> {
   const problems: CaptureProblem[] = [];
   const upperFiles: string[] = [];
   const links = new Map<string, { nlink: number; seen: number; path: string }>();
+  const upsert: ManifestEntry[] = [];
+  const deleted = new Set<string>();
+  /** Directories whose base entries below are hidden (outermost only), and what the upper layer put below them. */
+  const hidden: string[] = [];
+  const present = new Set<string>();
+  let added = 0;
+  let modified = 0;
   const unmap = (rel: string, id: number): number | undefined => {
     if (id < idBase || id >= idBase + idCount) {
       problems.push({ code: 'CAPTURE_OWNER_UNMAPPED', path: rel || '.', message: `${rel || '.'} is owned by host id ${id}, outside the world's range` });
@@ -58,18 +85,24 @@ export async function captureLayer(upper: string, base: Manifest, idBase: number
     }
     return id - idBase;
   };
-  const dropBelow = (rel: string): void => {
-    const prefix = `${rel}/`;
-    for (const p of [...entries.keys()]) if (p.startsWith(prefix)) entries.delete(p);
+  const deleteBelow = (rel: string): void => {
+    for (const e of base.descendantsOf(rel)) deleted.add(e.path);
+  };
+  const put = (e: ManifestEntry, was: ManifestEntry | undefined, inHidden: boolean): void => {
+    if (inHidden) present.add(e.path);
+    if (!was) added++;
+    else if (!sameEntry(was, e)) modified++;
+    else return;
+    upsert.push(e);
   };
 
   const top = await lstat(upper);
   const rootUid = unmap('', top.uid);
   const rootGid = unmap('', top.gid);
-  const next: Manifest = { entries: [] };
-  if (rootUid !== undefined && rootGid !== undefined) next.root = { mode: top.mode & 0o7777, uid: rootUid, gid: rootGid };
+  const root = rootUid !== undefined && rootGid !== undefined ? { mode: top.mode & 0o7777, uid: rootUid, gid: rootGid } : undefined;
 
-  const walk = async (relDir: string): Promise<void> => {
+  /** inHidden: an ancestor in the upper layer hides the base below it (its base entries are handled there). */
+  const walk = async (relDir: string, inHidden: boolean): Promise<void> => {
     const names = (await readdir(join(upper, relDir))).sort();
     for (const name of names) {
       const rel = relDir ? `${relDir}/${name}` : name;
@@ -79,9 +112,10 @@ export async function captureLayer(upper: string, base: Manifest, idBase: number
         problems.push({ code: 'SPECIAL_FILE', path: rel, message: `${rel} is on another device` });
         continue;
       }
+      const was = base.get(rel);
       if (isWhiteout(st)) {
-        entries.delete(rel);
-        dropBelow(rel);
+        if (was) deleted.add(rel);
+        if (was?.type === 'dir' && !inHidden) deleteBelow(rel);
         continue;
       }
       const uid = unmap(rel, st.uid);
@@ -90,9 +124,11 @@ export async function captureLayer(upper: string, base: Manifest, idBase: number
       const mode = st.mode & 0o7777;
       if (st.isDirectory()) {
         const opaque = native.lgetxattr(abs, OPAQUE_XATTR)?.toString() === 'y';
-        if (opaque || entries.get(rel)?.type !== 'dir') dropBelow(rel);
-        entries.set(rel, { path: rel, type: 'dir', mode, uid, gid });
-        await walk(rel);
+        // A base directory stays merged with this one unless it is opaque; a base file or symlink has nothing below.
+        const hides = opaque || was?.type !== 'dir';
+        if (hides && !inHidden && was?.type === 'dir') hidden.push(rel);
+        put({ path: rel, type: 'dir', mode, uid, gid }, was, inHidden);
+        await walk(rel, inHidden || hides);
       } else if (st.isFile()) {
         if (st.nlink > 1) {
           const key = `${st.dev}:${st.ino}`;
@@ -105,8 +141,8 @@ export async function captureLayer(upper: string, base: Manifest, idBase: number
           problems.push({ code: 'CAPTURE_CHANGED_DURING_READ', path: rel, message: `${rel} changed while it was read` });
           continue;
         }
-        dropBelow(rel);
-        entries.set(rel, { path: rel, type: 'file', mode, uid, gid, size: h.size, sha256: h.sha256 });
+        if (was?.type === 'dir' && !inHidden) deleteBelow(rel);
+        put({ path: rel, type: 'file', mode, uid, gid, size: h.size, sha256: h.sha256 }, was, inHidden);
         upperFiles.push(rel);
       } else if (st.isSymbolicLink()) {
         const target = await readlink(abs);
@@ -114,17 +150,30 @@ export async function captureLayer(upper: string, base: Manifest, idBase: number
           problems.push({ code: 'EXTERNAL_SYMLINK', path: rel, message: `${rel} -> ${target} leaves the root` });
           continue;
         }
-        dropBelow(rel);
-        entries.set(rel, { path: rel, type: 'symlink', mode, uid, gid, target });
+        if (was?.type === 'dir' && !inHidden) deleteBelow(rel);
+        put({ path: rel, type: 'symlink', mode, uid, gid, target }, was, inHidden);
       } else {
         problems.push({ code: 'SPECIAL_FILE', path: rel, message: `${rel} is a device, fifo or socket` });
       }
     }
   };
-  await walk('');
+  await walk('', false);
   for (const l of links.values()) {
     if (l.seen < l.nlink) problems.push({ code: 'EXTERNAL_HARDLINK', path: l.path, message: `${l.path} has ${l.nlink} links, only ${l.seen} inside the world's changes` });
   }
-  next.entries = [...entries.values()].sort(compareEntries);
-  return { next, upperFiles, problems };
+  for (const dir of hidden) {
+    for (const e of base.descendantsOf(dir)) if (!present.has(e.path)) deleted.add(e.path);
+  }
+  const b = base.root;
+  const rootChanged = (b === undefined) !== (root === undefined) || (b !== undefined && root !== undefined && (b.mode !== root.mode || b.uid !== root.uid || b.gid !== root.gid));
+  return {
+    upsert: upsert.sort(compareEntries),
+    deleted: [...deleted].sort(compareBytes),
+    ...(rootChanged && root ? { rootAttributes: root } : {}),
+    rootChanged,
+    added,
+    modified,
+    upperFiles,
+    problems,
+  };
 }

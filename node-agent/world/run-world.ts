@@ -5,10 +5,11 @@ import { mkdirSync } from 'node:fs';
 import type { Manifest } from '../../core/manifest.js';
 import type { NsName, SandboxObservation } from '../../native/index.js';
 import { CgroupError, WorldCgroup, type CgroupLayout, type CgroupLimits, type CgroupReadback } from '../sandbox/cgroup.js';
+import { baseIndexOf } from './base-index.js';
 import { captureLayer } from './capture-layer.js';
 import { CaptureRefused, storeCandidate, type Candidate, type RootChange } from './candidate.js';
 import { assembleRootfs, idMap, removeWorldDir, unmountLayers, unmountRootfs } from './rootfs.js';
-import { ObservationRefused, startWorkload, type ExitReason, type RunningWorkload, type WorkloadEnd } from './supervise.js';
+import { ObservationRefused, startWorkload, type ExitReason, type RunningWorkload, type StartHooks, type WorkloadEnd } from './supervise.js';
 import type { WorldPaths } from './world-paths.js';
 
 export interface WorldRoot {
@@ -20,7 +21,10 @@ export interface WorldRoot {
   payload: string;
   generation: number;
   digest: string;
-  /** The base generation's manifest, read from the store only when capture needs it: it is O(root size), fork is not. */
+  /**
+   * The base generation's manifest. From the store (generationManifest) it is lazy: capture reads it
+   * through baseIndexOf, an index over the generation's rows, and never parses it whole.
+   */
   manifest: () => Manifest;
 }
 
@@ -44,6 +48,8 @@ export interface WorldRunSpec {
   cgroups: CgroupLayout;
   agentNs: Record<NsName, string>;
   candidatesDir: string;
+  /** The gate between a ready sandbox and a running workload (network attach, isolation decision). */
+  startHooks?: (cgroup: CgroupReadback) => StartHooks;
 }
 
 export type WorldEvent =
@@ -100,6 +106,7 @@ export function startWorldRun(spec: WorldRunSpec, report: (e: WorldEvent) => Pro
           wallTimeMs: spec.wallTimeMs,
         },
         spec.agentNs,
+        spec.startHooks?.(readback) ?? {},
       );
       observation = workload.observation;
       if (killRequested) workload.kill(killRequested);
@@ -115,9 +122,9 @@ export function startWorldRun(spec: WorldRunSpec, report: (e: WorldEvent) => Pro
       const changes: RootChange[] = [];
       for (const [i, r] of spec.roots.entries()) {
         const upper = layers[i]!.upper;
-        const base = r.manifest();
-        const capture = await captureLayer(upper, base, spec.idBase, spec.idCount);
-        changes.push({ root: r.name, rootKey: r.rootKey, baseGeneration: r.generation, baseDigest: r.digest, base, capture, upperDir: upper });
+        // The base is read through its index (O(log N) per path the upper layer touches), never whole.
+        const capture = await captureLayer(upper, baseIndexOf(r.manifest()), spec.idBase, spec.idCount);
+        changes.push({ root: r.name, rootKey: r.rootKey, baseGeneration: r.generation, baseDigest: r.digest, capture, upperDir: upper });
       }
       const candidate = await storeCandidate(spec.candidatesDir, changes);
       await report({ type: 'captured', candidate, end });

@@ -40,6 +40,23 @@ export class ObservationRefused extends Error {
   }
 }
 
+/** Steps the caller runs at fixed points of the start: refusing (throwing) stops the world before it runs. */
+export interface StartHooks {
+  /** After the frame checked out, before the workload may exec: attach the network, decide isolation. */
+  beforeGo?: (ctx: { pid: number; pidfd: number; observation: SandboxObservation; problems: string[] }) => Promise<void>;
+  /** Right after the workload exec'd: facts that exist only then (its environment). Throwing kills the world. */
+  afterStart?: (pid: number) => void;
+  /** When the world has ended (every path): release what beforeGo attached. */
+  onEnd?: () => Promise<void>;
+}
+
+export class StartRefused extends Error {
+  constructor(readonly code: string, message: string) {
+    super(message);
+    this.name = 'StartRefused';
+  }
+}
+
 export interface RunningWorkload {
   pid: number;
   observation: SandboxObservation;
@@ -64,7 +81,7 @@ function pump(fd: number, out: WriteStream, counter: { bytes: number }, limit: n
   });
 }
 
-export async function startWorkload(spec: WorkloadSpec, agentNs: Record<native.NsName, string>): Promise<RunningWorkload> {
+export async function startWorkload(spec: WorkloadSpec, agentNs: Record<native.NsName, string>, hooks: StartHooks = {}): Promise<RunningWorkload> {
   let exited!: (e: SandboxExit) => void;
   const exit = new Promise<SandboxExit>((r) => (exited = r));
   const handle = native.spawnSandbox(
@@ -102,9 +119,18 @@ export async function startWorkload(spec: WorkloadSpec, agentNs: Record<native.N
       channel.abort();
       throw new ObservationRefused(problems, observation);
     }
+    if (hooks.beforeGo) {
+      try {
+        await hooks.beforeGo({ pid: handle.pid, pidfd: handle.pidfd, observation, problems });
+      } catch (err) {
+        channel.abort();
+        throw err;
+      }
+    }
   } catch (err) {
     kill();
     await exit;
+    await hooks.onEnd?.().catch(() => undefined);
     closeQuietly(handle.pidfd);
     for (const fd of [handle.stdout, handle.stderr]) if (fd !== undefined) closeQuietly(fd);
     throw err;
@@ -117,7 +143,18 @@ export async function startWorkload(spec: WorkloadSpec, agentNs: Record<native.N
   channel.go();
   const timer = setTimeout(() => kill('WallTimeExceeded'), spec.wallTimeMs);
   timer.unref();
-  const startedOk = channel.started().catch((err: unknown) => err as Error);
+  let afterStartError: Error | undefined;
+  const startedOk = channel.started().then(
+    () => {
+      try {
+        hooks.afterStart?.(handle.pid);
+      } catch (err) {
+        afterStartError = err as Error;
+        kill();
+      }
+    },
+    (err: unknown) => err as Error,
+  );
 
   const done = (async (): Promise<WorkloadEnd> => {
     const e = await exit;
@@ -129,6 +166,8 @@ export async function startWorkload(spec: WorkloadSpec, agentNs: Record<native.N
     closeQuietly(handle.pidfd);
     // An execve failure shows as exit status 127 (Completed, code 127); its record is not needed here.
     await startedOk;
+    await hooks.onEnd?.().catch(() => undefined);
+    if (afterStartError) throw afterStartError;
     let reason: ExitReason;
     if (killedFor) reason = killedFor;
     else if (spec.cgroup.oomKilled()) reason = 'OOMKilled';

@@ -2,6 +2,8 @@
 // the full status document the agent applies, so a restarted agent re-applies exactly what it owns.
 import type { Database } from 'better-sqlite3';
 import type { Manifest } from '../../core/manifest.js';
+import { getGeneration } from '../store/store-records.js';
+import { storedManifest } from './base-index.js';
 
 export type WorldState = 'running' | 'captured' | 'failed' | 'refused';
 
@@ -38,8 +40,11 @@ export function deleteWorldRecord(db: Database, uid: string): void {
   db.prepare('DELETE FROM worlds WHERE uid = ?').run(uid);
 }
 
-/** The manifest of a recorded generation. */
+/**
+ * The manifest of a recorded generation, read lazily (see storedManifest): O(log N) to get, its entries
+ * parsed only if something reads them; capture reads it through baseIndexOf, an index over its rows.
+ */
 export function generationManifest(db: Database, rootKey: string, number: number): Manifest | undefined {
-  const row = db.prepare('SELECT manifest_json FROM generations WHERE root_key = ? AND number = ?').get(rootKey, number) as { manifest_json: string } | undefined;
-  return row ? (JSON.parse(row.manifest_json) as Manifest) : undefined;
+  const g = getGeneration(db, rootKey, number);
+  return g ? storedManifest(db, g.id) : undefined;
 }

@@ -11,7 +11,7 @@ export interface AgentWorldStatus {
   message?: string;
   base?: { root: string; generation: number; digest: string }[];
   admission?: { outcome: string; message: string };
-  isolation?: { observation: Record<string, unknown> };
+  isolation?: { observation: Record<string, unknown>; decision?: { outcome: string; reasons: string[] } };
   candidate?: { digest: string; shortDigest: string; added: number; modified: number; deleted: number; capturedAt: string };
   exit?: { code?: number; signal?: string; reason: string };
   conditions: Condition[];
@@ -33,6 +33,14 @@ export function observationSummary(o: SandboxObservation, newNetwork: boolean, c
     network: newNetwork ? 'isolated' : 'host',
     ...(cgroup ? { cgroup: { cpuMillis: String(cgroup.cpuMillis), memoryBytes: String(cgroup.memoryBytes), pids: String(cgroup.pids) } } : {}),
   };
+}
+
+/** The contract's view of the observation (level, controls, notes), kept when the frame summary is rewritten. */
+function pickMeasured(o: Record<string, unknown> | undefined): Record<string, unknown> {
+  if (!o) return {};
+  const out: Record<string, unknown> = {};
+  for (const k of ['achievedLevel', 'enforcedControls', 'notes']) if (o[k] !== undefined) out[k] = o[k];
+  return out;
 }
 
 export function admittedStatus(base: AgentWorldStatus['base'], generation: number | undefined, now: Date, message: string): AgentWorldStatus {
@@ -64,9 +72,9 @@ export function withEvent(s: AgentWorldStatus, e: WorldEvent, ctx: { newNetwork:
     case 'cgroup':
       return s;
     case 'running': {
-      let conditions = set(s.conditions, 'Isolated', 'True', 'ObservationVerified', 'the sandbox reported the expected identity, maps, capabilities and namespaces before the agent ran');
-      conditions = set(conditions, 'Running', 'True', 'Running', `agent running as pid ${e.pid}`);
-      return { ...s, phase: 'Running', reason: 'RUNNING', message: 'the agent is running in its world', isolation: { observation: observationSummary(e.observation, ctx.newNetwork, ctx.cgroup) }, conditions };
+      const conditions = set(s.conditions, 'Running', 'True', 'Running', `agent running as pid ${e.pid}`);
+      const isolation = { ...s.isolation, observation: { ...observationSummary(e.observation, ctx.newNetwork, ctx.cgroup), ...pickMeasured(s.isolation?.observation) } };
+      return { ...s, phase: 'Running', reason: 'RUNNING', message: 'the agent is running in its world', isolation, conditions };
     }
     case 'exited': {
       const exit: AgentWorldStatus['exit'] = { reason: e.end.reason, ...(e.end.code !== null ? { code: e.end.code } : {}), ...(e.end.signal ? { signal: e.end.signal } : {}) };
@@ -99,9 +107,43 @@ export function withEvent(s: AgentWorldStatus, e: WorldEvent, ctx: { newNetwork:
         reason: e.code,
         message: e.message,
         ...(exit ? { exit } : {}),
-        ...(e.observation ? { isolation: { observation: observationSummary(e.observation, ctx.newNetwork, ctx.cgroup) } } : {}),
+        ...(e.observation ? { isolation: { ...s.isolation, observation: { ...observationSummary(e.observation, ctx.newNetwork, ctx.cgroup), ...pickMeasured(s.isolation?.observation) } } } : {}),
         conditions,
       };
     }
   }
+}
+
+/** Newest refusals kept on status (older ones are counted in the metric only). */
+export const MAX_NETWORK_REFUSALS = 64;
+
+export function withNetworkRefusal(s: AgentWorldStatus, r: { host: string; port: number; time: string }): AgentWorldStatus {
+  const list = [...((s.networkRefusals as { host: string; port: number; time: string }[] | undefined) ?? []), { host: r.host.slice(0, 253), port: r.port, time: r.time.replace(/\.\d{3}Z$/, 'Z') }];
+  return { ...s, networkRefusals: list.slice(-MAX_NETWORK_REFUSALS) };
+}
+
+export interface IsolationEvent {
+  decision: { outcome: string; reasons: string[]; missingControls: string[]; effectiveMinimum: string };
+  observation: { achievedLevel: string; enforcedControls: string[] };
+  notes: string[];
+  sharedAuthorized: boolean;
+}
+
+export function isolationMessage(e: IsolationEvent): string {
+  const d = e.decision;
+  if (d.outcome === 'reported-sufficient') return `isolation ${d.effectiveMinimum} reported sufficient (achieved ${e.observation.achievedLevel})`;
+  const base = `isolation decision ${d.outcome}: ${d.reasons.join(', ')}${d.missingControls.length ? `; missing ${d.missingControls.join(', ')}` : ''}`;
+  return e.sharedAuthorized ? `${base}; the World runs anyway on the host network because its Policy sets spec.network.policy Shared` : base;
+}
+
+/** Records the isolation decision (and the measured level and controls) on status and the Isolated condition. */
+export function withIsolation(s: AgentWorldStatus, e: IsolationEvent, ctx: { generation?: number; now: Date }): AgentWorldStatus {
+  const ok = e.decision.outcome === 'reported-sufficient';
+  const reason = ok ? 'ReportedSufficient' : e.sharedAuthorized ? 'SharedNetworkAuthorized' : 'IsolationInsufficient';
+  const observation = { ...(s.isolation?.observation ?? {}), achievedLevel: e.observation.achievedLevel, enforcedControls: e.observation.enforcedControls, ...(e.notes.length ? { notes: e.notes } : {}) };
+  return {
+    ...s,
+    isolation: { observation, decision: { outcome: e.decision.outcome, reasons: e.decision.reasons } },
+    conditions: setCondition(s.conditions, { type: 'Isolated', status: ok ? 'True' : 'False', reason, message: isolationMessage(e) }, ctx.generation, ctx.now),
+  };
 }

@@ -122,7 +122,7 @@ async function worlds(env: WorldEnv): Promise<void> {
       files: r.files,
       runs: r.runs,
       capture: ms(r.captureMs),
-      'base manifest': ms(r.manifestMs),
+      'base index': ms(r.baseIndexMs),
       captureLayer: ms(r.layerMs),
       storeCandidate: ms(r.storeMs),
       'sha256sum 10 files': ms(r.sha256sumMs),

@@ -1,10 +1,11 @@
 // Benchmark: capture of a 10-file change in a World over a Root of N files — from the workload's
 // exit to the stored candidate ('exited' → 'captured') — next to `sha256sum` of exactly the 10
-// changed files. While the upper layer still exists, the capture step's parts (base manifest read,
-// captureLayer, storeCandidate into a scratch directory) are also timed on it directly.
+// changed files. While the upper layer still exists, the capture step's parts (opening the base
+// generation's index, captureLayer, storeCandidate into a scratch directory) are also timed on it directly.
 import { createHash } from 'node:crypto';
 import { mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
+import { baseIndexOf } from '../../node-agent/world/base-index.js';
 import { captureLayer } from '../../node-agent/world/capture-layer.js';
 import { storeCandidate } from '../../node-agent/world/candidate.js';
 import { layerPaths } from '../../node-agent/world/world-paths.js';
@@ -13,10 +14,10 @@ import { changedFiles, runArgv } from './tree-fixtures.js';
 import type { WorldEnv } from './world-env.js';
 
 export interface CaptureSamples {
-  /** 'exited' → 'captured': unmount the world's view, read the base manifest, captureLayer, storeCandidate. */
+  /** 'exited' → 'captured': unmount the world's view, open the base index, captureLayer, storeCandidate. */
   captureMs: number[];
-  /** Reading and parsing the base generation's manifest from the store. */
-  manifestMs: number[];
+  /** Opening the base generation's index (r.manifest() through baseIndexOf, reading its root attributes). */
+  baseIndexMs: number[];
   /** captureLayer on the upper layer alone. */
   layerMs: number[];
   /** storeCandidate alone. */
@@ -29,7 +30,7 @@ export interface CaptureSamples {
 
 export type CaptureResult = { files: number; runs: number } & { [K in keyof CaptureSamples]: number };
 
-export const noCaptureSamples = (): CaptureSamples => ({ captureMs: [], manifestMs: [], layerMs: [], storeMs: [], sha256sumMs: [], hashInProcessMs: [] });
+export const noCaptureSamples = (): CaptureSamples => ({ captureMs: [], baseIndexMs: [], layerMs: [], storeMs: [], sha256sumMs: [], hashInProcessMs: [] });
 
 const SCRIPT = 'for f in "$@"; do echo x >> "$f"; done';
 
@@ -54,14 +55,15 @@ export async function captureRound(env: WorldEnv, root: string, files: number, s
     rmSync(scratch, { recursive: true, force: true });
     mkdirSync(scratch, { mode: 0o700 });
     const t0 = performance.now();
-    const base = r.manifest();
+    const base = baseIndexOf(r.manifest());
+    void base.root;
     const t1 = performance.now();
     const capture = await captureLayer(upper, base, spec.idBase, spec.idCount);
     const t2 = performance.now();
-    await storeCandidate(scratch, [{ root: r.name, rootKey: r.rootKey, baseGeneration: r.generation, baseDigest: r.digest, base, capture, upperDir: upper }]);
+    await storeCandidate(scratch, [{ root: r.name, rootKey: r.rootKey, baseGeneration: r.generation, baseDigest: r.digest, capture, upperDir: upper }]);
     s.storeMs.push(performance.now() - t2);
     s.layerMs.push(t2 - t1);
-    s.manifestMs.push(t1 - t0);
+    s.baseIndexMs.push(t1 - t0);
     const abs = changed.map((p) => join(upper, p));
     s.sha256sumMs.push(timeSync(() => runArgv(['sha256sum', '--', ...abs])));
     s.hashInProcessMs.push(timeSync(() => {
@@ -76,7 +78,7 @@ export function captureResult(files: number, s: CaptureSamples): CaptureResult {
     files,
     runs: s.captureMs.length,
     captureMs: median(s.captureMs),
-    manifestMs: median(s.manifestMs),
+    baseIndexMs: median(s.baseIndexMs),
     layerMs: median(s.layerMs),
     storeMs: median(s.storeMs),
     sha256sumMs: median(s.sha256sumMs),

@@ -38,6 +38,8 @@ const AGENT_CONFIG: AgentConfig = {
   metricsHost: '127.0.0.1',
   metricsPort: 0,
   idBase: ID_BASE,
+  admissionRaw: {},
+  observeProcDir: '/proc',
   idSlots: 1,
   logLevel: 'error',
   defaultWallTimeSeconds: 600,
@@ -103,7 +105,7 @@ export async function openWorldEnv(parent = '/var/tmp'): Promise<WorldEnv> {
         metadata: { uid: worldUid, namespace: 'bench', name: worldUid },
         spec: { roots: [root], agent: { command: argv }, resources: { wallTime: '10m' } },
       };
-      return buildRunSpec(world, ID_BASE, ctx);
+      return (await buildRunSpec(world, ID_BASE, ctx)).spec;
     },
     async run(spec, on) {
       worldUids.push(spec.uid);

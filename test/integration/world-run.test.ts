@@ -108,10 +108,11 @@ describe('worlds on a real stack: ordinary behaviour', () => {
     assert.equal(readFileSync(join(cand, 'new', 'deep', 'n.txt'), 'utf8'), 'n\n');
     assert.equal(readFileSync(join(cand, 'top.txt'), 'utf8'), 't\n');
     assert.ok(!existsSync(join(cand, 'sub')) && !existsSync(join(cand, 'b.txt')) && !existsSync(join(cand, 'other.txt')), 'only changed paths are copied');
-    const manifest = JSON.parse(readFileSync(`${cand}.manifest.json`, 'utf8')) as { entries: { path: string }[] };
-    const paths = manifest.entries.map((e) => e.path);
-    for (const gone of ['b.txt', 'sub', 'sub/c.txt', 'sub/d.txt']) assert.ok(!paths.includes(gone), `${gone} is still in the next manifest`);
-    for (const added of ['new', 'new/deep', 'new/deep/n.txt', 'top.txt', 'a.txt', 'other.txt']) assert.ok(paths.includes(added), `${added} is missing from the next manifest`);
+    // The candidate stores the delta only, never the next manifest.
+    assert.ok(!existsSync(`${cand}.manifest.json`), 'the candidate stores a full next manifest');
+    const delta = JSON.parse(readFileSync(`${cand}.delta.json`, 'utf8')) as { upsert: { path: string }[]; deleted: string[] };
+    assert.deepEqual(delta.deleted, ['b.txt', 'sub', 'sub/c.txt', 'sub/d.txt']);
+    assert.deepEqual(delta.upsert.map((e) => e.path), ['a.txt', 'new', 'new/deep', 'new/deep/n.txt', 'top.txt']);
   });
 
   test('files show their real owners inside; the agent runs as the first Root\'s owner; upper and candidate owners translate back', async () => {
@@ -147,9 +148,9 @@ describe('worlds on a real stack: ordinary behaviour', () => {
     const cand = join(s.storeDir, 'candidates', w.status.candidate.digest.slice('sha256:'.length), 'roots', rootKey);
     const cst = lstatSync(join(cand, 'mine.txt'));
     assert.deepEqual([cst.uid, cst.gid], [OWNER, OWNER], 'the candidate file is not owned by the translated uid');
-    const manifest = JSON.parse(readFileSync(`${cand}.manifest.json`, 'utf8')) as { entries: { path: string; uid: number; gid: number }[] };
-    const entry = manifest.entries.find((e) => e.path === 'mine.txt');
-    assert.ok(entry, 'mine.txt is not in the candidate manifest');
+    const delta = JSON.parse(readFileSync(`${cand}.delta.json`, 'utf8')) as { upsert: { path: string; uid: number; gid: number }[] };
+    const entry = delta.upsert.find((e) => e.path === 'mine.txt');
+    assert.ok(entry, 'mine.txt is not in the candidate delta');
     assert.deepEqual([entry.uid, entry.gid], [OWNER, OWNER], 'the manifest records the host-range owner, not the translated one');
     assert.equal(w.status.candidate.added, 1);
     assert.equal(w.status.candidate.modified, 0);

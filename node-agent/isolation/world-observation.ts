@@ -1,0 +1,102 @@
+// Builds the IsolationObservation of a World's agent stage from measured facts only: the sandbox's
+// own frame (identity, capabilities, namespaces), the cgroup limits read back from the kernel, the
+// mounts and interfaces the world actually has, and whether the agent's limits are armed.
+import { canonicalControls, type IsolationControl, type IsolationLevel } from '../../core/isolation/vocabulary.js';
+import type { IsolationObservation } from '../../core/isolation/records.js';
+import type { SandboxObservation } from '../../native/index.js';
+import type { CgroupReadback } from '../sandbox/cgroup.js';
+import type { WorldFacts } from './measure-world.js';
+
+export interface ObservationInputs {
+  frameProblems: string[];
+  frame: SandboxObservation;
+  agentNs: Record<string, string>;
+  cgroup: CgroupReadback;
+  facts: WorldFacts;
+  /** Paths where the world's Roots are mounted (its outputs). */
+  rootPaths: string[];
+  /** Mount points of the single projected credential (a declared input, not an ambient credential). */
+  credentialPaths: string[];
+  network: 'None' | 'Allowlist' | 'Shared';
+  /** The Allowlist proxy's listener was verified to live in the world's network namespace. */
+  proxyInWorldNetns: boolean;
+  wallTimeArmed: boolean;
+  outputLimitArmed: boolean;
+}
+
+const SYSTEM_MOUNTS = ['/usr', '/etc'];
+const ALLOWED_DEVICES = new Set(['/dev/null', '/dev/zero', '/dev/full', '/dev/random', '/dev/urandom', '/dev/tty']);
+const SECRET_DIRS = ['/var/run/secrets', '/run/secrets'];
+
+function isReadOnly(m: { options: string[] }): boolean {
+  return m.options.includes('ro');
+}
+
+export function measuredControls(i: ObservationInputs): { controls: IsolationControl[]; notes: string[] } {
+  const c = new Set<IsolationControl>();
+  const notes: string[] = [];
+  const byPoint = new Map(i.facts.mounts.map((m) => [m.mountPoint, m]));
+  const root = byPoint.get('/');
+  const sys = SYSTEM_MOUNTS.map((p) => byPoint.get(p)).filter((m) => m !== undefined);
+  if (root && isReadOnly(root) && sys.length === SYSTEM_MOUNTS.length && sys.every(isReadOnly)) c.add('read-only-inputs');
+  else notes.push('read-only-inputs: / or a system directory is not mounted read-only');
+  const outputs = i.rootPaths.map((p) => byPoint.get(p));
+  if (outputs.length > 0 && outputs.every((m) => m?.fsType === 'overlay' && !isReadOnly(m))) c.add('separate-outputs');
+  else notes.push('separate-outputs: a Root is not a writable overlay of its own');
+  const secrets = i.facts.mounts.some((m) => SECRET_DIRS.some((d) => m.mountPoint === d || m.mountPoint.startsWith(`${d}/`)));
+  const stray = i.facts.mounts.filter((m) => m.mountPoint.startsWith('/') && !i.credentialPaths.includes(m.mountPoint) && /(^|\/)(\.kube|\.ssh|\.aws|\.config)(\/|$)/.test(m.mountPoint));
+  if (!secrets && stray.length === 0) c.add('no-credentials');
+  else notes.push('no-credentials: a secret or credential directory is mounted');
+  const devMounts = i.facts.mounts.filter((m) => m.mountPoint === '/dev' || m.mountPoint.startsWith('/dev/'));
+  const devRoot = byPoint.get('/dev');
+  const devOk = devRoot?.fsType === 'tmpfs' && devMounts.every((m) => m.mountPoint === '/dev' || m.mountPoint === '/dev/shm' || ALLOWED_DEVICES.has(m.mountPoint));
+  if (devOk) c.add('no-devices');
+  else notes.push('no-devices: /dev holds more than the minimal device set');
+  const ownNet = i.frame.ns.net !== i.agentNs.net;
+  const onlyLo = i.facts.interfaces.every((n) => n === 'lo');
+  if (i.network === 'None' && ownNet && onlyLo) c.add('network-denied');
+  if (i.network === 'Allowlist' && ownNet && onlyLo && i.proxyInWorldNetns) c.add('network-egress-restricted');
+  const finite = (v: number | 'max'): boolean => v !== 'max';
+  if (finite(i.cgroup.cpuMillis) && finite(i.cgroup.memoryBytes) && finite(i.cgroup.pids)) c.add('resource-limits');
+  else notes.push('resource-limits: a cgroup limit reads back as unlimited');
+  if (i.wallTimeArmed) c.add('wall-time-limit');
+  if (i.outputLimitArmed) c.add('output-limit');
+  if (i.frame.ns.pid !== i.agentNs.pid) c.add('process-tree-termination');
+  // minimal-environment is measured after exec (the environment exists only then); see envIsMinimal.
+  return { controls: canonicalControls([...c]), notes };
+}
+
+/** The level the measured facts support: os-sandboxed needs a clean frame and every os-sandboxed control. */
+export function achievedLevel(frameProblems: string[], controls: readonly IsolationControl[], expectMinimalEnv: boolean): IsolationLevel {
+  const has = (x: IsolationControl): boolean => controls.includes(x) || (x === 'minimal-environment' && expectMinimalEnv);
+  const limited = (['resource-limits', 'wall-time-limit', 'output-limit', 'process-tree-termination'] as const).every(has);
+  const sandboxed = frameProblems.length === 0 && limited && (['read-only-inputs', 'separate-outputs', 'no-credentials', 'no-devices'] as const).every(has);
+  return sandboxed ? 'os-sandboxed' : limited ? 'process-limited' : 'host-yolo';
+}
+
+export function buildObservation(
+  i: ObservationInputs,
+  ids: { requestIdentity: string; policyIdentity: string; subject: string; target: IsolationObservation['target']; executionId: string; backendVersion: string },
+  minimalEnvironment: boolean,
+): { observation: IsolationObservation; notes: string[] } {
+  const { controls, notes } = measuredControls(i);
+  const all = canonicalControls(minimalEnvironment ? [...controls, 'minimal-environment'] : controls);
+  const level = achievedLevel(i.frameProblems, all, false);
+  return {
+    observation: {
+      schemaVersion: 1,
+      kind: 'IsolationObservation',
+      backend: 'worldline-node-agent',
+      backendVersion: ids.backendVersion,
+      executionId: ids.executionId,
+      requestIdentity: ids.requestIdentity,
+      policyIdentity: ids.policyIdentity,
+      subject: ids.subject,
+      target: ids.target,
+      achievedLevel: level,
+      enforcedControls: level === 'host-yolo' ? [] : all,
+      complete: true,
+    },
+    notes,
+  };
+}

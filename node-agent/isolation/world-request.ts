@@ -1,0 +1,68 @@
+// The isolation policy and request for a World's agent stage, from the Policy governing its Roots
+// and the World's own spec.isolation. A World under no Policy gets the built-in rule: os-sandboxed,
+// plus the network control that its own network policy promises.
+import { canonicalControls, type IsolationControl, type IsolationLevel } from '../../core/isolation/vocabulary.js';
+import type { IsolationPolicy, IsolationRequest, StageRule } from '../../core/isolation/records.js';
+import { digestOf } from '../../core/digest.js';
+
+export interface PolicyView {
+  metadata?: { name?: string };
+  spec?: {
+    roots?: string[];
+    isolation?: { agent?: { minimumLevel?: string; controls?: string[]; allowHostYolo?: boolean }; check?: { minimumLevel?: string; controls?: string[]; allowHostYolo?: boolean } };
+    network?: { policy?: string; allow?: string[] };
+  };
+}
+
+export interface WorldIsolationView {
+  roots: string[];
+  network: 'None' | 'Allowlist' | 'Shared';
+  minimumLevel?: string;
+  controls?: string[];
+  acknowledgeHostYolo?: boolean;
+  base: { root: string; generation: number; digest: string }[];
+}
+
+export function networkControl(policy: WorldIsolationView['network']): IsolationControl | undefined {
+  return policy === 'None' ? 'network-denied' : policy === 'Allowlist' ? 'network-egress-restricted' : undefined;
+}
+
+/** The Policy that governs a World: the one naming any of its Roots (the controller refuses overlaps). */
+export function governingPolicy(policies: readonly PolicyView[], roots: readonly string[]): PolicyView | undefined {
+  return policies.find((p) => (p.spec?.roots ?? []).some((r) => roots.includes(r)));
+}
+
+export function agentPolicyRecord(policy: PolicyView | undefined, world: WorldIsolationView): IsolationPolicy {
+  let rule: StageRule | undefined;
+  if (!policy) {
+    const net = networkControl(world.network);
+    rule = { stage: 'agent', minimumLevel: 'os-sandboxed', requiredControls: net ? [net] : [], allowHostYolo: false };
+  } else if (policy.spec?.isolation?.agent) {
+    const a = policy.spec.isolation.agent;
+    rule = {
+      stage: 'agent',
+      minimumLevel: (a.minimumLevel ?? 'os-sandboxed') as IsolationLevel,
+      requiredControls: canonicalControls((a.controls ?? []) as IsolationControl[]),
+      allowHostYolo: a.allowHostYolo ?? false,
+    };
+  }
+  return { schemaVersion: 1, kind: 'IsolationPolicy', stages: rule ? [rule] : [] };
+}
+
+export function hostTarget(): { os: 'linux'; arch: 'amd64' | 'arm64' | 'ppc64le' | 's390x' | 'riscv64' } {
+  const map: Record<string, 'amd64' | 'arm64' | 'ppc64le' | 's390x' | 'riscv64'> = { x64: 'amd64', arm64: 'arm64', ppc64: 'ppc64le', s390x: 's390x', riscv64: 'riscv64' };
+  return { os: 'linux', arch: map[process.arch] ?? 'amd64' };
+}
+
+export function agentRequestRecord(world: WorldIsolationView): IsolationRequest {
+  return {
+    schemaVersion: 1,
+    kind: 'IsolationRequest',
+    stage: 'agent',
+    subject: digestOf({ format: 'worldline.world-base/v1', base: [...world.base].sort((a, b) => (a.root < b.root ? -1 : 1)) }),
+    target: hostTarget(),
+    requestedMinimum: (world.minimumLevel ?? 'os-sandboxed') as IsolationLevel,
+    extraControls: canonicalControls((world.controls ?? []) as IsolationControl[]),
+    hostYoloAcknowledged: world.acknowledgeHostYolo ?? false,
+  };
+}

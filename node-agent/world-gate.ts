@@ -1,0 +1,104 @@
+// The gate a world passes between "sandbox ready" and "workload runs": the Allowlist proxy is
+// attached inside the world's network namespace, the isolation observation is built from measured
+// facts and evaluated against the Policy and the World's request; only `reported-sufficient` opens
+// the gate (or, for network policy Shared, an operator's Policy that sets spec.network.policy
+// Shared, recorded on status). After exec the workload's environment is checked against the plan.
+import { evaluate } from '../core/isolation/evaluate.js';
+import type { IsolationDecision, IsolationObservation, IsolationPolicy, IsolationRequest } from '../core/isolation/records.js';
+import { identityOf } from '../core/isolation/identity.js';
+import type { Logger } from '../kube/logger.js';
+import type { NsName } from '../native/index.js';
+import { measureWorld, environmentNames } from './isolation/measure-world.js';
+import { buildObservation } from './isolation/world-observation.js';
+import type { AgentMetrics } from './metrics.js';
+import { attachAllowlist } from './network/world-network.js';
+import type { CgroupReadback } from './sandbox/cgroup.js';
+import { StartRefused, type StartHooks } from './world/supervise.js';
+
+export interface NetworkRefusal {
+  host: string;
+  port: number;
+  time: string;
+}
+
+export interface GateEvents {
+  isolation(e: { decision: IsolationDecision; observation: IsolationObservation; notes: string[]; sharedAuthorized: boolean }): Promise<void>;
+  networkRefusal(r: NetworkRefusal): void;
+}
+
+export interface GatePlan {
+  worldUid: string;
+  network: { policy: 'None' | 'Allowlist' | 'Shared'; allow: string[] };
+  /** Operator authorization for Shared: the governing Policy's spec.network.policy is Shared. */
+  sharedAuthorized: boolean;
+  policy: IsolationPolicy;
+  request: IsolationRequest;
+  rootPaths: string[];
+  credentialPaths: string[];
+  envNames: string[];
+  agentNs: Record<NsName, string>;
+  wallTimeArmed: boolean;
+  outputLimitArmed: boolean;
+  backendVersion: string;
+}
+
+export function worldGate(plan: GatePlan, cgroup: CgroupReadback, events: GateEvents, metrics: AgentMetrics | undefined, logger: Logger): StartHooks {
+  let proxy: { close(): Promise<void> } | undefined;
+  return {
+    beforeGo: async ({ pid, pidfd, observation: frame, problems }) => {
+      if (plan.network.policy === 'Allowlist') {
+        proxy = await attachAllowlist(pid, plan.network.allow, (r) => {
+          metrics?.networkRefusals.inc();
+          events.networkRefusal({ host: r.host, port: r.port, time: r.time });
+        }, { pidfd, logger });
+      }
+      const facts = measureWorld(pid);
+      const { observation, notes } = buildObservation(
+        {
+          frameProblems: problems,
+          frame,
+          agentNs: plan.agentNs,
+          cgroup,
+          facts,
+          rootPaths: plan.rootPaths,
+          credentialPaths: plan.credentialPaths,
+          network: plan.network.policy,
+          proxyInWorldNetns: proxy !== undefined,
+          wallTimeArmed: plan.wallTimeArmed,
+          outputLimitArmed: plan.outputLimitArmed,
+        },
+        {
+          requestIdentity: identityOf(plan.request),
+          policyIdentity: identityOf(plan.policy),
+          subject: plan.request.subject,
+          target: plan.request.target,
+          executionId: plan.worldUid,
+          backendVersion: plan.backendVersion,
+        },
+        // The environment handed to execve is built from the plan; it is read back after exec (afterStart).
+        true,
+      );
+      const decision = evaluate(plan.policy, plan.request, observation);
+      metrics?.isolation('agent', decision.outcome, decision.reasons[0] ?? 'NONE');
+      const sharedRuns = plan.network.policy === 'Shared' && plan.sharedAuthorized;
+      await events.isolation({ decision, observation, notes, sharedAuthorized: sharedRuns });
+      if (decision.outcome !== 'reported-sufficient' && !sharedRuns) {
+        throw new StartRefused('ISOLATION_INSUFFICIENT', `isolation decision ${decision.outcome} (${decision.reasons.join(', ')})${decision.missingControls.length ? `; missing controls: ${decision.missingControls.join(', ')}` : ''}`);
+      }
+    },
+    afterStart: (pid) => {
+      const allowed = new Set(plan.envNames);
+      let names: string[];
+      try {
+        names = environmentNames(pid);
+      } catch {
+        return; // exited already: nothing ran long enough to matter, and there is nothing left to read
+      }
+      const extra = names.filter((n) => !allowed.has(n));
+      if (extra.length > 0) throw new StartRefused('ISOLATION_OBSERVATION_INVALID', `the workload's environment holds variables the plan did not give it: ${extra.join(', ')}`);
+    },
+    onEnd: async () => {
+      await proxy?.close();
+    },
+  };
+}
