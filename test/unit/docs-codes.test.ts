@@ -1,0 +1,50 @@
+// Every code a status can carry is listed in docs/codes.md: the outcome list of the API, the reasons
+// of the two decision kernels, and every UPPER_SNAKE literal the controller and node-agent write.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { readFileSync, readdirSync, statSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { OUTCOMES } from '../../crds/outcomes.js';
+import { REASONS } from '../../core/collapse/decide.js';
+import { ISOLATION_REASONS } from '../../core/isolation/reasons.js';
+import { StoreErrorCodes } from '../../node-agent/store/store-errors.js';
+import { Reasons } from '../../controller/reasons.js';
+
+const root = resolve(import.meta.dirname, '..', '..', '..');
+const doc = readFileSync(join(root, 'docs', 'codes.md'), 'utf8');
+
+/** Codes listed generically in the doc (identity pairs of the collapse kernel). */
+function documented(code: string): boolean {
+  if (doc.includes(`\`${code}\``)) return true;
+  const pair = /^IDENTITY_(ABSENT|MISMATCH)_([A-Z_]+)$/.exec(code);
+  return pair !== null && doc.includes('IDENTITY_ABSENT_<PAIR>') && doc.includes(pair[2]!);
+}
+
+function tsFiles(dir: string): string[] {
+  const out: string[] = [];
+  for (const name of readdirSync(dir)) {
+    const p = join(dir, name);
+    if (statSync(p).isDirectory()) out.push(...tsFiles(p));
+    else if (name.endsWith('.ts')) out.push(p);
+  }
+  return out;
+}
+
+test('every outcome, kernel reason and store code is documented', () => {
+  const missing = [...OUTCOMES, ...REASONS, ...ISOLATION_REASONS, ...Object.values(StoreErrorCodes), ...Object.values(Reasons).map((r) => r.code)].filter((c) => !documented(c));
+  assert.deepEqual(missing, []);
+});
+
+test('every status code the controller and the node-agent write is documented', () => {
+  // Internal protocol codes of the proxy, the receipt ledger and key handling never reach a status.
+  const scanned = [join(root, 'controller'), ...['world', 'world-reconciler.ts', 'world-launch.ts', 'world-gate.ts', 'root-reconciler.ts', 'sandbox', 'admission', 'isolation'].map((p) => join(root, 'node-agent', p))];
+  const files = scanned.flatMap((p) => (statSync(p).isDirectory() ? tsFiles(p) : [p]));
+  const found = new Set<string>();
+  for (const f of files) {
+    for (const m of readFileSync(f, 'utf8').matchAll(/'([A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+)'/g)) found.add(m[1]!);
+  }
+  const notStatus = /^(WORLDLINE_|O_|MS_|MNT_|AT_|ERR_|SQLITE_)/;
+  const missing = [...found].filter((c) => !notStatus.test(c) && !documented(c)).sort();
+  assert.ok(found.size > 20, `scan found only ${found.size} codes`);
+  assert.deepEqual(missing, []);
+});
