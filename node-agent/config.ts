@@ -14,7 +14,7 @@ export interface AgentConfig {
   idBase: number;
   idSlots: number;
   logLevel: 'debug' | 'info' | 'warn' | 'error';
-  /** Defaults for worlds that do not set them. */
+  /** Fallbacks used before admission; admission's per-world defaults (--world-default-*) replace them. */
   defaultWallTimeSeconds: number;
   defaultOutputBytes: number;
   /** Admission ceilings and per-world limits as configured (text; parsed and validated at start). */
@@ -48,7 +48,6 @@ export function parseAgentConfig(argv: readonly string[], env: NodeJS.ProcessEnv
       'id-base': { type: 'string' },
       'id-slots': { type: 'string' },
       'log-level': { type: 'string' },
-      'default-wall-time': { type: 'string' },
       'observe-proc-dir': { type: 'string' },
       ...Object.fromEntries(ADMISSION_CONFIG_KEYS.map((k) => [k.key, { type: 'string' as const }])),
     },
@@ -75,7 +74,7 @@ export function parseAgentConfig(argv: readonly string[], env: NodeJS.ProcessEnv
     idBase,
     idSlots,
     logLevel: level as AgentConfig['logLevel'],
-    defaultWallTimeSeconds: int('default-wall-time', values['default-wall-time'] ?? '3600', 1, 7 * 86400),
+    defaultWallTimeSeconds: 3600,
     defaultOutputBytes: 64 * 1024 * 1024,
     admissionRaw: admissionConfigFrom(values, env),
     observeProcDir: values['observe-proc-dir'] ?? '/proc',
