@@ -1,15 +1,6 @@
-// REST coordinates of the worldline kinds, taken from the API definition in crds/.
-import type { ResourceRef } from '../kube/resource-ref.js';
-import { GROUP, VERSION } from '../crds/api-group.js';
+// REST coordinates of the worldline kinds, from the API definition in crds/.
+import { API_VERSION as GROUP_VERSION } from '../crds/api-group.js';
+import { resources } from '../crds/index.js';
 
-const ref = (kind: string, plural: string, namespaced: boolean): ResourceRef => ({ group: GROUP, version: VERSION, kind, plural, namespaced });
-
-export const refs = {
-  Root: ref('Root', 'roots', false),
-  Policy: ref('Policy', 'policies', false),
-  World: ref('World', 'worlds', true),
-  Check: ref('Check', 'checks', true),
-  Collapse: ref('Collapse', 'collapses', true),
-} as const;
-
-export const API_VERSION = `${GROUP}/${VERSION}`;
+export const refs = resources;
+export const API_VERSION = GROUP_VERSION;

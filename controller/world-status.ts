@@ -13,7 +13,8 @@ export interface RootView {
 export interface WorldView {
   metadata: { name?: string; namespace?: string; generation?: number; deletionTimestamp?: Date | string };
   spec?: { roots?: readonly string[] };
-  status?: { phase?: string; nodeName?: string; conditions?: readonly Condition[] };
+  /** `admission` is the node-agent's: present once the agent has answered for the World (even Pending or Refused). */
+  status?: { phase?: string; nodeName?: string; conditions?: readonly Condition[]; admission?: unknown };
 }
 
 /** The fields of World.status the controller applies (field manager `worldline-controller`). */
@@ -34,7 +35,10 @@ export interface WorldInputs {
 
 const WORLD_OWNED_CONDITIONS = new Set<string>([ControllerConditions.Accepted, 'Ready']);
 
-/** Phases only the controller sets; any other phase means the node-agent has taken the World over. */
+/**
+ * Phases the controller sets. Any other phase means the node-agent has taken the World over; so does an
+ * admission answer on status, since the node-agent also writes Pending (waiting for room) and Refused.
+ */
 const CONTROLLER_PHASES = new Set([undefined, '', 'Pending', 'Refused']);
 
 type Verdict =
@@ -92,7 +96,7 @@ export function computeWorldStatus(inp: WorldInputs): WorldControllerStatus {
   // Only the condition types this controller owns are applied; the node-agent's stay its own.
   const prev = world.status?.conditions?.filter((c) => WORLD_OWNED_CONDITIONS.has(c.type));
   const boundBefore = world.status?.nodeName;
-  const agentOwnsPhase = !CONTROLLER_PHASES.has(world.status?.phase);
+  const agentOwnsPhase = world.status?.admission !== undefined || !CONTROLLER_PHASES.has(world.status?.phase);
   const verdict = bindWorld(world, inp.roots);
 
   // A binding is permanent: once bound, a World keeps its node even if a Root later disappears.

@@ -1,15 +1,9 @@
 // REST coordinates of the kinds the node-agent reads and writes (from the API definition in crds/).
 import type { ResourceRef } from '../kube/resource-ref.js';
-import { GROUP, VERSION } from '../crds/api-group.js';
-
-const ref = (kind: string, plural: string, namespaced: boolean): ResourceRef => ({ group: GROUP, version: VERSION, kind, plural, namespaced });
+import { resources } from '../crds/index.js';
 
 export const refs = {
-  Root: ref('Root', 'roots', false),
-  Policy: ref('Policy', 'policies', false),
-  World: ref('World', 'worlds', true),
-  Check: ref('Check', 'checks', true),
-  Collapse: ref('Collapse', 'collapses', true),
+  ...resources,
   Secret: { group: '', version: 'v1', kind: 'Secret', plural: 'secrets', namespaced: true } as ResourceRef,
 } as const;
 

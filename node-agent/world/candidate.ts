@@ -3,11 +3,12 @@
 // bytes no world can reach any more). Only the delta is built and stored — never the next manifest,
 // which is O(root size): the collapse computes the next generation's manifest (and its digest) when it
 // stages it, by applying the delta to the base generation.
-import { chown, copyFile, lchown, mkdir, rename, rm, symlink, writeFile, chmod } from 'node:fs/promises';
+import { chmodSync, chownSync, copyFileSync, lchownSync, mkdirSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { copyFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { digestOf } from '../../core/digest.js';
 import { measuredEntry, type ManifestEntry, type RootAttributes } from '../../core/manifest.js';
-import type { CaptureProblem, LayerDelta } from './capture-layer.js';
+import { breather, type CaptureProblem, type LayerDelta } from './capture-layer.js';
 
 export interface RootChange {
   root: string;
@@ -47,6 +48,9 @@ export class CaptureRefused extends Error {
   }
 }
 
+/** Files above this size are copied on the thread pool rather than on the event loop. */
+const LARGE_FILE = 1 << 20;
+
 const byName = (a: RootChange, b: RootChange): number => (a.root < b.root ? -1 : a.root > b.root ? 1 : 0);
 
 /**
@@ -70,40 +74,43 @@ export async function storeCandidate(candidatesDir: string, changes: readonly Ro
     const p = c.capture.problems[0];
     if (p) throw new CaptureRefused(p);
   }
+  const breathe = breather(10);
   const value = candidateIdentity(changes);
   const digest = digestOf(value);
   const dir = join(candidatesDir, digest.slice('sha256:'.length));
   const tmp = `${dir}.tmp-${process.pid}`;
-  await rm(tmp, { recursive: true, force: true });
-  await mkdir(tmp, { mode: 0o700 });
+  // Synchronous calls for the many small steps (as capture-layer.ts); large files are copied on the
+  // thread pool, and the event loop gets a turn between entries.
+  rmSync(tmp, { recursive: true, force: true });
+  mkdirSync(tmp, { mode: 0o700 });
   for (const c of changes) {
     const d = c.capture;
     const payload = join(tmp, 'roots', c.rootKey);
-    await mkdir(payload, { recursive: true, mode: 0o700 });
-    const made = new Set<string>(['']);
-    const parentOf = async (to: string): Promise<void> => {
-      const parent = dirname(to);
-      if (made.has(parent)) return;
-      await mkdir(parent, { recursive: true, mode: 0o700 });
-      made.add(parent);
-    };
-    made.add(payload);
+    mkdirSync(payload, { recursive: true, mode: 0o700 });
+    const made = new Set<string>([payload]);
     // Parents sort before their children, so a changed directory exists before what it holds.
     for (const e of [...d.upsert].sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0))) {
+      await breathe();
       const to = join(payload, e.path);
-      await parentOf(to);
+      const parent = dirname(to);
+      if (!made.has(parent)) {
+        mkdirSync(parent, { recursive: true, mode: 0o700 });
+        made.add(parent);
+      }
       if (e.type === 'dir') {
-        await mkdir(to, { recursive: true });
+        mkdirSync(to, { recursive: true });
         made.add(to);
-        await chmod(to, e.mode);
-        await chown(to, e.uid, e.gid);
+        chmodSync(to, e.mode);
+        chownSync(to, e.uid, e.gid);
       } else if (e.type === 'file') {
-        await copyFile(join(c.upperDir, e.path), to);
-        await chown(to, e.uid, e.gid);
-        await chmod(to, e.mode);
+        const from = join(c.upperDir, e.path);
+        if ((e.size ?? 0) > LARGE_FILE) await copyFile(from, to);
+        else copyFileSync(from, to);
+        chownSync(to, e.uid, e.gid);
+        chmodSync(to, e.mode);
       } else {
-        await symlink(e.target ?? '', to);
-        await lchown(to, e.uid, e.gid);
+        symlinkSync(e.target ?? '', to);
+        lchownSync(to, e.uid, e.gid);
       }
     }
     const stored: StoredDelta = {
@@ -115,11 +122,11 @@ export async function storeCandidate(candidatesDir: string, changes: readonly Ro
       deleted: d.deleted,
       ...(d.rootChanged && d.rootAttributes ? { rootAttributes: d.rootAttributes } : {}),
     };
-    await writeFile(join(tmp, 'roots', `${c.rootKey}.delta.json`), JSON.stringify(stored), { mode: 0o600 });
+    writeFileSync(join(tmp, 'roots', `${c.rootKey}.delta.json`), JSON.stringify(stored), { mode: 0o600 });
   }
-  await writeFile(join(tmp, 'candidate.json'), JSON.stringify(value), { mode: 0o600 });
-  await rm(dir, { recursive: true, force: true });
-  await rename(tmp, dir);
+  writeFileSync(join(tmp, 'candidate.json'), JSON.stringify(value), { mode: 0o600 });
+  rmSync(dir, { recursive: true, force: true });
+  renameSync(tmp, dir);
   const roots = changes.map((c) => ({
     root: c.root,
     rootKey: c.rootKey,

@@ -1,11 +1,13 @@
 // npm run bench — runs every benchmark and prints a table. Not a test: nothing here asserts a time.
-//   --only controller,fork,capture   which benchmarks (default: all)
+//   --only controller,fork,capture,admission   which benchmarks (default: all)
 //   --worlds N                        Worlds for the controller benchmark (default 1000)
 //   --sizes 1000,10000,100000         root sizes in files for fork and capture
 //   --reps N                          rounds per size (default 5, 3 from 100k files up); fork runs 3 worlds a round
 //   --dir /var/tmp                    where the scratch store and trees go
+//   --admission-samples N             admit() calls per level for the admission benchmark (default 2000)
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
+import { benchAdmission } from './admission.bench.js';
 import { benchController } from './controller-throughput.bench.js';
 import { generateGitRepo } from './tree-fixtures.js';
 import { captureResult, captureRound, noCaptureSamples, type CaptureSamples } from './world-capture.bench.js';
@@ -14,15 +16,16 @@ import { FORKS_PER_ROUND, forkResult, forkRound, noForkSamples, type ForkSamples
 
 const { values } = parseArgs({
   options: {
-    only: { type: 'string', default: 'controller,fork,capture' },
+    only: { type: 'string', default: 'controller,fork,capture,admission' },
     worlds: { type: 'string', default: '1000' },
     sizes: { type: 'string', default: '1000,10000,100000' },
     reps: { type: 'string' },
     dir: { type: 'string', default: '/var/tmp' },
+    'admission-samples': { type: 'string', default: '2000' },
   },
 });
 
-const BENCHES = ['controller', 'fork', 'capture'] as const;
+const BENCHES = ['controller', 'fork', 'capture', 'admission'] as const;
 type Bench = (typeof BENCHES)[number];
 
 function parseList(flag: string, raw: string): string[] {
@@ -136,10 +139,28 @@ async function worlds(env: WorldEnv): Promise<void> {
   }
 }
 
+async function admission(): Promise<void> {
+  const samples = positiveInt('admission-samples', values['admission-samples']);
+  console.log(`admission: AdmissionAuthority.admit() on a node store in ${values.dir}, ${samples} admits per level (each released again), large ceilings; µs`);
+  const rows = await benchAdmission({ dir: values.dir, samples });
+  const us = (x: number): string => x.toFixed(x < 100 ? 1 : 0);
+  console.table(rows.map((r) => ({
+    'live reservations': r.live,
+    'node observed': r.observe === 'proc' ? 'from /proc' : 'fixed',
+    'admit median': us(r.admitMedianUs),
+    'admit p99': us(r.admitP99Us),
+    'release median': us(r.releaseMedianUs),
+  })));
+}
+
 async function main(): Promise<void> {
   if (only.has('controller')) await controller();
+  if (only.has('admission')) {
+    if (only.has('controller')) console.log('');
+    await admission();
+  }
   if (!only.has('fork') && !only.has('capture')) return;
-  if (only.has('controller')) console.log('');
+  if (only.has('controller') || only.has('admission')) console.log('');
   const env = await openWorldEnv(values.dir);
   const onSignal = (sig: NodeJS.Signals): void => {
     env.cleanup();

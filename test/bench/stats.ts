@@ -20,3 +20,10 @@ export function settle(): void {
   const r = spawnSync('sync', [], { stdio: 'ignore' });
   if (r.error) throw r.error;
 }
+
+/** The p-th percentile (0..100) of samples, nearest-rank. */
+export function percentile(xs: readonly number[], p: number): number {
+  if (xs.length === 0) return NaN;
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.max(0, Math.ceil((p / 100) * s.length) - 1))]!;
+}

@@ -11,6 +11,7 @@ import { createServer, type Server, type Socket } from 'node:net';
 import { networkInterfaces } from 'node:os';
 import { dirname, join } from 'node:path';
 import { startStack, type Stack } from '../support/stack.js';
+import { condition, kc } from '../support/wait.js';
 import {
   applyRoot,
   describeRun,
@@ -475,6 +476,7 @@ describe('escape attempts from a world on a real stack', () => {
         'except OSError as e: print("ABSTRACT REFUSED", e.errno)',
       ].join('\n'));
       const probes = `${tcpProbe('127.0.0.1', srv.port, 'HOST-PORT')}\n${abstractProbe}`;
+      let policyApplied = false;
       try {
         const none = await runWorld(s, 'net-none', shWorld(['proj'], probes));
         assert.equal(none.status.phase, 'Captured', describeRun(none));
@@ -483,14 +485,28 @@ describe('escape attempts from a world on a real stack', () => {
         assert.equal(srv.connections(), 0, 'the world under None reached a host loopback port');
         assert.equal(abs.connections(), 0, 'the world under None reached a host abstract socket');
 
+        // Shared is the host network: it runs only under a Policy that sets spec.network.policy Shared. The
+        // Policy's agent rule is the built-in one for None worlds, so other tests on 'proj' see no change.
+        await s.apply(JSON.stringify({
+          apiVersion: 'worldline.dev/v1alpha1',
+          kind: 'Policy',
+          metadata: { name: 'proj-shared' },
+          spec: { roots: ['proj'], checks: [], network: { policy: 'Shared' }, isolation: { agent: { minimumLevel: 'os-sandboxed', controls: ['network-denied'] } } },
+        }));
+        policyApplied = true;
+        await s.waitFor('Policy proj-shared Accepted', async () => condition(await s.get('policy', 'proj-shared'), 'Accepted')?.status === 'True');
         const shared = await runWorld(s, 'net-shared', shWorld(['proj'], probes, { network: { policy: 'Shared' } }));
         assert.equal(shared.status.phase, 'Captured', describeRun(shared));
+        assert.equal(condition(shared.world, 'Isolated')?.status, 'False', JSON.stringify(shared.status.isolation));
+        assert.equal(condition(shared.world, 'Isolated')?.reason, 'SharedNetworkAuthorized');
+        assert.notEqual(shared.status.isolation.decision.outcome, 'reported-sufficient');
         assert.match(shared.output, /^HOST-PORT CONNECTED$/m, shared.output);
         assert.match(shared.output, /^ABSTRACT CONNECTED$/m, shared.output);
         await s.waitFor('the servers saw the world\'s messages', async () => srv.received.includes('hello-from-world\n') && abs.received.includes('hello-abstract\n'), 5_000);
         assert.equal(shared.status.isolation.observation.network, 'host');
         assert.equal(shared.status.isolation.observation.namespaces.net, `net:[${statSync('/proc/self/ns/net').ino}]`);
       } finally {
+        if (policyApplied) await kc(s.cp, ['delete', 'policy', 'proj-shared', '--wait=false']);
         await new Promise((r) => srv.server.close(r));
         await new Promise((r) => abs.server.close(r));
       }

@@ -22,7 +22,11 @@ export interface Stack {
   waitFor<T>(what: string, fn: () => Promise<T | undefined | false | null>, timeoutMs?: number): Promise<T>;
   /** Waits until the World reaches one of the phases; returns it. */
   waitWorld(name: string, phases: string[], namespace?: string, timeoutMs?: number): Promise<Record<string, any>>;
-  restartAgent(): Promise<void>;
+  /**
+   * Kills the node-agent (SIGKILL by default: its worlds die with it) and starts it again on the same store,
+   * with `agentArgs` instead of the stack's when given (they then stay in force for later restarts).
+   */
+  restartAgent(opts?: { agentArgs?: string[]; signal?: NodeJS.Signals }): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -34,7 +38,8 @@ export async function startStack(opts: { nodeName?: string; agentArgs?: string[]
   const cp = await startControlPlane({ crdDir: 'crds' });
   await kc(cp, ['create', 'namespace', 'worldline-system']);
   const controller = await startController({ kubeconfig: cp.kubeconfigPath, identity: 'stack-controller' });
-  const startAgent = (): Promise<ControllerProcess> => startNodeAgent({ kubeconfig: cp.kubeconfigPath, nodeName, storeDir, ...(opts.agentArgs ? { extraArgs: opts.agentArgs } : {}), ...(opts.agentWrapper ? { wrapper: opts.agentWrapper } : {}) });
+  let agentArgs = opts.agentArgs;
+  const startAgent = (): Promise<ControllerProcess> => startNodeAgent({ kubeconfig: cp.kubeconfigPath, nodeName, storeDir, ...(agentArgs ? { extraArgs: agentArgs } : {}), ...(opts.agentWrapper ? { wrapper: opts.agentWrapper } : {}) });
   let agent = await startAgent();
   await agent.waitForLog((r) => r.msg === 'node-agent started');
   const stack: Stack = {
@@ -57,8 +62,9 @@ export async function startStack(opts: { nodeName?: string; agentArgs?: string[]
         return phases.includes(w?.status?.phase) ? w : undefined;
       }, timeoutMs);
     },
-    async restartAgent() {
-      await agent.kill('SIGKILL');
+    async restartAgent(restart = {}) {
+      await agent.kill(restart.signal ?? 'SIGKILL');
+      if (restart.agentArgs) agentArgs = restart.agentArgs;
       agent = await startAgent();
       await agent.waitForLog((r) => r.msg === 'node-agent started');
     },

@@ -17,7 +17,8 @@ export interface WorldSpec {
     runAsUser?: number;
     credentials?: { secretName: string; key: string; path: string };
   };
-  network?: { policy: 'None' | 'Shared' };
+  network?: { policy: 'None' | 'Shared' | 'Allowlist'; allow?: string[] };
+  isolation?: { minimumLevel?: string; controls?: string[]; acknowledgeHostYolo?: boolean };
   resources?: { cpu?: string; memory?: string; pids?: number; wallTime?: string; outputBytes?: string };
 }
 

@@ -83,6 +83,21 @@ test('once the node-agent owns the phase, the controller leaves phase, reason an
   assert.deepEqual(s.conditions.map((c) => c.type).sort(), ['Accepted', 'Ready']);
 });
 
+test('a Pending or Refused phase the node-agent wrote (it answered admission) is left to the node-agent', () => {
+  for (const [phase, outcome] of [['Refused', 'RESOURCE_LIMIT_EXCEEDED'], ['Pending', 'RESOURCES_UNAVAILABLE']] as const) {
+    const s = computeWorldStatus({
+      world: world(['a'], { nodeName: 'n1', phase, admission: { outcome, message: 'm' } }),
+      roots: new Map([root('a', 'n1', 'Ready')]),
+      nodeAgentPresent: () => true,
+      now,
+    });
+    assert.equal(s.phase, undefined, phase);
+    assert.equal(s.reason, undefined, phase);
+    assert.equal(s.message, undefined, phase);
+    assert.equal(cond(s, 'Ready')?.reason, `Phase${phase}`);
+  }
+});
+
 test('bindWorld refuses an empty root list', () => {
   const v = bindWorld(world([]), new Map());
   assert.equal(v.bound, false);
