@@ -160,6 +160,7 @@ export class NodeWorlds {
     let cgroup: CgroupReadback | undefined;
     let chain = Promise.resolve();
     const ctxNow = () => ({ newNetwork: spec.newNetwork, now: this.d.clock.now(), ...(cgroup ? { cgroup } : {}), ...(gen !== undefined ? { generation: gen } : {}) });
+    const current = (): WorldState => (status.phase === 'Captured' ? 'captured' : status.phase === 'Failed' ? 'failed' : status.phase === 'Refused' ? 'refused' : 'running');
     const publish = async (state: WorldState): Promise<void> => {
       this.persist(w, state, status);
       try {
@@ -186,7 +187,7 @@ export class NodeWorlds {
       isolation: (e) => {
         chain = chain.then(async () => {
           status = withIsolation(status, e, ctxNow());
-          await publish('running');
+          await publish(current());
           if (e.decision.outcome !== 'reported-sufficient') this.d.events.warning(w, e.sharedAuthorized ? 'SharedNetworkAuthorized' : 'ISOLATION_INSUFFICIENT', isolationMessage(e));
         });
         return chain;
@@ -196,7 +197,7 @@ export class NodeWorlds {
         if (refusalTimer) return;
         refusalTimer = setTimeout(() => {
           refusalTimer = undefined;
-          chain = chain.then(() => publish('running'));
+          chain = chain.then(() => publish(current()));
         }, 1000);
       },
     };
