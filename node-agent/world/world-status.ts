@@ -103,7 +103,8 @@ export function withEvent(s: AgentWorldStatus, e: WorldEvent, ctx: { newNetwork:
         : s.exit;
       return {
         ...s,
-        phase: 'Failed',
+        // The contract refused the world before anything of it ran: a refusal, not a failure of the agent.
+        phase: e.code === 'ISOLATION_INSUFFICIENT' ? 'Refused' : 'Failed',
         reason: e.code,
         message: e.message,
         ...(exit ? { exit } : {}),
