@@ -38,32 +38,25 @@ export function maxLevel(a: IsolationLevel, b: IsolationLevel): IsolationLevel {
   return levelAtLeast(a, b) ? a : b;
 }
 
+const SANDBOXED_CONTROLS: readonly IsolationControl[] = [
+  'read-only-inputs',
+  'separate-outputs',
+  'minimal-environment',
+  'no-credentials',
+  'no-devices',
+  'resource-limits',
+  'wall-time-limit',
+  'output-limit',
+  'process-tree-termination',
+];
+
 /** Controls implied by a level: an observation claiming the level must also report these. */
 export const INTRINSIC_CONTROLS: Readonly<Record<IsolationLevel, readonly IsolationControl[]>> = {
   'host-yolo': [],
   'process-limited': ['resource-limits', 'wall-time-limit', 'output-limit', 'process-tree-termination'],
-  'os-sandboxed': [
-    'read-only-inputs',
-    'separate-outputs',
-    'minimal-environment',
-    'no-credentials',
-    'no-devices',
-    'resource-limits',
-    'wall-time-limit',
-    'output-limit',
-    'process-tree-termination',
-  ],
-  'vm-isolated': [
-    'read-only-inputs',
-    'separate-outputs',
-    'minimal-environment',
-    'no-credentials',
-    'no-devices',
-    'resource-limits',
-    'wall-time-limit',
-    'output-limit',
-    'process-tree-termination',
-  ],
+  'os-sandboxed': SANDBOXED_CONTROLS,
+  // A VM boundary implies the same controls; its difference is the kernel boundary, not the control set.
+  'vm-isolated': SANDBOXED_CONTROLS,
 };
 
 /** Sorts and de-duplicates controls into canonical order. */

@@ -5,12 +5,12 @@
 // hold more than the ceilings; an agent restart leaves no stale reservation behind.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { chownSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { metricSum } from '../support/metrics-text.js';
 import { startStack, type Stack } from '../support/stack.js';
-import { applyRoot, describeRun, FINAL_PHASES, hostProcesses, outputOf, runWorld, shWorld, worldManifest, type WorldSpec } from '../support/worlds.js';
+import { adoptSmallRoot, describeRun, FINAL_PHASES, hostProcesses, outputOf, runWorld, shWorld, worldManifest, type WorldSpec } from '../support/worlds.js';
 import { getJson, kc, waitFor } from '../support/wait.js';
 
 const OWNER = 1000;
@@ -53,13 +53,7 @@ describe('resource admission on a real stack', () => {
 
   before(async () => {
     s = await startStack({ nodeName: 'admission-node', agentArgs: BASE_ARGS });
-    const projPath = join(s.scratch, 'proj');
-    mkdirSync(projPath, { mode: 0o755 });
-    writeFileSync(join(projPath, 'a.txt'), 'alpha\n');
-    chownSync(projPath, OWNER, OWNER);
-    chownSync(join(projPath, 'a.txt'), OWNER, OWNER);
-    const root = await applyRoot(s, 'proj', projPath);
-    assert.equal(root.status.phase, 'Ready', JSON.stringify(root.status));
+    await adoptSmallRoot(s, 'proj', OWNER);
   });
 
   after(async () => {

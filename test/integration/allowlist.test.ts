@@ -4,14 +4,12 @@
 // worldline_network_refusals_total), and has no way around the proxy.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { chownSync, mkdirSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { join } from 'node:path';
 import { condition } from '../support/wait.js';
 import { metricSum } from '../support/metrics-text.js';
 import { startStack, type Stack } from '../support/stack.js';
-import { applyRoot, describeRun, runWorld, shWorld } from '../support/worlds.js';
+import { adoptSmallRoot, describeRun, runWorld, shWorld } from '../support/worlds.js';
 
 const OWNER = 1000;
 
@@ -34,13 +32,7 @@ describe('the Allowlist network on a real stack', () => {
     allowed = await hostServer('allowed');
     other = await hostServer('other');
     s = await startStack({ nodeName: 'allowlist-node' });
-    const projPath = join(s.scratch, 'proj');
-    mkdirSync(projPath, { mode: 0o755 });
-    writeFileSync(join(projPath, 'a.txt'), 'alpha\n');
-    chownSync(projPath, OWNER, OWNER);
-    chownSync(join(projPath, 'a.txt'), OWNER, OWNER);
-    const root = await applyRoot(s, 'proj', projPath);
-    assert.equal(root.status.phase, 'Ready', JSON.stringify(root.status));
+    await adoptSmallRoot(s, 'proj', OWNER);
   });
 
   after(async () => {

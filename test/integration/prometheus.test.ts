@@ -3,12 +3,11 @@
 // (worldline_admission_decisions_total{outcome="RESOURCES_UNAVAILABLE"}) and the controller's reconciles.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { chownSync, existsSync, mkdirSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { existsSync } from 'node:fs';
 import { startPrometheus, type Prometheus } from '../support/prometheus.js';
 import { startStack, type Stack } from '../support/stack.js';
 import { kc, waitFor } from '../support/wait.js';
-import { applyRoot, shWorld, worldManifest } from '../support/worlds.js';
+import { adoptSmallRoot, shWorld, worldManifest } from '../support/worlds.js';
 
 const OWNER = 1000;
 const PROMETHEUS = '/usr/bin/prometheus';
@@ -27,13 +26,7 @@ describe('Prometheus scrapes the node-agent and the controller', { skip: existsS
 
   before(async () => {
     s = await startStack({ nodeName: 'prom-node', agentArgs: ['--node-worlds', '1'] });
-    const projPath = join(s.scratch, 'proj');
-    mkdirSync(projPath, { mode: 0o755 });
-    writeFileSync(join(projPath, 'a.txt'), 'alpha\n');
-    chownSync(projPath, OWNER, OWNER);
-    chownSync(join(projPath, 'a.txt'), OWNER, OWNER);
-    const root = await applyRoot(s, 'proj', projPath);
-    assert.equal(root.status.phase, 'Ready', JSON.stringify(root.status));
+    await adoptSmallRoot(s, 'proj', OWNER);
     prom = await startPrometheus([
       { job: 'node-agent', address: new URL(s.agent.metricsUrl).host },
       { job: 'controller', address: new URL(s.controller.metricsUrl).host },

@@ -2,7 +2,7 @@
 // running a World to an end and reading what it printed, hashing host trees, listing host processes and
 // reading a world's cgroup from the host side.
 import { createHash } from 'node:crypto';
-import { existsSync, lstatSync, readdirSync, readFileSync, readlinkSync, statSync } from 'node:fs';
+import { chownSync, existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSync, statSync, writeFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import type { Stack } from './stack.js';
 
@@ -42,6 +42,18 @@ export async function applyRoot(s: Stack, name: string, path: string, timeoutMs 
     const r = await s.get('root', name);
     return r?.status?.phase === 'Ready' || r?.status?.phase === 'Broken' ? r : undefined;
   }, timeoutMs);
+}
+
+/** Creates <scratch>/<name> with one file, both owned by `owner`, and adopts it as a Ready Root. */
+export async function adoptSmallRoot(s: Stack, name: string, owner: number): Promise<Record<string, any>> {
+  const path = join(s.scratch, name);
+  mkdirSync(path, { mode: 0o755 });
+  writeFileSync(join(path, 'a.txt'), 'alpha\n');
+  chownSync(path, owner, owner);
+  chownSync(join(path, 'a.txt'), owner, owner);
+  const root = await applyRoot(s, name, path);
+  if (root.status?.phase !== 'Ready') throw new Error(`Root ${name} is not Ready: ${JSON.stringify(root.status)}`);
+  return root;
 }
 
 export function outputLogPath(s: Stack, worldUid: string): string {
