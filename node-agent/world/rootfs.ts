@@ -31,6 +31,8 @@ export interface RootfsSpec {
   home: string;
   credential?: { path: string; value: Buffer };
   tmpSize?: string;
+  /** Mounts one Root's view in place of mountRootLayer (a check's view stacks more lower layers). */
+  mountRoot?: (paths: WorldPaths, root: RootMount, usernsFd: number, idBase: number) => LayerPaths;
 }
 
 /** Directories bound read-only from the host when they are real directories there. */
@@ -75,7 +77,7 @@ export function assembleRootfs(spec: RootfsSpec): LayerPaths[] {
   const userns = native.createUserNamespace(map, map);
   const layers: LayerPaths[] = [];
   try {
-    for (const r of spec.roots) layers.push(mountRootLayer(paths, r, userns, spec.idBase));
+    for (const r of spec.roots) layers.push((spec.mountRoot ?? mountRootLayer)(paths, r, userns, spec.idBase));
   } finally {
     closeSync(userns);
   }

@@ -1,0 +1,142 @@
+// The requirement a candidate's evidence is bound to, and the verifier files a check binds. Pure: no I/O.
+//
+// requirementHash names everything a check result depends on besides the candidate itself: the checks
+// (in policy order, with their commands, verifier globs, timeouts, profiles and forwarded env names),
+// the identity of the verifier bytes (staged from PRIME), the engine version and the execution
+// configuration (no network, the isolation rules). Evidence produced under another requirement is stale.
+import { compareBytes, isCleanRelativePath } from '../relative-path.js';
+import { digestOf } from '../digest.js';
+
+export const REQUIREMENT_FORMAT = 'worldline.requirement/v1';
+export const VERIFIER_IDENTITY_FORMAT = 'worldline.verifiers/v1';
+
+export type CheckProfile = 'legacy' | 'private-evaluator-v1';
+
+/** One check as the Policy declares it (spec.checks[]). */
+export interface CheckDefinition {
+  name: string;
+  command: readonly string[];
+  /** Globs relative to the Root; files matching them are verifiers. */
+  verifiers?: readonly string[];
+  /** Wall-time limit as the policy writes it (a Go duration, e.g. "10m"). */
+  timeout: string;
+  profile: CheckProfile;
+  /** Names of the environment variables forwarded into the check. */
+  env?: readonly string[];
+}
+
+/** A verifier file: its path (as the caller qualifies it) and the SHA-256 (hex) of its bytes. */
+export interface VerifierFile {
+  path: string;
+  sha256: string;
+}
+
+export interface RequirementInput {
+  checks: readonly CheckDefinition[];
+  verifierIdentity: string;
+  engineVersion: string;
+  /** The isolation rules the check stage must meet (a JSON value, hashed canonically). */
+  isolation: unknown;
+}
+
+/** The value requirementHash digests; exported so tests and records can show what was hashed. */
+export function requirementValue(input: RequirementInput): unknown {
+  return {
+    format: REQUIREMENT_FORMAT,
+    checks: input.checks.map((c) => ({
+      name: c.name,
+      command: [...c.command],
+      verifiers: [...(c.verifiers ?? [])],
+      timeout: c.timeout,
+      profile: c.profile,
+      env: [...(c.env ?? [])],
+    })),
+    verifierIdentity: input.verifierIdentity,
+    engineVersion: input.engineVersion,
+    execution: { network: 'none', isolation: input.isolation ?? null },
+  };
+}
+
+export function requirementHash(input: RequirementInput): string {
+  return digestOf(requirementValue(input));
+}
+
+/**
+ * The identity of a set of verifier files: the digest of the list sorted by path (byte order). The order
+ * the caller lists them in does not matter; a path listed twice is refused (it would make two identities
+ * for one set).
+ */
+export function verifierIdentity(files: readonly VerifierFile[]): string {
+  const sorted = [...files].sort((a, b) => compareBytes(a.path, b.path));
+  for (let i = 1; i < sorted.length; i++) {
+    if (sorted[i]!.path === sorted[i - 1]!.path) throw new Error(`verifier ${sorted[i]!.path} is listed twice`);
+  }
+  return digestOf({ format: VERIFIER_IDENTITY_FORMAT, files: sorted.map((f) => ({ path: f.path, sha256: f.sha256 })) });
+}
+
+/** Qualifies a Root-relative verifier path with its Root's name, the form verifierIdentity is computed over. */
+export function qualifiedVerifierPath(root: string, path: string): string {
+  return `${root}/${path}`;
+}
+
+/**
+ * A small glob over clean relative paths: `*` matches any run of characters within one segment, `?`
+ * one character within a segment, and a `**` segment any number (zero included) of whole segments.
+ * Every other character matches itself.
+ */
+export function globToRegExp(glob: string): RegExp {
+  const segments = glob.split('/');
+  let re = '';
+  segments.forEach((seg, i) => {
+    const last = i === segments.length - 1;
+    if (seg === '**') {
+      re += last ? '.*' : '(?:[^/]+/)*';
+      return;
+    }
+    for (const ch of seg) {
+      if (ch === '*') re += '[^/]*';
+      else if (ch === '?') re += '[^/]';
+      else re += ch.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');
+    }
+    if (!last) re += '/';
+  });
+  return new RegExp(`^${re}$`, 'u');
+}
+
+export function globMatches(glob: string, path: string): boolean {
+  return globToRegExp(glob).test(path);
+}
+
+/** An argv element as a Root-relative path, when it is written as one (`./a/b` and `a/b`); else null. */
+export function argvPath(arg: string): string | null {
+  let p = arg;
+  while (p.startsWith('./')) p = p.slice(2);
+  return p.length > 0 && isCleanRelativePath(p) ? p : null;
+}
+
+/** A manifest entry as far as binding needs it. */
+export interface BindableEntry {
+  path: string;
+  type: 'file' | 'dir' | 'symlink';
+}
+
+/**
+ * The files (Root-relative, byte order, unique) a check binds in PRIME's manifest: every argv element
+ * that names a regular file present in the manifest (the file itself), and every regular file matching
+ * one of the declared `verifiers` globs. Directories and symlinks are never bound (a symlink would let
+ * content outside the staged bytes decide what runs).
+ */
+export function boundVerifierPaths(check: Pick<CheckDefinition, 'command' | 'verifiers'>, entries: Iterable<BindableEntry>): string[] {
+  const files = new Set<string>();
+  for (const e of entries) if (e.type === 'file') files.add(e.path);
+  const bound = new Set<string>();
+  for (const arg of check.command) {
+    const p = argvPath(arg);
+    if (p !== null && files.has(p)) bound.add(p);
+  }
+  const globs = (check.verifiers ?? []).map(globToRegExp);
+  if (globs.length > 0) {
+    for (const p of files) if (globs.some((g) => g.test(p))) bound.add(p);
+  }
+  return [...bound].sort(compareBytes);
+}
