@@ -131,3 +131,14 @@ export function listIntents<T>(db: Database, kind: string): IntentRecord<T>[] {
   }[];
   return rows.map((r) => ({ id: r.id, kind: r.kind, data: JSON.parse(r.data_json) as T, createdAt: r.created_at }));
 }
+
+/** Replace an intent's data (a step that learned more, e.g. the generation a collapse stages). */
+export function updateIntent(db: Database, id: string, data: unknown): void {
+  db.prepare('UPDATE intents SET data_json = ? WHERE id = ?').run(JSON.stringify(data), id);
+}
+
+/** The full manifest of a recorded generation (O(root size): reads manifest_json), or undefined. */
+export function getGenerationManifest(db: Database, id: string): Manifest | undefined {
+  const row = db.prepare('SELECT manifest_json FROM generations WHERE id = ?').get(id) as { manifest_json: string } | undefined;
+  return row && (JSON.parse(row.manifest_json) as Manifest);
+}

@@ -1,0 +1,88 @@
+// Crash injection: a child process runs a collapse and is SIGKILLed at each named step, twice each.
+// After recoverCollapses, PRIME is exactly the base or exactly the new generation (by walk digest), the
+// database and live/ agree (the route check passes), and nothing staged is left behind.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { manifestDigest } from '../../core/manifest.js';
+import { COLLAPSE_STEPS } from '../../node-agent/collapse/collapse-intent.js';
+import { recoverCollapses } from '../../node-agent/collapse/recover-collapses.js';
+import { openStore } from '../../node-agent/store/open-store.js';
+import { checkRouting } from '../../node-agent/store/routing.js';
+import { listIntents } from '../../node-agent/store/store-records.js';
+import { walkTreeSync } from '../../node-agent/store/walk-tree-sync.js';
+import { adoptSample, leftovers, makeCandidate, sampleChange } from './collapse-fixtures.js';
+import { needsRoot, scratch } from './store-fixtures.js';
+
+const child = fileURLToPath(new URL('./collapse-child.js', import.meta.url));
+
+function collapseAndCrash(args: string[]): Promise<NodeJS.Signals | null> {
+  return new Promise((resolve) => {
+    execFile(process.execPath, [child, ...args], (err) => resolve((err as { signal?: NodeJS.Signals } | null)?.signal ?? null));
+  });
+}
+
+/** Before the exchange a crash rolls back; from the exchange on it completes. */
+const expectNew = new Set(['after-exchange', 'after-db']);
+
+for (const step of COLLAPSE_STEPS) {
+  for (const runNo of [1, 2]) {
+    test(`a crash at "${step}" (run ${runNo}) recovers to exactly ${expectNew.has(step) ? 'the new' : 'the old'} generation`, needsRoot, async (t) => {
+      const s = await scratch(t);
+      const dir = join(s.dir, 'store');
+      const first = await openStore({ dir });
+      let made;
+      try {
+        await adoptSample(first.store, s.dir);
+        made = await makeCandidate(t, first.store, 'project', sampleChange);
+      } finally {
+        first.store.close();
+      }
+      const signal = await collapseAndCrash([dir, 'project', made.candidate.dir, String(made.base.generation), made.base.digest, step]);
+      assert.equal(signal, 'SIGKILL');
+
+      const { store } = await openStore({ dir });
+      t.after(() => store.close());
+      const outcomes = await recoverCollapses(store);
+      if (step === 'after-db') assert.deepEqual(outcomes, [], 'the intent went with the rows');
+      else assert.deepEqual(outcomes.map((o) => o.outcome), [expectNew.has(step) ? 'committed' : 'rolled-back']);
+
+      const route = await checkRouting(store, 'project'); // the database matches live/ and the markers
+      const prime = manifestDigest(walkTreeSync(route.payloadPath).manifest);
+      const want = expectNew.has(step) ? made.nextDigest : made.base.digest;
+      assert.equal(prime, want, 'PRIME is exactly one generation');
+      assert.equal(route.root.digest, want);
+      assert.equal(route.root.generation, expectNew.has(step) ? 2 : 1);
+      assert.deepEqual(listIntents(store.db, 'collapse'), []);
+      assert.deepEqual(await leftovers(store), []);
+    });
+  }
+}
+
+test('fail-closed: a published generation whose payload changed before recovery is rolled back to the base', needsRoot, async (t) => {
+  const s = await scratch(t);
+  const dir = join(s.dir, 'store');
+  const first = await openStore({ dir });
+  let made;
+  try {
+    await adoptSample(first.store, s.dir);
+    made = await makeCandidate(t, first.store, 'project', sampleChange);
+  } finally {
+    first.store.close();
+  }
+  assert.equal(await collapseAndCrash([dir, 'project', made.candidate.dir, String(made.base.generation), made.base.digest, 'after-exchange']), 'SIGKILL');
+  const live = join(dir, 'live', 'project');
+  await writeFile(join(live, 'docs', 'guide.md'), 'tampered after the crash\n'); // a copied file: not shared with the base
+
+  const { store } = await openStore({ dir });
+  t.after(() => store.close());
+  assert.deepEqual((await recoverCollapses(store)).map((o) => o.outcome), ['rolled-back']);
+  const route = await checkRouting(store, 'project');
+  assert.equal(route.root.generation, 1);
+  assert.equal(manifestDigest(walkTreeSync(route.payloadPath).manifest), made.base.digest);
+  assert.deepEqual(listIntents(store.db, 'collapse'), []);
+  assert.deepEqual(await leftovers(store), []);
+});
