@@ -19,6 +19,7 @@ import { NODE_LABEL } from './reasons.js';
 import { refs } from './resources.js';
 import { makeRootReconciler } from './root-reconciler.js';
 import { makeWorldReconciler } from './world-reconciler.js';
+import { checkCreator } from './world-checks.js';
 
 export const FIELD_MANAGER = 'worldline-controller';
 
@@ -51,7 +52,7 @@ export class Manager {
     this.runners = {
       Root: runner('Root', makeRootReconciler({ caches, status, events, clock })),
       Policy: runner('Policy', makePolicyReconciler({ caches, status, events, clock })),
-      World: runner('World', makeWorldReconciler({ caches, status, events, deleter, clock, logger })),
+      World: runner('World', makeWorldReconciler({ caches, status, events, deleter, clock, logger, createCheck: checkCreator(opts.kubeConfig) })),
       Check: runner('Check', makeDependentReconciler({ kind: 'Check', ref: refs.Check, informer: caches.checks, caches, status, events, deleter, clock })),
       Collapse: runner('Collapse', makeDependentReconciler({ kind: 'Collapse', ref: refs.Collapse, informer: caches.collapses, caches, status, events, deleter, clock })),
     };
@@ -79,6 +80,8 @@ export class Manager {
     });
     each(c.policies, () => {
       for (const p of c.policies.list()) r.Policy.enqueue(objectKey(p));
+      // A Policy's checks decide which Checks a Captured World needs.
+      for (const w of c.worlds.list()) if ((w as { status?: { phase?: string } }).status?.phase === 'Captured') r.World.enqueue(objectKey(w));
     });
     each(c.worlds, (o) => {
       const ns = o.metadata?.namespace ?? '';
@@ -87,7 +90,12 @@ export class Manager {
       for (const k of c.dependentsOf(c.checks, ns, name)) r.Check.enqueue(k);
       for (const k of c.dependentsOf(c.collapses, ns, name)) r.Collapse.enqueue(k);
     });
-    each(c.checks, (o) => r.Check.enqueue(objectKey(o)));
+    each(c.checks, (o) => {
+      r.Check.enqueue(objectKey(o));
+      // The World's CHECKS summary follows its Checks' verdicts.
+      const world = (o as { spec?: { worldRef?: string } }).spec?.worldRef;
+      if (world) r.World.enqueue(`${o.metadata?.namespace ?? ''}/${world}`);
+    });
     each(c.collapses, (o) => r.Collapse.enqueue(objectKey(o)));
     each(c.leases, (o) => {
       const node = o.metadata?.labels?.[NODE_LABEL];

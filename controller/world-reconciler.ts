@@ -13,6 +13,7 @@ import type { ObjectDeleter } from '../kube/object-deleter.js';
 import { ControllerConditions, NODE_CLEANUP_FINALIZER, NODE_LABEL } from './reasons.js';
 import { API_VERSION, refs } from './resources.js';
 import { computeWorldStatus, type RootView, type WorldView } from './world-status.js';
+import { checksSummary, ensureChecks, requiredChecks, type CheckCreator } from './world-checks.js';
 
 /** How often a World waiting on a node-agent's heartbeat is looked at again (leases expire silently). */
 const PRESENCE_RECHECK_MS = 10_000;
@@ -24,6 +25,8 @@ export interface WorldReconcilerDeps {
   deleter: ObjectDeleter;
   clock: Clock;
   logger: Logger;
+  /** Creates a Check (AlreadyExists is success); Captured Worlds get one per required check. */
+  createCheck: CheckCreator;
 }
 
 type WorldObj = KubernetesObject & WorldView & { status?: Record<string, unknown> & WorldView['status'] };
@@ -61,7 +64,14 @@ export function makeWorldReconciler(d: WorldReconcilerDeps): (key: string) => Pr
       if (root) roots.set(r, root);
     }
     const now = d.clock.now();
-    const desired = computeWorldStatus({ world, roots, nodeAgentPresent: (n) => d.caches.nodeAgentPresent(n, now), now });
+    const computed = computeWorldStatus({ world, roots, nodeAgentPresent: (n) => d.caches.nodeAgentPresent(n, now), now });
+    // A captured candidate needs one Check per check of the governing Policy; the CHECKS column counts the passed ones.
+    const required = world.status?.phase === 'Captured' ? requiredChecks(d.caches.policies.list(), world.spec?.roots ?? []) : [];
+    if (required.length > 0 && world.metadata.uid) {
+      const made = await ensureChecks(d.createCheck, d.caches.checks, { name, namespace: ns, uid: world.metadata.uid }, required);
+      if (made.length > 0) d.events.normal(world, 'ChecksCreated', `created Check ${made.join(', ')} for the captured candidate`);
+    }
+    const desired = required.length > 0 ? { ...computed, checksSummary: checksSummary(d.caches.checks, ns, name, required) } : computed;
 
     const keys = Object.keys(desired);
     const currentOwned = ownedSubset(world.status, keys);

@@ -22,6 +22,8 @@ import { FIELD_MANAGER, refs } from './resources.js';
 import { makeNodeRootReconciler } from './root-reconciler.js';
 import { detectCgroups } from './sandbox/cgroup.js';
 import { openStore } from './store/open-store.js';
+import { recoverCollapses } from './collapse/index.js'; // Collapse (issue 5)
+import { startNodeCollapses } from './collapse-reconciler.js'; // Collapse (issue 5)
 import { isStoreError } from './store/store-errors.js';
 import { sweepOrphanWorlds } from './orphan-sweep.js';
 import type { WorldObj } from './world-launch.js';
@@ -31,6 +33,7 @@ import { loadAdmissionPolicy } from './admission/admission-host.js';
 import { observeNode } from './admission/observe-node.js';
 import { agentPolicyRecord, agentRequestRecord, governingPolicy, type PolicyView } from './isolation/world-request.js';
 import { createAgentMetrics } from './metrics.js';
+import { NodeChecks } from './check-reconciler.js';
 
 interface RootObj extends KubernetesObject {
   spec?: { nodeName?: string; path?: string };
@@ -52,6 +55,8 @@ async function main(): Promise<void> {
   }
   const { store, recovered } = opened;
   for (const r of recovered) logger.warn('recovered an interrupted adoption', { ...r });
+  // Collapse (issue 5): settle collapses a crash interrupted, before anything reads PRIME.
+  for (const r of await recoverCollapses(store)) logger.warn('settled an interrupted collapse', { ...r });
   const cgroups = detectCgroups();
   const swept = sweepOrphanWorlds(store, cgroups);
   if (swept.length > 0) logger.warn('removed leftovers of worlds no longer recorded', { worlds: swept });
@@ -166,6 +171,10 @@ async function main(): Promise<void> {
   logger.info('serving health and metrics', { host: cfg.metricsHost, port: server.port });
   const heartbeat = new Heartbeat({ kubeConfig: kc, namespace: cfg.namespace, nodeName: cfg.nodeName, identity: `${cfg.nodeName}-${process.pid}`, clock, logger });
 
+  // Collapse (issue 5): run this node's Collapses once, with receipts in <store>/receipts/ledger.jsonl.
+  const collapses = startNodeCollapses({ kubeConfig: kc, store, worlds, policies, status, events, clock, nodeName: cfg.nodeName, logger, metrics, requeueRoot: (name) => rootRunner.enqueue(name) });
+  void collapses.start().catch((err: unknown) => logger.error('collapse reconciler failed to start', { error: (err as Error).message }));
+
   onShutdown(async () => {
     logger.info('shutting down');
     ready = false;
@@ -174,6 +183,7 @@ async function main(): Promise<void> {
     policies.stop();
     await rootRunner.stop();
     await worldRunner.stop();
+    await collapses.stop(); // Collapse (issue 5)
     await nodeWorlds.stopAll();
     await heartbeat.stop();
     await events.flush();
@@ -184,6 +194,10 @@ async function main(): Promise<void> {
   await Promise.all([roots.start(), worlds.start(), policies.start()]);
   rootRunner.start();
   worldRunner.start();
+  // Checks (issue 5): runs the Checks of Worlds bound to this node on their captured candidates. It dies
+  // with the process (a Check left Running by a killed agent is not resumed yet).
+  const nodeChecks = new NodeChecks({ kubeConfig: kc, nodeName: cfg.nodeName, worlds, policies, rootPath: (name) => roots.get(name)?.spec?.path, store, config: cfg, cgroups, agentNs: native.nsIds('self'), admission, status, events, clock, logger, metrics });
+  await nodeChecks.start();
   await heartbeat.start();
   ready = true;
   logger.info('node-agent started', { store: store.dir });

@@ -91,10 +91,10 @@ async function commitSerialized(store: Store, rootName: string, staged: StagedGe
       if (isStoreError(e, 'LIVE_MAPPING_BROKEN')) throw new CollapseError('LIVE_MAPPING_BROKEN', e.message, { cause: e });
       throw e;
     }
-    if ((await cleanDigest(primePath)) !== expectedBase.digest) {
+    if ((await cleanDigest(primePath, store.dir)) !== expectedBase.digest) {
       throw new CollapseError('FOREIGN_WRITE', `PRIME of ${rootName} was written since the candidate was captured (it no longer has digest ${expectedBase.digest})`);
     }
-    if ((await cleanDigest(newPayload)) !== staged.digest) {
+    if ((await cleanDigest(newPayload, store.dir)) !== staged.digest) {
       throw new CollapseError('STAGED_UNTESTED', `the staged payload of ${rootName} changed after it was verified`);
     }
 

@@ -49,7 +49,7 @@ export async function recoverCollapseIntent(store: Store, id: string, i: Collaps
 
   if (newTarget !== undefined && current === newTarget && i.generationId && i.generation !== undefined && i.digest) {
     const marker = await readMarker(store.layout, i.generationId);
-    const walk = (await pathKind(payloadDir(store.layout, i.generationId))) === 'dir' ? await collapseWalk(payloadDir(store.layout, i.generationId)) : undefined;
+    const walk = (await pathKind(payloadDir(store.layout, i.generationId))) === 'dir' ? await collapseWalk(payloadDir(store.layout, i.generationId), store.dir) : undefined;
     const root = getRoot(store.db, i.rootName);
     if (
       root &&

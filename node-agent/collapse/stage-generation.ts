@@ -106,11 +106,11 @@ export async function stageGeneration(store: Store, rootName: string, candidateD
   }
   await options.hooks?.afterStep?.('after-stage');
 
-  const walk = await collapseWalk(payloadPath);
+  const walk = await collapseWalk(payloadPath, store.dir);
   if (walk.problems.length > 0 || walk.digest !== digest) {
     await rm(stagingDir, { recursive: true, force: true });
     // Unchanged files are links to PRIME's own: a write to PRIME since capture shows up here first.
-    if ((await cleanDigest(basePayload)) !== base.digest) {
+    if ((await cleanDigest(basePayload, store.dir)) !== base.digest) {
       throw new CollapseError('FOREIGN_WRITE', `PRIME of ${rootName} no longer has the digest of generation ${baseGeneration}`);
     }
     const why = walk.problems[0] ? `${walk.problems[0].code} at ${walk.problems[0].path}` : `walk digest ${walk.digest}, expected ${digest}`;

@@ -82,6 +82,32 @@ const MIGRATIONS: readonly string[] = [
    INSERT INTO generation_entries (generation_id, path, type, mode, uid, gid)
      SELECT g.id, '', 'dir', g.manifest_json ->> '$.root.mode', g.manifest_json ->> '$.root.uid', g.manifest_json ->> '$.root.gid'
      FROM generations g WHERE json_type(g.manifest_json, '$.root') = 'object';`,
+  // 6: check evaluations, one row per finished run of a Check (see node-agent/check-reconciler.ts); ordinal
+  // orders them on this node.
+  `CREATE TABLE evaluations (
+     ordinal INTEGER PRIMARY KEY AUTOINCREMENT,
+     check_uid TEXT NOT NULL,
+     world_uid TEXT NOT NULL,
+     check_name TEXT NOT NULL,
+     verdict TEXT NOT NULL,
+     reason TEXT,
+     requirement_hash TEXT,
+     verifier_identity TEXT,
+     executed_identity TEXT,
+     subject TEXT,
+     created_at TEXT NOT NULL
+   ) STRICT;
+   CREATE INDEX evaluations_by_check ON evaluations (check_uid);`,
+  // (collapse) Collapse transactions, one row per Collapse object (see node-agent/collapse-reconciler.ts):
+  // its state and the status document the agent applies, so each Collapse runs once. IF NOT EXISTS: this
+  // migration may land after another one appended concurrently.
+  `CREATE TABLE IF NOT EXISTS collapse_transactions (
+     collapse_uid TEXT PRIMARY KEY,
+     id TEXT NOT NULL UNIQUE,
+     state TEXT NOT NULL,
+     data_json TEXT NOT NULL,
+     updated_at TEXT NOT NULL
+   ) STRICT;`,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

@@ -18,6 +18,20 @@ import type { WalkProblem, WalkProblemCode, WalkResult } from './walk-types.js';
 export interface WalkSyncOptions {
   /** Test hook: runs after an entry is lstat'ed and before it is read, so a test can swap it. */
   afterLstat?: (relPath: string) => void;
+  /**
+   * The store directory, when the walked tree is a store payload (a generation, or a payload being
+   * staged): generations share unchanged files by hard link, so a file's other names are in other
+   * generations of the same store, and EXTERNAL_HARDLINK does not apply to a tree under
+   * <store>/generations or <store>/staging. Never set for a host directory being adopted.
+   */
+  sharedWithinStore?: string;
+}
+
+/** True when `realRoot` lies under <store>/generations or <store>/staging (see WalkSyncOptions.sharedWithinStore). */
+function insideStorePayloads(realRoot: string, storeDir: string | undefined): boolean {
+  if (storeDir === undefined) return false;
+  const store = realpathSync(storeDir);
+  return [join(store, 'generations'), join(store, 'staging')].some((d) => realRoot.startsWith(`${d}/`));
 }
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
@@ -88,8 +102,9 @@ export function walkTreeSync(rootPath: string, options: WalkSyncOptions = {}): W
       else visit(childRel, dirs);
     }
   }
+  const sharedLinksAllowed = insideStorePayloads(realRoot, options.sharedWithinStore);
   for (const l of links.values()) {
-    if (BigInt(l.seen) < l.nlink) problem('EXTERNAL_HARDLINK', l.path, `${l.nlink} links to this file, only ${l.seen} inside the root`);
+    if (!sharedLinksAllowed && BigInt(l.seen) < l.nlink) problem('EXTERNAL_HARDLINK', l.path, `${l.nlink} links to this file, only ${l.seen} inside the root`);
   }
   problems.sort((a, b) => compareBytes(a.path, b.path) || compareBytes(a.code, b.code));
   const root = { mode: Number(rootStat.mode) & PERMISSION_MASK, uid: Number(rootStat.uid), gid: Number(rootStat.gid) };

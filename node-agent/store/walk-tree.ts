@@ -7,9 +7,14 @@ export type { WalkProblem, WalkProblemCode, WalkResult } from './walk-types.js';
 
 type WorkerReply = { ok: true; result: WalkResult } | { ok: false; error: { name: string; message: string; code?: string; errno?: number; syscall?: string; path?: string } };
 
-export function walkTree(rootPath: string): Promise<WalkResult> {
+export interface WalkOptions {
+  /** See WalkSyncOptions.sharedWithinStore: the store directory, for walks of store payloads only. */
+  sharedWithinStore?: string;
+}
+
+export function walkTree(rootPath: string, options: WalkOptions = {}): Promise<WalkResult> {
   return new Promise((resolve, reject) => {
-    const worker = new Worker(new URL('./walk-worker.js', import.meta.url), { workerData: { rootPath } });
+    const worker = new Worker(new URL('./walk-worker.js', import.meta.url), { workerData: { rootPath, sharedWithinStore: options.sharedWithinStore } });
     let replied = false;
     worker.once('message', (reply: WorkerReply) => {
       replied = true;

@@ -2,9 +2,9 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import { walkTreeSync } from './walk-tree-sync.js';
 
-const { rootPath } = workerData as { rootPath: string };
+const { rootPath, sharedWithinStore } = workerData as { rootPath: string; sharedWithinStore?: string };
 try {
-  parentPort!.postMessage({ ok: true, result: walkTreeSync(rootPath) });
+  parentPort!.postMessage({ ok: true, result: walkTreeSync(rootPath, sharedWithinStore === undefined ? {} : { sharedWithinStore }) });
 } catch (e) {
   const err = e as NodeJS.ErrnoException;
   parentPort!.postMessage({ ok: false, error: { name: err.name, message: err.message, code: err.code, errno: err.errno, syscall: err.syscall, path: err.path } });

@@ -55,6 +55,23 @@ test('walk: every problem is reported, sorted, with its path', needsRoot, async 
   assert.deepEqual(w.manifest.entries.map((e) => e.path), ['a-hard']);
 });
 
+test('walk: sharedWithinStore lifts EXTERNAL_HARDLINK for store payloads only, never for other trees', needsRoot, async (t) => {
+  const s = await scratch(t);
+  const store = join(s.dir, 'store');
+  const gen1 = join(store, 'generations', 'g1', 'payload');
+  const gen2 = join(store, 'generations', 'g2', 'payload');
+  const host = join(s.dir, 'host');
+  for (const d of [gen1, gen2, host]) await mkdir(d, { recursive: true });
+  await writeFile(join(gen1, 'shared'), 'x');
+  await link(join(gen1, 'shared'), join(gen2, 'shared'));
+  await link(join(gen1, 'shared'), join(host, 'shared'));
+  const codes = async (path: string, o: { sharedWithinStore?: string } = {}): Promise<string[]> => (await walkTree(path, o)).problems.map((p) => p.code);
+  assert.deepEqual(await codes(gen2), ['EXTERNAL_HARDLINK']);
+  assert.deepEqual(await codes(gen2, { sharedWithinStore: store }), []);
+  // A host directory (adoption) is judged as before, whatever the option says.
+  assert.deepEqual(await codes(host, { sharedWithinStore: store }), ['EXTERNAL_HARDLINK']);
+});
+
 test('walk: a file swapped for a link between lstat and open is caught', needsRoot, async (t) => {
   const s = await scratch(t);
   await writeFile(join(s.dir, 'secret'), 'outside');

@@ -1,0 +1,80 @@
+// The Checks a Captured World needs: one per check of the Policy governing its Roots, named
+// <world>-<check>, owned by the World. Created idempotently (AlreadyExists is success); the summary
+// "passed/required" for the World's CHECKS column is computed from the Checks' verdicts.
+import type { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
+import { isAlreadyExists } from '../kube/api-error.js';
+import { collectionPath } from '../kube/api-paths.js';
+import { httpClientFor } from '../kube/http.js';
+import type { Informer } from '../kube/informer.js';
+import { API_VERSION, refs } from './resources.js';
+
+interface PolicyChecksView {
+  spec?: { roots?: readonly string[]; checks?: readonly { name?: string }[] };
+}
+
+interface CheckView {
+  metadata?: { name?: string; namespace?: string };
+  spec?: { worldRef?: string; name?: string; revalidate?: boolean };
+  status?: { verdict?: string };
+}
+
+/** Names of the checks the Policy governing any of the Roots requires (policy order); [] when none governs. */
+export function requiredChecks(policies: readonly KubernetesObject[], roots: readonly string[]): string[] {
+  const p = (policies as (KubernetesObject & PolicyChecksView)[]).find((x) => (x.spec?.roots ?? []).some((r) => roots.includes(r)));
+  return (p?.spec?.checks ?? []).map((c) => c.name ?? '').filter((n) => n !== '');
+}
+
+/** The Check object name for a World's required check. */
+export function checkObjectName(world: string, check: string): string {
+  return `${world}-${check}`;
+}
+
+/** "passed/required" over the controller-created Checks of the World (revalidations are not counted). */
+export function checksSummary(checks: Informer<KubernetesObject>, namespace: string, world: string, required: readonly string[]): string {
+  let passed = 0;
+  for (const name of required) {
+    const c: CheckView | undefined = checks.get(`${namespace}/${checkObjectName(world, name)}`);
+    if (c?.spec?.worldRef === world && c.spec.name === name && c.status?.verdict === 'PASS') passed++;
+  }
+  return `${passed}/${required.length}`;
+}
+
+export type CheckCreator = (obj: Record<string, unknown> & { metadata: { name: string; namespace: string } & Record<string, unknown> }) => Promise<void>;
+
+/** Creates an object with POST; an object of that name already existing is success. */
+export function checkCreator(kc: KubeConfig): CheckCreator {
+  const http = httpClientFor(kc);
+  return async (obj) => {
+    try {
+      await http.request({ method: 'POST', path: collectionPath(refs.Check, obj.metadata.namespace), body: obj });
+    } catch (err) {
+      if (!isAlreadyExists(err)) throw err;
+    }
+  };
+}
+
+/** Creates each required Check the informer does not hold yet. */
+export async function ensureChecks(
+  create: CheckCreator,
+  checks: Informer<KubernetesObject>,
+  world: { name: string; namespace: string; uid: string },
+  required: readonly string[],
+): Promise<string[]> {
+  const made: string[] = [];
+  for (const check of required) {
+    const name = checkObjectName(world.name, check);
+    if (checks.get(`${world.namespace}/${name}`)) continue;
+    await create({
+      apiVersion: API_VERSION,
+      kind: 'Check',
+      metadata: {
+        name,
+        namespace: world.namespace,
+        ownerReferences: [{ apiVersion: API_VERSION, kind: 'World', name: world.name, uid: world.uid, blockOwnerDeletion: true }],
+      },
+      spec: { worldRef: world.name, name: check },
+    });
+    made.push(name);
+  }
+  return made;
+}

@@ -1,0 +1,304 @@
+// Runs the Checks of Worlds bound to this node. A Check runs once: its World must be Captured (until then
+// it waits, Pending with CANDIDATE_MISSING), its definition comes from the Policy governing the World's
+// Roots, and its verifiers are bound from the World's base generation (the current PRIME for
+// spec.revalidate). It is admitted as stage 'check', run on exactly the candidate's bytes with the bound
+// verifiers staged on top (checks/run-check.ts), recorded in the store's evaluations table and written
+// to the Check's status under the node-agent's field manager.
+import { lstatSync, mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import type { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
+import { parseDuration } from '../crds/common.js';
+import { boundVerifierPaths, qualifiedVerifierPath, requirementHash, verifierIdentity, type CheckDefinition, type VerifierFile } from '../core/evidence/requirement.js';
+import type { Clock } from '../kube/clock.js';
+import type { EventRecorder } from '../kube/events.js';
+import { Informer } from '../kube/informer.js';
+import type { Logger } from '../kube/logger.js';
+import { ControllerRunner, type ReconcileMetrics, type ReconcileResult } from '../kube/reconcile.js';
+import { objectKey } from '../kube/resource-ref.js';
+import { statusEqual, type StatusWriter } from '../kube/status-writer.js';
+import type { NsName } from '../native/index.js';
+import { readCandidate, type CheckRoot } from './checks/materialize.js';
+import { CHECK_ENV_BASE, runCheck, type CheckResult } from './checks/run-check.js';
+import { ID_RANGE, type AgentConfig } from './config.js';
+import { governingPolicy, type PolicyView } from './isolation/world-request.js';
+import { refs } from './resources.js';
+import type { CgroupLayout } from './sandbox/cgroup.js';
+import type { Store } from './store/open-store.js';
+import { checkRouting } from './store/routing.js';
+import { payloadDir } from './store/store-layout.js';
+import { getGeneration, getRoot } from './store/store-records.js';
+import { AGENT_VERSION } from './version.js';
+import type { WorldAdmission } from './world-reconciler.js';
+import type { WorldObj } from './world-launch.js';
+import { acquireSlot, releaseSlot, slotBase, SlotsExhausted } from './world/id-slots.js';
+import { generationManifest } from './world/world-records.js';
+
+const HOME = '/home/check';
+const WAIT_MS = 5_000;
+const FINAL = new Set(['Passed', 'Failed', 'Refused']);
+/** Check.status fields the node-agent owns (the controller owns nodeName and the WorldFound condition). */
+const OWNED_KEYS = ['phase', 'verdict', 'subject', 'requirementHash', 'verifierIdentity', 'executedVerifierIdentity', 'exit', 'reason', 'message', 'startedAt', 'finishedAt'] as const;
+
+export interface CheckObj extends KubernetesObject {
+  spec?: { worldRef?: string; name?: string; revalidate?: boolean };
+  status?: Record<string, unknown> & { phase?: string; nodeName?: string };
+}
+
+type PolicyWithChecks = PolicyView & {
+  spec?: PolicyView['spec'] & { checks?: { name: string; command: string[]; verifiers?: string[]; timeout?: string; profile?: string; env?: string[] }[] };
+};
+
+type AgentCheckStatus = Partial<Record<(typeof OWNED_KEYS)[number], unknown>>;
+
+export interface NodeChecksDeps {
+  kubeConfig: KubeConfig;
+  nodeName: string;
+  worlds: Informer<WorldObj>;
+  policies: Informer<KubernetesObject & PolicyView>;
+  rootPath: (name: string) => string | undefined;
+  store: Store;
+  config: AgentConfig;
+  cgroups: CgroupLayout;
+  agentNs: Record<NsName, string>;
+  admission: WorldAdmission;
+  status: StatusWriter;
+  events: EventRecorder;
+  clock: Clock;
+  logger: Logger;
+  metrics: ReconcileMetrics;
+}
+
+class Refusal extends Error {
+  constructor(readonly code: string, message: string) {
+    super(message);
+  }
+}
+
+/** Records one finished run in the store (evaluations table); returns its ordinal. */
+export function recordEvaluation(
+  store: Store,
+  e: { checkUid: string; worldUid: string; checkName: string; verdict: string; reason?: string; requirementHash?: string; verifierIdentity?: string; executedIdentity?: string; subject?: string },
+  now: Date,
+): number {
+  const r = store.db
+    .prepare(
+      `INSERT INTO evaluations (check_uid, world_uid, check_name, verdict, reason, requirement_hash, verifier_identity, executed_identity, subject, created_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    )
+    .run(e.checkUid, e.worldUid, e.checkName, e.verdict, e.reason ?? null, e.requirementHash ?? null, e.verifierIdentity ?? null, e.executedIdentity ?? null, e.subject ?? null, now.toISOString());
+  return Number(r.lastInsertRowid);
+}
+
+function hasEvaluation(store: Store, checkUid: string): boolean {
+  return store.db.prepare('SELECT 1 FROM evaluations WHERE check_uid = ? LIMIT 1').get(checkUid) !== undefined;
+}
+
+/** The Checks of this node: an informer on status.nodeName, a runner, and re-enqueueing on World changes. */
+export class NodeChecks {
+  readonly informer: Informer<CheckObj>;
+  readonly runner: ControllerRunner;
+  private readonly inflight = new Set<string>();
+
+  constructor(private readonly d: NodeChecksDeps) {
+    this.informer = new Informer<CheckObj>({ kubeConfig: d.kubeConfig, resource: refs.Check, fieldSelector: `status.nodeName=${d.nodeName}`, logger: d.logger, clock: d.clock });
+    this.runner = new ControllerRunner({ kind: 'NodeCheck', reconcile: (k) => this.reconcile(k), workers: 2, metrics: d.metrics, logger: d.logger });
+    this.informer.onAdd((o) => this.runner.enqueue(objectKey(o)));
+    this.informer.onUpdate((o) => this.runner.enqueue(objectKey(o)));
+    const onWorld = (w: WorldObj): void => {
+      for (const c of this.informer.list()) {
+        if (c.metadata?.namespace === w.metadata?.namespace && c.spec?.worldRef === w.metadata?.name) this.runner.enqueue(objectKey(c));
+      }
+    };
+    d.worlds.onAdd(onWorld);
+    d.worlds.onUpdate((o) => onWorld(o));
+  }
+
+  async start(): Promise<void> {
+    await this.informer.start();
+    this.runner.start();
+  }
+
+  async stop(): Promise<void> {
+    this.informer.stop();
+    await this.runner.stop();
+  }
+
+  private async apply(c: CheckObj, s: AgentCheckStatus): Promise<void> {
+    const clean = JSON.parse(JSON.stringify(s)) as Record<string, unknown>;
+    const cur: Record<string, unknown> = {};
+    for (const k of OWNED_KEYS) if (c.status?.[k] !== undefined) cur[k] = c.status[k];
+    if (statusEqual(cur, clean)) return;
+    await this.d.status.applyStatus(refs.Check, { metadata: { name: c.metadata?.name ?? '', namespace: c.metadata?.namespace ?? '' }, status: clean });
+  }
+
+  async reconcile(key: string): Promise<ReconcileResult> {
+    const c = this.informer.get(key);
+    const uid = c?.metadata?.uid;
+    if (!c || !uid || c.metadata?.deletionTimestamp) return;
+    if (FINAL.has(c.status?.phase ?? '') || this.inflight.has(uid) || hasEvaluation(this.d.store, uid)) return;
+    const world = this.d.worlds.get(`${c.metadata?.namespace ?? ''}/${c.spec?.worldRef ?? ''}`);
+    const candidate = world?.status?.candidate as { digest?: string } | undefined;
+    if (!world || world.status?.phase !== 'Captured' || !candidate?.digest) {
+      await this.apply(c, { phase: 'Pending', reason: 'CANDIDATE_MISSING', message: `World ${c.spec?.worldRef ?? ''} has no captured candidate on this node (yet)` });
+      return { requeueAfterMs: WAIT_MS };
+    }
+    this.inflight.add(uid);
+    try {
+      return await this.run(c, world, candidate.digest);
+    } finally {
+      this.inflight.delete(uid);
+    }
+  }
+
+  private async run(c: CheckObj, world: WorldObj, subject: string): Promise<ReconcileResult> {
+    const d = this.d;
+    const uid = c.metadata?.uid ?? '';
+    const checkName = c.spec?.name ?? '';
+    const holder = `check-${uid}`;
+    let status: AgentCheckStatus = { subject };
+    const refuse = async (code: string, message: string): Promise<void> => {
+      status = { ...status, phase: 'Refused', verdict: 'REFUSED', reason: code, message, finishedAt: d.clock.now().toISOString() };
+      recordEvaluation(d.store, { checkUid: uid, worldUid: world.metadata?.uid ?? '', checkName, verdict: 'REFUSED', reason: code, subject, ...ids(status) }, d.clock.now());
+      await this.apply(c, status);
+      d.events.warning(c, 'CheckRefused', `${code}: ${message}`);
+    };
+    let admitted = false;
+    let slotHeld = false;
+    try {
+      const roots = world.spec?.roots ?? [];
+      const policy: PolicyWithChecks | undefined = governingPolicy(d.policies.list(), roots);
+      const def = policy?.spec?.checks?.find((x) => x.name === checkName);
+      if (!policy || !def) throw new Refusal('CHECK_NOT_IN_POLICY', `no Policy governing Roots ${roots.join(', ')} defines check "${checkName}"`);
+      const definition: CheckDefinition = { name: def.name, command: def.command, verifiers: def.verifiers ?? [], timeout: def.timeout ?? '10m', profile: (def.profile ?? 'legacy') as CheckDefinition['profile'], env: def.env ?? [] };
+      if (definition.profile !== 'legacy') throw new Refusal('CHECK_PROFILE_UNSUPPORTED', `profile ${definition.profile} is not run by this node-agent yet`);
+
+      const candidateDir = join(d.store.layout.candidates, subject.replace(/^sha256:/, ''));
+      const { deltas } = readCandidate(candidateDir);
+      const base = (world.status?.base ?? []) as { root: string; generation: number }[];
+      const checkRoots: CheckRoot[] = [];
+      const files: VerifierFile[] = [];
+      for (const name of roots) {
+        const rec = getRoot(d.store.db, name);
+        const b = base.find((x) => x.root === name);
+        const gen = rec && b ? getGeneration(d.store.db, rec.rootKey, b.generation) : undefined;
+        if (!rec || !b || !gen) throw new Refusal('EVIDENCE_CONTEXT_MISSING', `the base generation of Root ${name} is not recorded in this node's store`);
+        const basePayload = payloadDir(d.store.layout, gen.id);
+        // Verifiers are bound from the generation the World forked (or the current PRIME to revalidate).
+        let primePayload = basePayload;
+        let primeGeneration = b.generation;
+        if (c.spec?.revalidate) {
+          const routing = await checkRouting(d.store, name);
+          primePayload = routing.payloadPath;
+          primeGeneration = routing.root.generation;
+        }
+        const manifest = generationManifest(d.store.db, rec.rootKey, primeGeneration);
+        if (!manifest) throw new Refusal('EVIDENCE_CONTEXT_MISSING', `generation ${primeGeneration} of Root ${name} has no manifest`);
+        const bound = boundVerifierPaths(definition, manifest.entries);
+        const sums = new Map(manifest.entries.map((e) => [e.path, e.sha256]));
+        for (const p of bound) files.push({ path: qualifiedVerifierPath(name, p), sha256: sums.get(p) ?? '' });
+        checkRoots.push({ name, rootKey: rec.rootKey, path: d.rootPath(name) ?? rec.nodePath, basePayload, primePayload, bound, delta: deltas.get(rec.rootKey) ?? null });
+      }
+      const first = checkRoots[0];
+      if (!first) throw new Refusal('ROOT_NOT_FOUND', 'the World names no Root');
+      const declared = verifierIdentity(files);
+      const requirement = requirementHash({ checks: [definition], verifierIdentity: declared, engineVersion: AGENT_VERSION, isolation: policy.spec?.isolation?.check ?? null });
+      status = { ...status, requirementHash: requirement, verifierIdentity: declared };
+
+      const answer = d.admission.admit(holder, 'check', {});
+      if (answer.outcome !== 'ADMITTED' || !answer.reserve) {
+        await this.apply(c, { ...status, phase: 'Pending', reason: answer.outcome, message: answer.message });
+        throw new Waiting();
+      }
+      admitted = true;
+      let slot: number;
+      try {
+        slot = acquireSlot(d.store.db, holder, d.config.idSlots, d.clock.now());
+      } catch (err) {
+        if (!(err instanceof SlotsExhausted)) throw err;
+        await this.apply(c, { ...status, phase: 'Pending', reason: err.code, message: err.message });
+        throw new Waiting();
+      }
+      slotHeld = true;
+
+      const startedAt = d.clock.now().toISOString();
+      status = { ...status, phase: 'Running', reason: undefined, message: undefined, startedAt };
+      await this.apply(c, status);
+      d.events.normal(c, 'CheckStarted', `running check ${checkName} on candidate ${subject}`);
+
+      const owner = lstatSync(first.basePayload);
+      const runAsUid = world.spec?.agent?.runAsUser ?? owner.uid;
+      const runAsGid = world.spec?.agent?.runAsUser ?? owner.gid;
+      const checksDir = join(d.store.dir, 'checks');
+      mkdirSync(checksDir, { recursive: true, mode: 0o711 });
+      const runId = uid.replace(/[^A-Za-z0-9-]/g, '');
+      const reserve = answer.reserve;
+      const result: CheckResult = await runCheck({
+        runId,
+        checksDir,
+        checkName,
+        argv: [...definition.command],
+        env: [...CHECK_ENV_BASE, `HOME=${HOME}`, ...(definition.env ?? []).flatMap((n) => (process.env[n] !== undefined ? [`${n}=${process.env[n]}`] : []))],
+        cwd: first.path,
+        runAsUid,
+        runAsGid,
+        home: HOME,
+        roots: checkRoots,
+        candidateDir,
+        subject,
+        requirementHash: requirement,
+        verifierIdentity: declared,
+        idBase: slotBase(d.config.idBase, slot, ID_RANGE),
+        idCount: ID_RANGE,
+        limits: { cpuMillis: reserve.cpuMillis, memoryBytes: reserve.memoryBytes, pids: reserve.pids },
+        timeoutMs: Math.round((parseDuration(definition.timeout) ?? 600) * 1000),
+        outputLimitBytes: reserve.outputBytes,
+        outputFile: join(checksDir, `${runId}.output.log`),
+        cgroups: d.cgroups,
+        agentNs: d.agentNs,
+        now: () => d.clock.now(),
+      });
+      if (result.verdict === 'REFUSED') throw new Refusal(result.code, result.message);
+      const r = result.record;
+      const mismatch = r.executedVerifierIdentity !== r.verifierIdentity;
+      const verdict = mismatch ? 'REFUSED' : result.verdict;
+      status = {
+        ...status,
+        phase: verdict === 'PASS' ? 'Passed' : verdict === 'FAIL' ? 'Failed' : 'Refused',
+        verdict,
+        executedVerifierIdentity: r.executedVerifierIdentity,
+        exit: { ...(r.exit.code !== null ? { code: r.exit.code } : {}), ...(r.exit.signal !== null ? { signal: r.exit.signal } : {}), reason: r.exit.reason },
+        ...(mismatch ? { reason: 'VERIFIER_EXECUTION_IDENTITY_MISMATCH', message: 'the verifiers executed are not the ones the requirement binds' } : {}),
+        startedAt: r.startedAt,
+        finishedAt: r.finishedAt,
+      };
+      recordEvaluation(d.store, { checkUid: uid, worldUid: world.metadata?.uid ?? '', checkName, verdict, subject, ...ids(status), ...(mismatch ? { reason: 'VERIFIER_EXECUTION_IDENTITY_MISMATCH' } : {}) }, d.clock.now());
+      await this.apply(c, status);
+      const msg = `check ${checkName} on ${subject}: ${verdict} (exit ${r.exit.code ?? r.exit.signal ?? r.exit.reason})`;
+      if (verdict === 'PASS') d.events.normal(c, 'CheckPassed', msg);
+      else d.events.warning(c, verdict === 'FAIL' ? 'CheckFailed' : 'CheckRefused', msg);
+      return;
+    } catch (err) {
+      if (err instanceof Waiting) return { requeueAfterMs: WAIT_MS };
+      const e = err as Error & { code?: unknown };
+      if (err instanceof Refusal || (typeof e.code === 'string' && /^[A-Z_]+$/.test(e.code))) {
+        await refuse(String(e.code), e.message);
+        return;
+      }
+      throw err;
+    } finally {
+      if (slotHeld) releaseSlot(d.store.db, holder);
+      if (admitted) d.admission.release(holder);
+    }
+  }
+}
+
+/** Thrown to leave a Check Pending (its status already says why); it is retried on the next event. */
+class Waiting extends Error {}
+
+function ids(s: AgentCheckStatus): { requirementHash?: string; verifierIdentity?: string; executedIdentity?: string } {
+  return {
+    ...(typeof s.requirementHash === 'string' ? { requirementHash: s.requirementHash } : {}),
+    ...(typeof s.verifierIdentity === 'string' ? { verifierIdentity: s.verifierIdentity } : {}),
+    ...(typeof s.executedVerifierIdentity === 'string' ? { executedIdentity: s.executedVerifierIdentity } : {}),
+  };
+}

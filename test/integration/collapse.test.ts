@@ -1,0 +1,111 @@
+// Collapse on a real stack (kube-apiserver + etcd, controller, node-agent as root): a Collapse of a
+// captured World promotes its candidate into PRIME atomically (the host path shows it, the Root moves to
+// generation 2) and appends a signed receipt that `worldline receipts verify` accepts; a second World
+// forked from the old generation and touching the same file is denied by name, with its own receipt,
+// and PRIME keeps the first change.
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { chownSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { startStack, type Stack } from '../support/stack.js';
+import { applyRoot, describeRun, runWorld, shWorld } from '../support/worlds.js';
+
+const OWNER = 1000;
+const CLI = fileURLToPath(new URL('../../cli/worldline.js', import.meta.url));
+
+function collapseManifest(name: string, worldRef: string): string {
+  return JSON.stringify({ apiVersion: 'worldline.dev/v1alpha1', kind: 'Collapse', metadata: { name, namespace: 'default' }, spec: { worldRef, mode: 'Candidate' } });
+}
+
+describe('collapse on a real stack', () => {
+  let s: Stack;
+
+  before(async () => {
+    s = await startStack({ nodeName: 'collapse-node' });
+  });
+  after(async () => {
+    await s?.stop();
+  });
+
+  /** Waits for a final phase; a timeout explains itself with the Collapse and the agent's warnings. */
+  const waitCollapse = async (name: string): Promise<Record<string, any>> => {
+    try {
+      return await s.waitFor(`Collapse ${name} Committed or Denied`, async () => {
+        const c = await s.get('collapse', name, 'default');
+        return c?.status?.phase === 'Committed' || c?.status?.phase === 'Denied' ? c : undefined;
+      }, 30_000);
+    } catch (e) {
+      const c = await s.get('collapse', name, 'default');
+      const logs = s.agent.logs.filter((r) => r.level === 'warn' || r.level === 'error' || String(r.msg).includes('collapse'));
+      throw new Error(`${(e as Error).message}\n${JSON.stringify(c?.status)}\n${logs.map((r) => JSON.stringify(r)).join('\n')}`);
+    }
+  };
+
+  test('a captured candidate is committed with a signed receipt; a stale fork of the same file is denied', async () => {
+    // b.txt stays unchanged: generation 2 shares it with generation 1 by hard link.
+    const hostPath = join(s.scratch, 'col');
+    mkdirSync(hostPath, { mode: 0o755 });
+    for (const [name, text] of [['a.txt', 'alpha\n'], ['b.txt', 'bravo\n']] as const) writeFileSync(join(hostPath, name), text);
+    for (const p of [hostPath, join(hostPath, 'a.txt'), join(hostPath, 'b.txt')]) chownSync(p, OWNER, OWNER);
+    const root = await applyRoot(s, 'col', hostPath);
+    assert.equal(root.status.phase, 'Ready', JSON.stringify(root.status));
+    assert.equal(root.status.generation, 1);
+
+    // Both worlds fork generation 1 and change a.txt.
+    const first = await runWorld(s, 'first', shWorld(['col'], 'echo first >> a.txt'));
+    assert.equal(first.status.phase, 'Captured', describeRun(first));
+    const second = await runWorld(s, 'second', shWorld(['col'], 'echo second >> a.txt'));
+    assert.equal(second.status.phase, 'Captured', describeRun(second));
+    assert.equal(readFileSync(join(hostPath, 'a.txt'), 'utf8'), 'alpha\n', 'PRIME is untouched before any collapse');
+
+    await s.apply(collapseManifest('first-col', 'first'));
+    const c1 = await waitCollapse('first-col');
+    assert.equal(c1.status.phase, 'Committed', JSON.stringify(c1.status));
+    assert.equal(c1.status.transaction.state, 'COMMITTED');
+    assert.deepEqual(c1.status.decision, { authorized: true, reasons: [] });
+    assert.equal(c1.status.result.length, 1);
+    assert.equal(c1.status.result[0].root, 'col');
+    assert.equal(c1.status.result[0].fromGeneration, 1);
+    assert.equal(c1.status.result[0].toGeneration, 2);
+    assert.equal(c1.status.receipt.sequence, 1);
+    assert.match(c1.status.receipt.id, /^sha256:[0-9a-f]{64}$/);
+    assert.ok(c1.status.receipt.signature.length > 0);
+    assert.ok(c1.status.receipt.keyId.length > 0);
+    assert.equal(c1.status.receipt.previous, undefined);
+
+    // The host path routes through live/ to the new generation.
+    assert.equal(readFileSync(join(hostPath, 'a.txt'), 'utf8'), 'alpha\nfirst\n');
+    assert.equal(readFileSync(join(hostPath, 'b.txt'), 'utf8'), 'bravo\n');
+    assert.ok(statSync(join(hostPath, 'b.txt')).nlink > 1, 'the unchanged file is shared with generation 1');
+    const rootAfter = await s.waitFor('Root col at generation 2', async () => {
+      const r = await s.get('root', 'col');
+      return r?.status?.generation === 2 ? r : undefined;
+    }, 30_000);
+    assert.equal(rootAfter.status.phase, 'Ready');
+    assert.equal(rootAfter.status.digest, c1.status.result[0].digest);
+
+    // The second World's base is generation 1: PRIME moved and the same file changed on both sides.
+    await s.apply(collapseManifest('second-col', 'second'));
+    const c2 = await waitCollapse('second-col');
+    assert.equal(c2.status.phase, 'Denied', JSON.stringify(c2.status));
+    assert.equal(c2.status.transaction.state, 'DENIED');
+    assert.equal(c2.status.decision.authorized, false);
+    assert.ok(c2.status.decision.reasons.includes('PRIME_MOVED'), JSON.stringify(c2.status.decision));
+    assert.ok(c2.status.decision.reasons.includes('CONFLICT'), JSON.stringify(c2.status.decision));
+    // PRIME (generation 2, sharing b.txt with generation 1) re-hashes clean: no foreign write is claimed.
+    assert.ok(!c2.status.decision.reasons.includes('FOREIGN_WRITE'), JSON.stringify(c2.status.decision));
+    assert.equal(c2.status.receipt.sequence, 2);
+    assert.equal(c2.status.receipt.previous, c1.status.receipt.id);
+    assert.equal(readFileSync(join(hostPath, 'a.txt'), 'utf8'), 'alpha\nfirst\n', 'PRIME keeps the first change');
+    assert.equal((await s.get('root', 'col'))?.status?.generation, 2);
+
+    // The ledger verifies with the published public key, independently of the signer.
+    const ledger = join(s.storeDir, 'receipts', 'ledger.jsonl');
+    const publicKey = join(s.storeDir, 'keys', 'receipts-ed25519.pub.pem');
+    const out = execFileSync(process.execPath, [CLI, 'receipts', 'verify', '--ledger', ledger, '--public-key', publicKey], { encoding: 'utf8' });
+    assert.ok(out.length > 0);
+    assert.equal(readFileSync(ledger, 'utf8').trim().split('\n').length, 2);
+  });
+});
