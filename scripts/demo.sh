@@ -45,6 +45,6 @@ step "kubectl get worldline"
 "$kubectl" get worldline -A
 cat <<'TXT'
 
-Checks, Collapse and receipts come with the next node-agent capabilities. Stop the stack with:
+Checks and Collapse are being wired (see README, Status). Stop the stack with:
 npm run dev:down   (the store under .worldline/dev/store stays: the Root's host path links into it)
 TXT
