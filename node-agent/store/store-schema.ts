@@ -112,13 +112,14 @@ const MIGRATIONS: readonly string[] = [
 
 export const SCHEMA_VERSION = MIGRATIONS.length;
 
-/** Bring the schema to SCHEMA_VERSION, one transaction per migration. A newer schema refuses. */
-export function migrate(db: Database): void {
+/** Bring the schema to SCHEMA_VERSION (or `target`), one transaction per migration. A newer schema refuses. */
+export function migrate(db: Database, target: number = SCHEMA_VERSION): void {
   const current = db.pragma('user_version', { simple: true }) as number;
   if (current > SCHEMA_VERSION) {
     throw new StoreError('STORE_SCHEMA_UNSUPPORTED', `database schema ${current} is newer than this agent's ${SCHEMA_VERSION}`);
   }
-  for (let v = current; v < SCHEMA_VERSION; v++) {
+  // `target` below SCHEMA_VERSION exists for tests of a single migration (an older store's schema).
+  for (let v = current; v < Math.min(target, SCHEMA_VERSION); v++) {
     db.transaction(() => {
       db.exec(MIGRATIONS[v]!);
       // The only SQL with a value in its text: our own integer constant (PRAGMA takes no placeholders).

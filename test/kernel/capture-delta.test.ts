@@ -164,9 +164,8 @@ test('migration 5 backfills generation_entries from manifest_json', () => {
     ],
   };
   const db = new Database(':memory:');
-  migrate(db);
-  db.exec('DROP TABLE generation_entries');
-  db.pragma('user_version = 4');
+  // A store as migration 4 left it, then the agent's full migration on top.
+  migrate(db, 4);
   db.prepare(`INSERT INTO generations (id, root_key, number, digest, manifest_json, payload_dev, payload_ino, created_at) VALUES ('g', 'rk', 1, 'x', ?, '1', '1', 'now')`)
     .run(JSON.stringify(base));
   migrate(db);
