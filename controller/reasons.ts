@@ -30,11 +30,4 @@ export const Reasons = {
 
 export type ReasonName = keyof typeof Reasons;
 
-/** Finalizer on a bound World; the node-agent of the World's node removes it after cleaning up there. */
-export const NODE_CLEANUP_FINALIZER = 'worldline.dev/node-cleanup';
-
-/** Label the controller sets on bound Worlds (and their Checks and Collapses) so a node-agent can watch only its own. */
-export const NODE_LABEL = 'worldline.dev/node';
-
-/** Label on node-agent heartbeat Leases. */
-export const COMPONENT_LABEL = 'worldline.dev/component';
+export { COMPONENT_LABEL, NODE_CLEANUP_FINALIZER, NODE_LABEL } from '../crds/labels.js';

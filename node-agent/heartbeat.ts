@@ -8,9 +8,8 @@ import { formatMicroTime } from '../kube/events.js';
 import { httpClientFor, type KubeHttpClient } from '../kube/http.js';
 import type { Logger } from '../kube/logger.js';
 import { leasesRef } from '../kube/resource-ref.js';
+import { COMPONENT_LABEL, NODE_LABEL } from '../crds/labels.js';
 
-export const COMPONENT_LABEL = 'worldline.dev/component';
-export const NODE_LABEL = 'worldline.dev/node';
 
 export interface HeartbeatOptions {
   kubeConfig: KubeConfig;

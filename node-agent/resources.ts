@@ -8,5 +8,4 @@ export const refs = {
 } as const;
 
 export const FIELD_MANAGER = 'worldline-node-agent';
-/** Held on a bound World until this agent has removed everything the World had on the node. */
-export const NODE_CLEANUP_FINALIZER = 'worldline.dev/node-cleanup';
+export { NODE_CLEANUP_FINALIZER } from '../crds/labels.js';

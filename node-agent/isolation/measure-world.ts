@@ -2,33 +2,13 @@
 // the world actually sees and the network interfaces it actually has. Nothing here trusts what the
 // agent meant to set up; it reads what is there.
 import { readFileSync } from 'node:fs';
+import { parseMountinfo, type MountFact } from '../world/mount-table.js';
 
-export interface MountFact {
-  mountPoint: string;
-  options: string[];
-  fsType: string;
-  superOptions: string[];
-}
+export type { MountFact } from '../world/mount-table.js';
 
 export interface WorldFacts {
   mounts: MountFact[];
   interfaces: string[];
-}
-
-function unescape(s: string): string {
-  return s.replace(/\\([0-7]{3})/g, (_, o: string) => String.fromCharCode(parseInt(o, 8)));
-}
-
-export function parseMountinfo(text: string): MountFact[] {
-  const out: MountFact[] = [];
-  for (const line of text.split('\n')) {
-    if (!line.trim()) continue;
-    const [left, right] = line.split(' - ');
-    const f = (left ?? '').split(' ');
-    const r = (right ?? '').split(' ');
-    out.push({ mountPoint: unescape(f[4] ?? ''), options: (f[5] ?? '').split(','), fsType: r[0] ?? '', superOptions: (r[2] ?? '').split(',') });
-  }
-  return out;
 }
 
 export function parseNetDev(text: string): string[] {

@@ -1,19 +1,35 @@
-// Reads this process's mount table, to unmount a world's mounts deepest first and to refuse to
-// delete a directory anything is still mounted under.
+// The one reader of mountinfo: the mounts a process sees (to unmount a world's mounts deepest
+// first, to refuse deleting a directory something is mounted under, to find mount points inside a
+// Root, and to measure what a world actually has mounted).
 import { readFileSync } from 'node:fs';
 
-/** Decodes the octal escapes mountinfo uses for space, tab, newline and backslash. */
+export interface MountFact {
+  mountPoint: string;
+  options: string[];
+  fsType: string;
+  superOptions: string[];
+}
+
+/** Undoes mountinfo's octal escapes (\040 space, \011 tab, \012 newline, \134 backslash). */
 function unescape(s: string): string {
   return s.replace(/\\([0-7]{3})/g, (_, o: string) => String.fromCharCode(parseInt(o, 8)));
 }
 
-export function mountPoints(mountinfo = readFileSync('/proc/self/mountinfo', 'utf8')): string[] {
-  const out: string[] = [];
-  for (const line of mountinfo.split('\n')) {
-    const f = line.split(' ');
-    if (f.length > 4 && f[4]) out.push(unescape(f[4]));
+export function parseMountinfo(text: string): MountFact[] {
+  const out: MountFact[] = [];
+  for (const line of text.split('\n')) {
+    if (!line.trim()) continue;
+    const [left, right] = line.split(' - ');
+    const f = (left ?? '').split(' ');
+    const r = (right ?? '').split(' ');
+    out.push({ mountPoint: unescape(f[4] ?? ''), options: (f[5] ?? '').split(','), fsType: r[0] ?? '', superOptions: (r[2] ?? '').split(',') });
   }
   return out;
+}
+
+/** Mount points of this process (or of `pid`). */
+export function mountPoints(pid: number | 'self' = 'self'): string[] {
+  return parseMountinfo(readFileSync(`/proc/${pid}/mountinfo`, 'utf8')).map((m) => m.mountPoint);
 }
 
 /** Mount points at or below `dir`, deepest first. */
