@@ -1,5 +1,6 @@
 // node-agent configuration from flags and environment, validated with clear errors.
 import { hostname } from 'node:os';
+import { isAbsolute } from 'node:path';
 import { parseArgs } from 'node:util';
 import { ADMISSION_CONFIG_KEYS, admissionConfigFrom } from './admission/admission-policy.js';
 
@@ -21,12 +22,16 @@ export interface AgentConfig {
   admissionRaw: Record<string, string | undefined>;
   /** Where node state is measured for admission (default /proc; a test points it elsewhere). */
   observeProcDir: string;
+  /** An absolute path the receipt ledger is mirrored to, line for line (see docs/operations.md). */
+  receiptsExport?: string;
 }
 
 const USAGE = `usage: worldline-node-agent --node-name NAME [--store DIR] [--kubeconfig PATH] [--namespace NS]
-       [--metrics-bind HOST:PORT] [--id-base N] [--id-slots N] [--log-level LEVEL]
+       [--metrics-bind HOST:PORT] [--id-base N] [--id-slots N] [--log-level LEVEL] [--receipts-export PATH]
        [--node-cpu Q] [--node-memory Q] [--node-pids N] [--node-worlds N] [--world-cpu Q] [--world-memory Q] ...
-       (admission keys: see docs/operations.md)`;
+       (admission keys: see docs/operations.md)
+  --receipts-export PATH   mirror the receipt ledger to this absolute path (its directory must exist),
+                           ideally storage the node's root cannot rewrite (env WORLDLINE_RECEIPTS_EXPORT)`;
 
 function int(name: string, raw: string, min: number, max: number): number {
   const n = Number(raw);
@@ -49,6 +54,7 @@ export function parseAgentConfig(argv: readonly string[], env: NodeJS.ProcessEnv
       'id-slots': { type: 'string' },
       'log-level': { type: 'string' },
       'observe-proc-dir': { type: 'string' },
+      'receipts-export': { type: 'string' },
       ...Object.fromEntries(ADMISSION_CONFIG_KEYS.map((k) => [k.key, { type: 'string' as const }])),
     },
     strict: true,
@@ -64,6 +70,10 @@ export function parseAgentConfig(argv: readonly string[], env: NodeJS.ProcessEnv
   const level = values['log-level'] ?? env.WORLDLINE_LOG_LEVEL ?? 'info';
   if (!['debug', 'info', 'warn', 'error'].includes(level)) throw new Error(`--log-level must be debug, info, warn or error, got "${level}"`);
   const kubeconfig = values.kubeconfig ?? env.KUBECONFIG;
+  const receiptsExport = values['receipts-export'] ?? (env.WORLDLINE_RECEIPTS_EXPORT || undefined);
+  if (receiptsExport !== undefined && (!isAbsolute(receiptsExport) || receiptsExport.endsWith('/') || receiptsExport.includes('\0'))) {
+    throw new Error(`--receipts-export must be an absolute file path, got "${receiptsExport}"\n${USAGE}`);
+  }
   return {
     ...(kubeconfig ? { kubeconfig } : {}),
     nodeName,
@@ -78,5 +88,6 @@ export function parseAgentConfig(argv: readonly string[], env: NodeJS.ProcessEnv
     defaultOutputBytes: 64 * 1024 * 1024,
     admissionRaw: admissionConfigFrom(values, env),
     observeProcDir: values['observe-proc-dir'] ?? '/proc',
+    ...(receiptsExport !== undefined ? { receiptsExport } : {}),
   };
 }

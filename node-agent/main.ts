@@ -34,6 +34,8 @@ import { observeNode } from './admission/observe-node.js';
 import { agentPolicyRecord, agentRequestRecord, governingPolicy, type PolicyView } from './isolation/world-request.js';
 import { createAgentMetrics } from './metrics.js';
 import { NodeChecks } from './check-reconciler.js';
+import { receiptPaths } from './receipts/open-ledger.js';
+import { publishReceiptsPublicKey } from './receipts/publish-public-key.js';
 
 interface RootObj extends KubernetesObject {
   spec?: { nodeName?: string; path?: string };
@@ -174,6 +176,8 @@ async function main(): Promise<void> {
   // Collapse (issue 5): run this node's Collapses once, with receipts in <store>/receipts/ledger.jsonl.
   const collapses = startNodeCollapses({ kubeConfig: kc, store, worlds, policies, status, events, clock, nodeName: cfg.nodeName, logger, metrics, requeueRoot: (name) => rootRunner.enqueue(name) });
   void collapses.start().catch((err: unknown) => logger.error('collapse reconciler failed to start', { error: (err as Error).message }));
+  // Receipts: publish the public key as ConfigMap worldline-receipts-<node>, retried in the background, never fatal.
+  const receiptsKey = publishReceiptsPublicKey({ kubeConfig: kc, namespace: cfg.namespace, nodeName: cfg.nodeName, keyDir: receiptPaths(store).keyDir, clock, logger });
 
   onShutdown(async () => {
     logger.info('shutting down');
@@ -184,6 +188,7 @@ async function main(): Promise<void> {
     await rootRunner.stop();
     await worldRunner.stop();
     await collapses.stop(); // Collapse (issue 5)
+    await receiptsKey.stop();
     await nodeWorlds.stopAll();
     await heartbeat.stop();
     await events.flush();

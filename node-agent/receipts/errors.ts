@@ -13,7 +13,9 @@ export type ReceiptLedgerCode =
   | 'LEDGER_EXPORT_DIVERGED'
   | 'LEDGER_EXPORT_FAILED'
   | 'LEDGER_BROKEN'
-  | 'LEDGER_CLOSED';
+  | 'LEDGER_CLOSED'
+  | 'RECEIPTS_DIVERGED'
+  | 'RECEIPTS_ROW_FAILED';
 
 export class ReceiptLedgerError extends Error {
   constructor(

@@ -7,15 +7,32 @@
 // never acknowledged) is refused, not repaired. The export must be a byte prefix of the ledger: a
 // shorter export is caught up, any other difference is refused — that difference is what the export
 // exists to reveal.
+//
+// With `db` (the node store's database), each receipt is also a row of its `receipts` table
+// (receipt-rows.ts). Order of an append, and what a crash at each point leaves:
+//   1. the line is written to the ledger file and fsynced: this is the commitment — from here on the
+//      receipt exists, whatever follows fails;
+//   2. the row is inserted (autocommit, or within the caller's open transaction, if any);
+//   3. the line is written to the export mirror and fsynced.
+// A crash after 1 leaves a line without a row (or, after 2, without its mirror copy). On open, the rows
+// are compared with the file, line for line: lines without rows (the tail a crash left) are backfilled
+// from the file (checked: signature, key, chain), so the repair depends on the file alone; a row that
+// differs from its line, or a row past the file's end, is refused (RECEIPTS_DIVERGED). Then the mirror
+// is caught up. Opening with `db` therefore reads the whole ledger once. A failure at 2 or 3 after 1
+// succeeded is reported (RECEIPTS_ROW_FAILED, LEDGER_EXPORT_FAILED) and leaves the ledger unusable until
+// reopened, which repairs it.
 import { closeSync, constants, fstatSync, fsyncSync, openSync, readSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { digestOf } from '../../core/digest.js';
 import { formatLedgerLine, parseLedgerLine, signatureMessage } from '../../core/receipts/ledger-line.js';
 import { buildReceiptBody, parseReceiptBody, receiptId, type ReceiptBody, type ReceiptContent } from '../../core/receipts/receipt.js';
 import { ChainVerifier } from '../../core/receipts/chain.js';
+import type { Database } from 'better-sqlite3';
 import { fsyncDir, writeAll } from './durable-write.js';
 import { ed } from './ed25519.js';
-import { ReceiptLedgerError } from './errors.js';
+import { ReceiptLedgerError, type ReceiptLedgerCode } from './errors.js';
+import { readLines } from './read-lines.js';
+import { ReceiptRows } from './receipt-rows.js';
 import { loadOrCreateSigningKey, type SigningKey } from './signing-key.js';
 
 export interface SignedReceipt {
@@ -33,6 +50,10 @@ export interface LedgerOptions {
   readonly keyDir: string;
   /** Optional mirror of the ledger, appended and fsynced with it. */
   readonly exportPath?: string;
+  /** The node store's database (schema 8 or later): each receipt is also a row of its `receipts` table. */
+  readonly db?: Database;
+  /** The time recorded as a row's appended_at (default: the system clock). */
+  readonly now?: () => Date;
 }
 
 const OPEN_FLAGS = constants.O_RDWR | constants.O_CREAT | constants.O_APPEND | constants.O_NOFOLLOW;
@@ -47,6 +68,7 @@ export class ReceiptLedger {
     readonly path: string,
     private readonly fd: number,
     private readonly exportFd: number | null,
+    private readonly rows: ReceiptRows | null,
     private readonly key: SigningKey,
     head: SignedReceipt | null,
   ) {
@@ -59,11 +81,16 @@ export class ReceiptLedger {
     let exportFd: number | null = null;
     try {
       const head = readHead(fd, options.path, key);
+      let rows: ReceiptRows | null = null;
+      if (options.db !== undefined) {
+        rows = new ReceiptRows(options.db, options.now ?? (() => new Date()));
+        rows.sync(options.path, readLines(fd), (text, where) => void checkLine(text, options.path, where, key));
+      }
       if (options.exportPath !== undefined) {
         exportFd = openLedgerFile(options.exportPath);
         catchUpExport(fd, exportFd, options.exportPath);
       }
-      return new ReceiptLedger(options.path, fd, exportFd, key, head);
+      return new ReceiptLedger(options.path, fd, exportFd, rows, key, head);
     } catch (e) {
       closeSync(fd);
       if (exportFd !== null) closeSync(exportFd);
@@ -90,7 +117,8 @@ export class ReceiptLedger {
     const id = receiptId(body);
     const signature = Buffer.from(this.key.sign(signatureMessage(id))).toString('hex');
     const signed: SignedReceipt = { body, id, signature, keyId: this.key.keyId };
-    const line = Buffer.from(formatLedgerLine({ receipt: body, id, signature, keyId: this.key.keyId }), 'utf8');
+    const text = formatLedgerLine({ receipt: body, id, signature, keyId: this.key.keyId });
+    const line = Buffer.from(text, 'utf8');
     try {
       writeAll(this.fd, line);
       fsyncSync(this.fd);
@@ -98,15 +126,26 @@ export class ReceiptLedger {
       this.broken = `append to ${this.path} failed: ${(e as Error).message}`;
       throw new ReceiptLedgerError('LEDGER_BROKEN', this.broken);
     }
-    this.head = signed; // it is in the ledger now, whatever happens to the mirror
+    this.head = signed; // it is in the ledger now, whatever happens to the row or the mirror
+    const missed: { code: ReceiptLedgerCode; message: string }[] = [];
+    if (this.rows !== null) {
+      try {
+        this.rows.insert(text.slice(0, -1));
+      } catch (e) {
+        missed.push({ code: 'RECEIPTS_ROW_FAILED', message: `the receipts table missed receipt ${body.sequence}: ${(e as Error).message}; reopen to backfill it` });
+      }
+    }
     if (this.exportFd !== null) {
       try {
         writeAll(this.exportFd, line);
         fsyncSync(this.exportFd);
       } catch (e) {
-        this.broken = `the export mirror missed receipt ${body.sequence}: ${(e as Error).message}; reopen to catch it up`;
-        throw new ReceiptLedgerError('LEDGER_EXPORT_FAILED', this.broken);
+        missed.push({ code: 'LEDGER_EXPORT_FAILED', message: `the export mirror missed receipt ${body.sequence}: ${(e as Error).message}; reopen to catch it up` });
       }
+    }
+    if (missed.length > 0) {
+      this.broken = missed.map((m) => m.message).join('; ');
+      throw new ReceiptLedgerError(missed[0]!.code, this.broken);
     }
     return signed;
   }

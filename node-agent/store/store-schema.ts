@@ -108,6 +108,23 @@ const MIGRATIONS: readonly string[] = [
      data_json TEXT NOT NULL,
      updated_at TEXT NOT NULL
    ) STRICT;`,
+  // 8: the signed receipt ledger's lines as rows (see node-agent/receipts/receipt-rows.ts). The ledger file
+  // is the record; a row is written after its line and backfilled from the file when a crash came between.
+  // `line` is the ledger line's exact text without its newline; every other column except appended_at
+  // (when the row was written) is derived from it.
+  `CREATE TABLE receipts (
+     sequence INTEGER PRIMARY KEY,
+     id TEXT NOT NULL UNIQUE,
+     previous TEXT,
+     transaction_id TEXT NOT NULL,
+     state TEXT NOT NULL,
+     body_json TEXT NOT NULL,
+     signature TEXT NOT NULL,
+     key_id TEXT NOT NULL,
+     line TEXT NOT NULL,
+     appended_at TEXT NOT NULL
+   ) STRICT;
+   CREATE INDEX receipts_by_transaction ON receipts (transaction_id);`,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;
