@@ -8,7 +8,6 @@ import { lstatSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
 import { parseDuration } from '../crds/common.js';
-import { boundVerifierPaths, qualifiedVerifierPath, requirementHash, verifierIdentity, type CheckDefinition, type VerifierFile } from '../core/evidence/requirement.js';
 import type { Clock } from '../kube/clock.js';
 import type { EventRecorder } from '../kube/events.js';
 import { Informer } from '../kube/informer.js';
@@ -18,6 +17,8 @@ import { objectKey } from '../kube/resource-ref.js';
 import { statusEqual, type StatusWriter } from '../kube/status-writer.js';
 import type { NsName } from '../native/index.js';
 import { readCandidate, type CheckRoot } from './checks/materialize.js';
+import { hasEvaluation, recordEvaluation } from './checks/evaluation-records.js';
+import { checkDefinitions, resolveRequirement, type PolicyChecksView } from './checks/policy-requirement.js';
 import { CHECK_ENV_BASE, runCheck, type CheckResult } from './checks/run-check.js';
 import { ID_RANGE, type AgentConfig } from './config.js';
 import { governingPolicy, type PolicyView } from './isolation/world-request.js';
@@ -27,7 +28,6 @@ import type { Store } from './store/open-store.js';
 import { checkRouting } from './store/routing.js';
 import { payloadDir } from './store/store-layout.js';
 import { getGeneration, getRoot } from './store/store-records.js';
-import { AGENT_VERSION } from './version.js';
 import type { WorldAdmission } from './world-reconciler.js';
 import type { WorldObj } from './world-launch.js';
 import { acquireSlot, releaseSlot, slotBase, SlotsExhausted } from './world/id-slots.js';
@@ -43,10 +43,6 @@ export interface CheckObj extends KubernetesObject {
   spec?: { worldRef?: string; name?: string; revalidate?: boolean };
   status?: Record<string, unknown> & { phase?: string; nodeName?: string };
 }
-
-type PolicyWithChecks = PolicyView & {
-  spec?: PolicyView['spec'] & { checks?: { name: string; command: string[]; verifiers?: string[]; timeout?: string; profile?: string; env?: string[] }[] };
-};
 
 type AgentCheckStatus = Partial<Record<(typeof OWNED_KEYS)[number], unknown>>;
 
@@ -72,25 +68,6 @@ class Refusal extends Error {
   constructor(readonly code: string, message: string) {
     super(message);
   }
-}
-
-/** Records one finished run in the store (evaluations table); returns its ordinal. */
-export function recordEvaluation(
-  store: Store,
-  e: { checkUid: string; worldUid: string; checkName: string; verdict: string; reason?: string; requirementHash?: string; verifierIdentity?: string; executedIdentity?: string; subject?: string },
-  now: Date,
-): number {
-  const r = store.db
-    .prepare(
-      `INSERT INTO evaluations (check_uid, world_uid, check_name, verdict, reason, requirement_hash, verifier_identity, executed_identity, subject, created_at)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-    )
-    .run(e.checkUid, e.worldUid, e.checkName, e.verdict, e.reason ?? null, e.requirementHash ?? null, e.verifierIdentity ?? null, e.executedIdentity ?? null, e.subject ?? null, now.toISOString());
-  return Number(r.lastInsertRowid);
-}
-
-function hasEvaluation(store: Store, checkUid: string): boolean {
-  return store.db.prepare('SELECT 1 FROM evaluations WHERE check_uid = ? LIMIT 1').get(checkUid) !== undefined;
 }
 
 /** The Checks of this node: an informer on status.nodeName, a runner, and re-enqueueing on World changes. */
@@ -135,7 +112,7 @@ export class NodeChecks {
     const c = this.informer.get(key);
     const uid = c?.metadata?.uid;
     if (!c || !uid || c.metadata?.deletionTimestamp) return;
-    if (FINAL.has(c.status?.phase ?? '') || this.inflight.has(uid) || hasEvaluation(this.d.store, uid)) return;
+    if (FINAL.has(c.status?.phase ?? '') || this.inflight.has(uid) || hasEvaluation(this.d.store.db, uid)) return;
     const world = this.d.worlds.get(`${c.metadata?.namespace ?? ''}/${c.spec?.worldRef ?? ''}`);
     const candidate = world?.status?.candidate as { digest?: string } | undefined;
     if (!world || world.status?.phase !== 'Captured' || !candidate?.digest) {
@@ -158,7 +135,7 @@ export class NodeChecks {
     let status: AgentCheckStatus = { subject };
     const refuse = async (code: string, message: string): Promise<void> => {
       status = { ...status, phase: 'Refused', verdict: 'REFUSED', reason: code, message, finishedAt: d.clock.now().toISOString() };
-      recordEvaluation(d.store, { checkUid: uid, worldUid: world.metadata?.uid ?? '', checkName, verdict: 'REFUSED', reason: code, subject, ...ids(status) }, d.clock.now());
+      recordEvaluation(d.store.db, { checkUid: uid, worldUid: world.metadata?.uid ?? '', checkName, verdict: 'REFUSED', reason: code, subject, ...ids(status) }, d.clock.now());
       await this.apply(c, status);
       d.events.warning(c, 'CheckRefused', `${code}: ${message}`);
     };
@@ -166,17 +143,16 @@ export class NodeChecks {
     let slotHeld = false;
     try {
       const roots = world.spec?.roots ?? [];
-      const policy: PolicyWithChecks | undefined = governingPolicy(d.policies.list(), roots);
-      const def = policy?.spec?.checks?.find((x) => x.name === checkName);
-      if (!policy || !def) throw new Refusal('CHECK_NOT_IN_POLICY', `no Policy governing Roots ${roots.join(', ')} defines check "${checkName}"`);
-      const definition: CheckDefinition = { name: def.name, command: def.command, verifiers: def.verifiers ?? [], timeout: def.timeout ?? '10m', profile: (def.profile ?? 'legacy') as CheckDefinition['profile'], env: def.env ?? [] };
+      const policy: PolicyChecksView | undefined = governingPolicy(d.policies.list(), roots);
+      const definition = checkDefinitions(policy).find((x) => x.name === checkName);
+      if (!policy || !definition) throw new Refusal('CHECK_NOT_IN_POLICY', `no Policy governing Roots ${roots.join(', ')} defines check "${checkName}"`);
       if (definition.profile !== 'legacy') throw new Refusal('CHECK_PROFILE_UNSUPPORTED', `profile ${definition.profile} is not run by this node-agent yet`);
 
       const candidateDir = join(d.store.layout.candidates, subject.replace(/^sha256:/, ''));
       const { deltas } = readCandidate(candidateDir);
       const base = (world.status?.base ?? []) as { root: string; generation: number }[];
-      const checkRoots: CheckRoot[] = [];
-      const files: VerifierFile[] = [];
+      // Per Root: the base payload (the candidate's lower layer) and the generation verifiers come from.
+      const sources = new Map<string, { rootKey: string; path: string; basePayload: string; primePayload: string; primeGeneration: number }>();
       for (const name of roots) {
         const rec = getRoot(d.store.db, name);
         const b = base.find((x) => x.root === name);
@@ -191,17 +167,21 @@ export class NodeChecks {
           primePayload = routing.payloadPath;
           primeGeneration = routing.root.generation;
         }
-        const manifest = generationManifest(d.store.db, rec.rootKey, primeGeneration);
-        if (!manifest) throw new Refusal('EVIDENCE_CONTEXT_MISSING', `generation ${primeGeneration} of Root ${name} has no manifest`);
-        const bound = boundVerifierPaths(definition, manifest.entries);
-        const sums = new Map(manifest.entries.map((e) => [e.path, e.sha256]));
-        for (const p of bound) files.push({ path: qualifiedVerifierPath(name, p), sha256: sums.get(p) ?? '' });
-        checkRoots.push({ name, rootKey: rec.rootKey, path: d.rootPath(name) ?? rec.nodePath, basePayload, primePayload, bound, delta: deltas.get(rec.rootKey) ?? null });
+        sources.set(name, { rootKey: rec.rootKey, path: d.rootPath(name) ?? rec.nodePath, basePayload, primePayload, primeGeneration });
       }
+      const resolved = resolveRequirement(policy, roots, (name) => {
+        const src = sources.get(name);
+        return src && generationManifest(d.store.db, src.rootKey, src.primeGeneration);
+      });
+      if (!resolved) throw new Refusal('EVIDENCE_CONTEXT_MISSING', `a generation of Roots ${roots.join(', ')} has no manifest in this node's store`);
+      const checkRoots: CheckRoot[] = roots.map((name) => {
+        const src = sources.get(name)!;
+        return { name, rootKey: src.rootKey, path: src.path, basePayload: src.basePayload, primePayload: src.primePayload, bound: resolved.bound.get(name) ?? [], delta: deltas.get(src.rootKey) ?? null };
+      });
       const first = checkRoots[0];
       if (!first) throw new Refusal('ROOT_NOT_FOUND', 'the World names no Root');
-      const declared = verifierIdentity(files);
-      const requirement = requirementHash({ checks: [definition], verifierIdentity: declared, engineVersion: AGENT_VERSION, isolation: policy.spec?.isolation?.check ?? null });
+      const declared = resolved.declaredVerifier;
+      const requirement = resolved.requirementHash;
       status = { ...status, requirementHash: requirement, verifierIdentity: declared };
 
       const answer = d.admission.admit(holder, 'check', {});
@@ -271,7 +251,7 @@ export class NodeChecks {
         startedAt: r.startedAt,
         finishedAt: r.finishedAt,
       };
-      recordEvaluation(d.store, { checkUid: uid, worldUid: world.metadata?.uid ?? '', checkName, verdict, subject, ...ids(status), ...(mismatch ? { reason: 'VERIFIER_EXECUTION_IDENTITY_MISMATCH' } : {}) }, d.clock.now());
+      recordEvaluation(d.store.db, { checkUid: uid, worldUid: world.metadata?.uid ?? '', checkName, verdict, subject, ...ids(status), ...(mismatch ? { reason: 'VERIFIER_EXECUTION_IDENTITY_MISMATCH' } : {}) }, d.clock.now());
       await this.apply(c, status);
       const msg = `check ${checkName} on ${subject}: ${verdict} (exit ${r.exit.code ?? r.exit.signal ?? r.exit.reason})`;
       if (verdict === 'PASS') d.events.normal(c, 'CheckPassed', msg);

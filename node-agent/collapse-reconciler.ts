@@ -1,24 +1,16 @@
 // Reconciles the Collapses bound to this node (status.nodeName, set by the controller). Each Collapse runs
-// once, as one store transaction: PREPARED, then the decision kernel (core/collapse/decide.ts) fed with
-// values measured now, then either AUTHORIZED -> collapseRoot -> COMMITTED or DENIED with named reasons.
-// COMMITTED and DENIED transactions each get a signed receipt in <store>/receipts/ledger.jsonl. The
-// transaction and the status document are persisted (collapse_transactions), so a restarted agent
-// re-applies what it decided and never runs a Collapse twice.
+// once, as one store transaction: PREPARED; the decision kernel (core/collapse/decide.ts) fed with what
+// measure-collapse.ts measures now; then AUTHORIZED -> stage -> the kernel again at the serialized commit
+// boundary -> one exchange -> COMMITTED, or DENIED with named reasons. COMMITTED and DENIED transactions
+// each get a signed receipt. The transaction and the status document are persisted
+// (collapse/collapse-transactions.ts), so a restarted agent settles what it left and never runs a
+// Collapse twice. A committed World moves to phase Collapsed.
 //
-// Scope of this first wiring: mode Candidate, single-Root Worlds. Evidence: a Policy with checks fails
-// closed (EXECUTION_EVIDENCE_INCOMPLETE) until check evaluations are wired in; with no checks required the
-// agent itself records the empty-roster evaluation (no executions, subject the candidate re-hashed in the
-// store, requirement the empty check set), which is all "no checks required" can claim.
+// Scope: mode Candidate; every Root of the World must be on this node. CheckpointReturn is refused by name.
 import { randomUUID } from 'node:crypto';
-import { mkdirSync } from 'node:fs';
-import { join } from 'node:path';
 import type { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
-import type { Database } from 'better-sqlite3';
-import { decide, type Decision, type DecisionInput, type Evaluation } from '../core/collapse/decide.js';
-import { absentId, generationId, idFrom, presentId, unmeasuredId } from '../core/collapse/identity.js';
+import { decide, type Decision } from '../core/collapse/decide.js';
 import { isFinal, transition, type TransactionState } from '../core/collapse/transaction.js';
-import { requirementHash, verifierIdentity } from '../core/evidence/requirement.js';
-import type { ReceiptContent } from '../core/receipts/receipt.js';
 import type { Clock } from '../kube/clock.js';
 import { setCondition, type Condition } from '../kube/conditions.js';
 import type { EventRecorder } from '../kube/events.js';
@@ -27,52 +19,30 @@ import { ControllerRunner, type ReconcileMetrics, type ReconcileResult } from '.
 import { Informer } from '../kube/informer.js';
 import { objectKey } from '../kube/resource-ref.js';
 import { statusEqual, type StatusWriter } from '../kube/status-writer.js';
-import { readCandidate, verifierModifiedByCandidate } from './checks/materialize.js';
+import type { PolicyChecksView } from './checks/policy-requirement.js';
 import { collapseRoot, isCollapseError } from './collapse/index.js';
-import { collapseWalk } from './collapse/collapse-walk.js';
-import { ReceiptLedger, receiptStatus, type SignedReceipt } from './receipts/ledger.js';
-import { PUBLIC_PEM_FILE } from './receipts/signing-key.js';
+import { cleanDigest } from './collapse/collapse-walk.js';
+import { getTransaction, putTransaction, type AgentCollapseStatus, type StatusReceipt, type TransactionRow } from './collapse/collapse-transactions.js';
+import { measureCandidate, type CandidateMeasurement, type WorldView } from './collapse/measure-collapse.js';
+import { collapseTestHooks, type CollapseTestHooks } from './collapse/test-hooks.js';
+import { receiptStatus, type ReceiptLedger, type SignedReceipt } from './receipts/ledger.js';
+import { openCollapseLedger } from './receipts/open-ledger.js';
 import { refs } from './resources.js';
 import type { Store } from './store/open-store.js';
 import { checkRouting } from './store/routing.js';
 import { isStoreError } from './store/store-errors.js';
-import { getGeneration, getRoot } from './store/store-records.js';
-import { AGENT_VERSION } from './version.js';
+import { getRoot } from './store/store-records.js';
 import type { WorldObj } from './world-launch.js';
-import { getWorldRecord } from './world/world-records.js';
-import type { AgentWorldStatus } from './world/world-status.js';
+import { getWorldRecord, putWorldRecord } from './world/world-records.js';
+import { collapsedStatus, type AgentWorldStatus } from './world/world-status.js';
 
 export interface CollapseObj extends KubernetesObject {
   spec?: { worldRef?: string; mode?: string };
   status?: Record<string, unknown> & { nodeName?: string; conditions?: Condition[] };
 }
 
-/** The part of a Policy the collapse reads: which Roots it governs and whether it requires checks. */
-export interface CollapsePolicyView {
-  spec?: { roots?: string[]; checks?: unknown[]; isolation?: { check?: unknown } };
-}
-
-interface CollapseResultEntry {
-  root: string;
-  fromGeneration: number;
-  toGeneration: number;
-  digest: string;
-}
-
-/** The node-agent's part of Collapse.status (the controller owns nodeName and WorldFound). */
-export interface AgentCollapseStatus {
-  phase: 'Preparing' | 'Authorized' | 'Committed' | 'Denied';
-  transaction: { id: string; state: TransactionState };
-  decision?: { authorized: boolean; reasons: string[] };
-  result?: CollapseResultEntry[];
-  receipt?: StatusReceipt;
-  reason?: string;
-  message?: string;
-  conditions: Condition[];
-}
-
-/** status.receipt: receiptStatus() without `previous` for the first receipt (the schema has no null). */
-type StatusReceipt = Omit<ReturnType<typeof receiptStatus>, 'previous'> & { previous?: string };
+/** The part of a Policy the collapse reads: which Roots it governs, its checks and their isolation. */
+export type CollapsePolicyView = PolicyChecksView;
 
 function statusReceipt(r: SignedReceipt): StatusReceipt {
   const { previous, ...rest } = receiptStatus(r);
@@ -80,46 +50,7 @@ function statusReceipt(r: SignedReceipt): StatusReceipt {
 }
 
 const OWNED_KEYS = ['phase', 'transaction', 'decision', 'result', 'receipt', 'reason', 'message'] as const;
-const OWNED_CONDITIONS = new Set(['Committed']);
-
-/** What a transaction row keeps besides its state: enough to settle it after a restart and to write its receipt. */
-interface TransactionData {
-  status: AgentCollapseStatus;
-  world: { namespace: string; name: string; uid: string };
-  root?: { name: string; fromGeneration: number; beforeDigest: string };
-  evidence: ReceiptContent['evidence'];
-  receipt?: StatusReceipt;
-}
-
-interface TransactionRow {
-  collapseUid: string;
-  id: string;
-  state: TransactionState;
-  data: TransactionData;
-}
-
-function getTransaction(db: Database, collapseUid: string): TransactionRow | undefined {
-  const row = db.prepare('SELECT collapse_uid, id, state, data_json FROM collapse_transactions WHERE collapse_uid = ?').get(collapseUid) as
-    | { collapse_uid: string; id: string; state: TransactionState; data_json: string }
-    | undefined;
-  return row && { collapseUid: row.collapse_uid, id: row.id, state: row.state, data: JSON.parse(row.data_json) as TransactionData };
-}
-
-function putTransaction(db: Database, t: TransactionRow, now: Date): void {
-  db.prepare(
-    `INSERT INTO collapse_transactions (collapse_uid, id, state, data_json, updated_at) VALUES (?, ?, ?, ?, ?)
-     ON CONFLICT (collapse_uid) DO UPDATE SET state = excluded.state, data_json = excluded.data_json, updated_at = excluded.updated_at`,
-  ).run(t.collapseUid, t.id, t.state, JSON.stringify(t.data), now.toISOString());
-}
-
-/** Opens the node's receipt ledger: <store>/receipts/ledger.jsonl, signed with the key in <store>/keys. */
-export function openCollapseLedger(store: Store): { ledger: ReceiptLedger; path: string; publicKeyPath: string } {
-  const dir = join(store.dir, 'receipts');
-  mkdirSync(dir, { recursive: true, mode: 0o700 });
-  const keyDir = join(store.dir, 'keys');
-  const path = join(dir, 'ledger.jsonl');
-  return { ledger: ReceiptLedger.open({ path, keyDir }), path, publicKeyPath: join(keyDir, PUBLIC_PEM_FILE) };
-}
+const OWNED_CONDITIONS = new Set(['Committed', 'Collapsed']);
 
 export interface CollapseReconcilerDeps {
   informer: Informer<CollapseObj>;
@@ -135,9 +66,12 @@ export interface CollapseReconcilerDeps {
   logger: Logger;
   /** Puts a Root back on its work queue, so its status shows the new generation. */
   requeueRoot: (name: string) => void;
+  /** Puts a World back on the agent's World queue, so its status shows phase Collapsed. */
+  requeueWorld: (key: string) => void;
+  hooks?: CollapseTestHooks;
 }
 
-/** A denial before or at the decision: the reasons and a message. */
+/** A refusal before the decision or at the commit boundary: the reasons and a message. */
 class Denial extends Error {
   constructor(
     readonly reasons: string[],
@@ -147,33 +81,22 @@ class Denial extends Error {
   }
 }
 
-/** What the measurement gives: the decision and what the receipt names. */
-interface Prepared {
-  decision: Decision;
-  rootName: string;
-  rootKey: string;
-  fromGeneration: number;
-  beforeDigest: string;
-  candidateDir: string;
-  base: { generation: number; digest: string };
-  evidence: ReceiptContent['evidence'];
+/** The governing Policy: the first whose Roots include one of the World's. */
+function policyFor(policies: readonly CollapsePolicyView[], roots: readonly string[]): CollapsePolicyView | undefined {
+  return policies.find((p) => (p.spec?.roots ?? []).some((r) => roots.includes(r)));
 }
 
-const entryQuery = 'SELECT type, mode, uid, gid, size, sha256, target FROM generation_entries WHERE generation_id = ? AND path = ?';
-
-/** Paths the candidate changes that PRIME also changed since the base (entries of the two generations compared). */
-function measureConflicts(db: Database, rootKey: string, baseGeneration: number, primeGeneration: number, paths: readonly string[]): { measured: false } | { measured: true; found: string[] } {
-  if (baseGeneration === primeGeneration) return { measured: true, found: [] };
-  const base = getGeneration(db, rootKey, baseGeneration);
-  const prime = getGeneration(db, rootKey, primeGeneration);
-  if (!base || !prime) return { measured: false };
-  const q = db.prepare(entryQuery);
-  const found = paths.filter((p) => JSON.stringify(q.get(base.id, p) ?? null) !== JSON.stringify(q.get(prime.id, p) ?? null));
-  return { measured: true, found };
+/** The kernel's decision plus the summary reason PRIME_MOVED when PRIME is past the World's base. */
+function judged(m: CandidateMeasurement): Decision {
+  const d = decide(m.input);
+  const moved = m.roots.some((r) => r.prime.generation !== r.base.generation);
+  if (!moved || d.reasons.includes('PRIME_MOVED')) return d;
+  return { authorized: false, reasons: ['PRIME_MOVED', ...d.reasons] as Decision['reasons'] };
 }
 
 export function makeNodeCollapseReconciler(d: CollapseReconcilerDeps): (key: string) => Promise<ReconcileResult> {
   const db = d.store.db;
+  const hooks: CollapseTestHooks = d.hooks ?? { at: () => Promise.resolve() };
 
   const applyStatus = async (c: CollapseObj, s: AgentCollapseStatus): Promise<void> => {
     const clean = JSON.parse(JSON.stringify(s)) as AgentCollapseStatus;
@@ -187,118 +110,14 @@ export function makeNodeCollapseReconciler(d: CollapseReconcilerDeps): (key: str
     await d.status.applyStatus(refs.Collapse, { metadata: { name: c.metadata?.name ?? '', namespace: c.metadata?.namespace ?? '' }, status: clean as unknown as Record<string, unknown> });
   };
 
-  const condition = (c: CollapseObj, status: 'True' | 'False' | 'Unknown', reason: string, message: string): Condition[] =>
-    setCondition(c.status?.conditions?.filter((x) => OWNED_CONDITIONS.has(x.type)), { type: 'Committed', status, reason, message }, c.metadata?.generation, d.clock.now());
-
-  /** Measure everything decide() compares, now, for the single Root of a captured World. */
-  const prepare = async (c: CollapseObj, world: WorldObj, ws: AgentWorldStatus): Promise<Prepared> => {
-    const roots = world.spec?.roots ?? [];
-    if (roots.length !== 1) throw new Denial(['COLLAPSE_MULTI_ROOT_UNSUPPORTED'], `World ${world.metadata?.name ?? ''} has ${roots.length} Roots; this node-agent collapses single-Root Worlds only`);
-    const rootName = roots[0]!;
-    const candidateDigest = ws.candidate?.digest;
-    const worldBase = (ws.base ?? []).find((b) => b.root === rootName);
-    if (!candidateDigest || !worldBase) throw new Denial(['CANDIDATE_MISSING'], `World ${world.metadata?.name ?? ''} has no captured candidate for Root ${rootName}`);
-    const before = getRoot(db, rootName);
-    if (!before) throw new Denial(['ROOT_NOT_FOUND'], `Root ${rootName} is not in this node's store`);
-
-    // The live route first: a broken mapping refuses before anything is read through it.
-    let primePayload: string;
-    try {
-      primePayload = (await checkRouting(d.store, rootName)).payloadPath;
-    } catch (e) {
-      if (isStoreError(e)) throw new Denial([e.code], e.message);
-      throw e;
-    }
-
-    // The candidate as stored: candidate.json must hash to its directory's name (the digest captured).
-    const candidateDir = join(d.store.layout.candidates, candidateDigest.slice('sha256:'.length));
-    let stored: ReturnType<typeof readCandidate> | undefined;
-    try {
-      stored = readCandidate(candidateDir);
-    } catch (e) {
-      d.logger.warn('stored candidate is unreadable or does not hash to its name', { collapse: c.metadata?.name, candidateDir, error: (e as Error).message });
-    }
-    const delta = stored?.deltas.get(before.rootKey);
-    const candidateValid = delta !== undefined && delta.root === rootName && delta.baseGeneration === worldBase.generation && delta.baseDigest === worldBase.digest;
-
-    // PRIME re-hashed now, against what the store records for its generation (foreign writes) and the World's base.
-    const walk = await collapseWalk(primePayload, d.store.dir);
-    const rehash = walk.problems.length === 0 ? walk.digest : undefined;
-    const foreign = rehash === before.digest ? [] : [rootName];
-    const touched = delta ? [...delta.upsert.map((e) => e.path), ...delta.deleted] : [];
-    const conflicts = measureConflicts(db, before.rootKey, worldBase.generation, before.generation, touched);
-
-    // Evidence obligation from the governing Policy.
-    const policy = d.policies().find((p) => (p.spec?.roots ?? []).includes(rootName));
-    const checks = policy?.spec?.checks ?? [];
-    const worldUid = world.metadata?.uid ?? '';
-    let requirement: string | null = null;
-    let declared: string | null = null;
-    let executed: string | null = null;
-    const evaluations: Evaluation[] = [];
-    if (checks.length === 0) {
-      declared = verifierIdentity([]);
-      requirement = requirementHash({ checks: [], verifierIdentity: declared, engineVersion: AGENT_VERSION, isolation: policy?.spec?.isolation?.check ?? null });
-      if (stored) {
-        // The empty roster: nothing ran, nothing was required; its subject is the candidate as re-hashed in the store.
-        executed = verifierIdentity([]);
-        evaluations.push({
-          ordinal: 1,
-          subject: presentId('evidenceSubject', stored.digest),
-          requirement: presentId('requirement', requirement),
-          context: { present: true, intact: true, world: presentId('world', worldUid) },
-          executedVerifier: presentId('verifierExecuted', executed),
-          executions: [],
-        });
-      }
-    }
-
-    const after = getRoot(db, rootName);
-    const input: DecisionInput = {
-      stage: 'prepare',
-      candidateValid,
-      conflicts,
-      foreignWrites: { measured: true, found: foreign },
-      primeGeneration: { before: generationId(before.generation), after: generationId(after?.generation) },
-      parent: { storePrime: presentId('parent', `${rootName}@${before.generation}`), candidateBase: delta ? presentId('parent', `${delta.root}@${delta.baseGeneration}`) : absentId('parent') },
-      base: { primeRehash: idFrom('base', rehash), world: idFrom('base', worldBase.digest) },
-      delta: { captured: idFrom('delta', candidateDigest), stored: idFrom('delta', stored?.digest) },
-      rootSet: { world: presentId('rootSet', roots.join(',')), store: presentId('rootSet', rootName) },
-      stagedRoot: { staged: unmeasuredId('stagedRoot'), tested: unmeasuredId('stagedRoot') },
-      subject: presentId('evidenceSubject', candidateDigest),
-      obligation: {
-        mode: 'Candidate',
-        world: presentId('world', worldUid),
-        currentRequirement: idFrom('requirement', requirement),
-        requiredChecks: checks.map((x) => {
-          const name = (x as { name?: unknown }).name;
-          return typeof name === 'string' ? name : '';
-        }),
-        declaredVerifier: idFrom('verifierDeclared', declared),
-        verifiersModifiedByCandidate: checks.length === 0 && delta ? { measured: true, found: verifierModifiedByCandidate([], delta) } : { measured: false },
-        evaluations,
-      },
-    };
-    let decision = decide(input);
-    if (checks.length > 0) {
-      // Fail closed: check evaluations are not wired into the collapse yet.
-      decision = { authorized: false, reasons: [...new Set([...decision.reasons, 'EXECUTION_EVIDENCE_INCOMPLETE'])] as Decision['reasons'] };
-    }
-    // The PRIME-moved signal the kernel measures as one generation read twice is named too when the World's base is behind.
-    if (before.generation !== worldBase.generation && !decision.reasons.includes('PRIME_MOVED')) {
-      decision = { authorized: false, reasons: [...decision.reasons, 'PRIME_MOVED'] };
-    }
-    return {
-      decision,
-      rootName,
-      rootKey: before.rootKey,
-      fromGeneration: before.generation,
-      beforeDigest: before.digest,
-      candidateDir,
-      base: { generation: worldBase.generation, digest: worldBase.digest },
-      evidence: { requirementHash: requirement, subject: candidateDigest, verifierIdentity: declared, executedVerifierIdentity: executed },
-    };
+  /** Committed (the transaction's outcome) and Collapsed (what `kubectl wait --for=condition=Collapsed` waits for). */
+  const conditions = (c: CollapseObj, status: 'True' | 'False' | 'Unknown', reason: string, message: string): Condition[] => {
+    let out = setCondition(c.status?.conditions?.filter((x) => OWNED_CONDITIONS.has(x.type)), { type: 'Committed', status, reason, message }, c.metadata?.generation, d.clock.now());
+    out = setCondition(out, { type: 'Collapsed', status, reason, message }, c.metadata?.generation, d.clock.now());
+    return out;
   };
+
+  const objectName = (c: CollapseObj): string => `${c.metadata?.namespace ?? ''}/${c.metadata?.name ?? ''}`;
 
   /** Append the receipt of a final transaction once (a crash after the append finds it as the ledger's head). */
   const receiptFor = (t: TransactionRow, mode: 'Candidate' | 'CheckpointReturn'): SignedReceipt | StatusReceipt => {
@@ -306,7 +125,6 @@ export function makeNodeCollapseReconciler(d: CollapseReconcilerDeps): (key: str
     const head = d.ledger.last();
     if (head && head.body.transaction.id === t.id && head.body.transaction.state === t.state) return head;
     const committed = t.state === 'COMMITTED';
-    const result = t.data.status.result?.[0];
     const decision = t.data.status.decision ?? { authorized: false, reasons: [t.data.status.reason ?? 'COLLAPSE_DENIED'] };
     return d.ledger.append({
       transaction: { id: t.id, state: committed ? 'COMMITTED' : 'DENIED' },
@@ -314,28 +132,43 @@ export function makeNodeCollapseReconciler(d: CollapseReconcilerDeps): (key: str
       mode,
       decision,
       evidence: t.data.evidence,
-      roots: t.data.root
-        ? [{ root: t.data.root.name, fromGeneration: t.data.root.fromGeneration, toGeneration: committed && result ? result.toGeneration : null, beforeDigest: t.data.root.beforeDigest, afterDigest: committed && result ? result.digest : null }]
-        : [],
+      roots: t.data.roots.map((r) => {
+        const result = committed ? t.data.status.result?.find((x) => x.root === r.name) : undefined;
+        return { root: r.name, fromGeneration: r.fromGeneration, toGeneration: result ? result.toGeneration : null, beforeDigest: r.beforeDigest, afterDigest: result ? result.digest : null };
+      }),
       issuedAt: d.clock.now().toISOString(),
     });
+  };
+
+  /** A committed World's record moves to phase Collapsed (idempotent); the World queue applies it. */
+  const markWorldCollapsed = (t: TransactionRow, c: CollapseObj): void => {
+    const rec = getWorldRecord(db, t.data.world.uid);
+    if (!rec || rec.state === 'collapsed') return;
+    const message = `collapsed by ${c.metadata?.name ?? ''}: ${t.data.status.message ?? ''}`;
+    const status = collapsedStatus(rec.status as AgentWorldStatus, message, d.clock.now());
+    putWorldRecord(db, { uid: rec.uid, namespace: rec.namespace, name: rec.name, state: 'collapsed', status }, d.clock.now());
+    d.requeueWorld(`${rec.namespace}/${rec.name}`);
   };
 
   /** Final state reached: persist, receipt, persist the receipt, status, event. */
   const finish = async (c: CollapseObj, t: TransactionRow): Promise<void> => {
     putTransaction(db, t, d.clock.now());
+    if (t.state === 'COMMITTED') await hooks.at('after-committed-row');
     const r = receiptFor(t, c.spec?.mode === 'CheckpointReturn' ? 'CheckpointReturn' : 'Candidate');
+    await hooks.at('after-receipt');
     const receipt = 'body' in r ? statusReceipt(r) : r;
     t.data.receipt = receipt;
     t.data.status = { ...t.data.status, receipt };
     putTransaction(db, t, d.clock.now());
+    await hooks.at('after-receipt-row');
     d.logger.info('collapse receipt appended', { collapse: objectName(c), transaction: t.id, state: t.state, sequence: receipt.sequence, receipt: receipt.id });
+    if (t.state === 'COMMITTED') markWorldCollapsed(t, c);
     await applyStatus(c, t.data.status);
     if (t.state === 'COMMITTED') d.events.normal(c, 'Committed', t.data.status.message ?? '');
     else d.events.warning(c, t.data.status.reason ?? 'Denied', t.data.status.message ?? '');
   };
 
-  const deny = (c: CollapseObj, t: TransactionRow, reasons: string[], message: string, decision?: Decision): TransactionRow => {
+  const deny = (c: CollapseObj, t: TransactionRow, reasons: string[], message: string): TransactionRow => {
     if (t.state === 'COMMITTED') throw new Error(`transaction ${t.id} is COMMITTED and cannot be denied`);
     const step = transition(t.state, { kind: 'deny', reasons });
     const state: TransactionState = step.ok ? step.state : 'DENIED';
@@ -345,30 +178,35 @@ export function makeNodeCollapseReconciler(d: CollapseReconcilerDeps): (key: str
       state,
       data: {
         ...t.data,
-        status: {
-          phase: 'Denied',
-          transaction: { id: t.id, state },
-          decision: { authorized: false, reasons: decision && !decision.authorized ? [...decision.reasons] : reasons },
-          reason,
-          message,
-          conditions: condition(c, 'False', 'Denied', message),
-        },
+        status: { phase: 'Denied', transaction: { id: t.id, state }, decision: { authorized: false, reasons }, reason, message, conditions: conditions(c, 'False', reason, message) },
       },
     };
   };
 
-  const objectName = (c: CollapseObj): string => `${c.metadata?.namespace ?? ''}/${c.metadata?.name ?? ''}`;
+  const committedStatus = (c: CollapseObj, t: TransactionRow, result: NonNullable<AgentCollapseStatus['result']>, message: string): TransactionRow => ({
+    ...t,
+    state: 'COMMITTED',
+    data: { ...t.data, status: { phase: 'Committed', transaction: { id: t.id, state: 'COMMITTED' }, decision: { authorized: true, reasons: [] }, result, reason: 'COMMITTED', message, conditions: conditions(c, 'True', 'Committed', message) } },
+  });
 
   /** A transaction a previous agent left before its final state: settled from what the store shows. */
   const settle = (c: CollapseObj, t: TransactionRow): TransactionRow => {
-    const root = t.data.root && getRoot(db, t.data.root.name);
-    if (t.state === 'AUTHORIZED' && root && t.data.root && root.generation === t.data.root.fromGeneration + 1) {
-      // Collapses on a node run one at a time, so the one generation past the recorded base is this one's (recoverCollapses rolled it forward).
-      const result = { root: root.name, fromGeneration: t.data.root.fromGeneration, toGeneration: root.generation, digest: root.digest };
-      const message = `Root ${root.name} moved from generation ${result.fromGeneration} to ${result.toGeneration} (settled after an agent restart)`;
-      return { ...t, state: 'COMMITTED', data: { ...t.data, status: { ...t.data.status, phase: 'Committed', transaction: { id: t.id, state: 'COMMITTED' }, result: [result], reason: 'COMMITTED', message, conditions: condition(c, 'True', 'Committed', message) } } };
+    const moved = t.data.roots.map((r) => ({ r, now: getRoot(db, r.name) }));
+    if (t.state === 'AUTHORIZED' && moved.length > 0 && moved.every(({ r, now }) => now && now.generation === r.fromGeneration + 1)) {
+      // Collapses on a node run one at a time, so the generation one past the recorded base is this one's (recoverCollapses rolled it forward).
+      const result = moved.map(({ r, now }) => ({ root: r.name, fromGeneration: r.fromGeneration, toGeneration: now!.generation, digest: now!.digest }));
+      return committedStatus(c, t, result, `${describe(result)} (settled after an agent restart)`);
     }
     return deny(c, t, ['COLLAPSE_INTERRUPTED'], 'the node-agent restarted before this collapse committed; PRIME was left at its base');
+  };
+
+  const walkPrime = async (root: { name: string }): Promise<string | undefined> => {
+    try {
+      return await cleanDigest((await checkRouting(d.store, root.name)).payloadPath, d.store.dir);
+    } catch (e) {
+      if (isStoreError(e)) return undefined;
+      throw e;
+    }
   };
 
   const run = async (c: CollapseObj, uid: string): Promise<void> => {
@@ -381,53 +219,70 @@ export function makeNodeCollapseReconciler(d: CollapseReconcilerDeps): (key: str
       state: 'PREPARED',
       data: {
         world: { namespace: ns, name: c.spec?.worldRef ?? '', uid: world?.metadata?.uid ?? 'unknown' },
+        roots: [],
         evidence: { requirementHash: null, subject: null, verifierIdentity: null, executedVerifierIdentity: null },
-        status: { phase: 'Preparing', transaction: { id, state: 'PREPARED' }, reason: 'PREPARING', message: 'measuring PRIME, the candidate and its evidence', conditions: condition(c, 'Unknown', 'Preparing', 'the collapse is being prepared') },
+        status: { phase: 'Preparing', transaction: { id, state: 'PREPARED' }, reason: 'PREPARING', message: 'measuring PRIME, the candidate and its evidence', conditions: conditions(c, 'Unknown', 'Preparing', 'the collapse is being prepared') },
       },
     };
     putTransaction(db, t, d.clock.now());
     await applyStatus(c, t.data.status);
+    await hooks.at('after-prepared');
 
     const wrec = world?.metadata?.uid ? getWorldRecord(db, world.metadata.uid) : undefined;
     if ((c.spec?.mode ?? 'Candidate') !== 'Candidate') return finish(c, deny(c, t, ['COLLAPSE_MODE_UNSUPPORTED'], `mode ${c.spec?.mode ?? ''} is not supported by this node-agent yet`));
+    if (wrec?.state === 'collapsed') return finish(c, deny(c, t, ['WORLD_ALREADY_COLLAPSED'], `World ${c.spec?.worldRef ?? ''} was already collapsed; its candidate is PRIME's history now`));
     if (!world || !wrec || wrec.state !== 'captured') {
       return finish(c, deny(c, t, ['CANDIDATE_MISSING'], `World ${c.spec?.worldRef ?? ''} has no captured candidate on node ${d.nodeName} (phase ${String(world?.status?.phase ?? 'unknown')})`));
     }
+    const roots = world.spec?.roots ?? [];
+    if (roots.length !== 1) return finish(c, deny(c, t, ['COLLAPSE_MULTI_ROOT_UNSUPPORTED'], `World ${world.metadata?.name ?? ''} has ${roots.length} Roots; this node-agent collapses single-Root Worlds only`));
+    const ws = wrec.status as AgentWorldStatus;
+    const view: WorldView = { uid: world.metadata?.uid ?? '', roots, base: ws.base ?? [], candidateDigest: ws.candidate?.digest };
+    const policy = policyFor(d.policies(), roots);
 
-    let p: Prepared;
-    try {
-      p = await prepare(c, world, wrec.status as AgentWorldStatus);
-    } catch (e) {
-      if (e instanceof Denial) return finish(c, deny(c, t, e.reasons, e.message));
-      throw e;
+    // The live route first: a broken mapping refuses before anything is read through it.
+    for (const name of roots) {
+      try {
+        await checkRouting(d.store, name);
+      } catch (e) {
+        if (isStoreError(e)) return finish(c, deny(c, t, [e.code], e.message));
+        throw e;
+      }
     }
-    t = { ...t, data: { ...t.data, root: { name: p.rootName, fromGeneration: p.fromGeneration, beforeDigest: p.beforeDigest }, evidence: p.evidence } };
-    if (!p.decision.authorized) {
-      return finish(c, deny(c, t, [...p.decision.reasons], `denied: ${p.decision.reasons.join(', ')}`, p.decision));
-    }
-    const authorized = transition(t.state, { kind: 'authorize', decision: p.decision });
+
+    const m = await measureCandidate(d.store, view, policy, walkPrime);
+    t = { ...t, data: { ...t.data, roots: m.roots.map((r) => ({ name: r.name, fromGeneration: r.prime.generation, beforeDigest: r.prime.digest })), evidence: m.evidence } };
+    const decision = judged(m);
+    if (!decision.authorized) return finish(c, deny(c, t, [...decision.reasons], `denied: ${decision.reasons.join(', ')}`));
+    const authorized = transition(t.state, { kind: 'authorize', decision });
     if (!authorized.ok) return finish(c, deny(c, t, [authorized.error], `the transaction could not be authorized: ${authorized.error}`));
-    const decisionDoc = { authorized: true, reasons: [] };
-    t = { ...t, state: authorized.state, data: { ...t.data, status: { ...t.data.status, phase: 'Authorized', transaction: { id, state: authorized.state }, decision: decisionDoc, reason: 'AUTHORIZED', message: `authorized; promoting the candidate into Root ${p.rootName}` } } };
+    const target = m.roots[0]!;
+    t = { ...t, state: authorized.state, data: { ...t.data, status: { ...t.data.status, phase: 'Authorized', transaction: { id, state: authorized.state }, decision: { authorized: true, reasons: [] }, reason: 'AUTHORIZED', message: `authorized; promoting the candidate into Root ${target.name}` } } };
     putTransaction(db, t, d.clock.now());
     await applyStatus(c, t.data.status);
+    await hooks.at('after-authorized');
 
+    // At the serialized commit boundary: the kernel again, on the commit's own re-hashes and everything else read again.
+    const atBoundary = async (h: { prime: string | undefined; staged: string | undefined }): Promise<void> => {
+      const again = await measureCandidate(d.store, view, policy, walkPrime, { prime: new Map([[target.name, h.prime]]), staged: new Map([[target.name, h.staged]]) });
+      const final = judged(again);
+      if (!final.authorized) throw new Denial([...final.reasons], `denied at the commit boundary: ${final.reasons.join(', ')}`);
+    };
     let r: Awaited<ReturnType<typeof collapseRoot>>;
     try {
-      r = await collapseRoot(d.store, { rootName: p.rootName, candidateDir: p.candidateDir, base: p.base });
+      r = await collapseRoot(d.store, { rootName: target.name, candidateDir: m.candidateDir, base: target.base }, { afterStep: (step) => hooks.at(step) }, atBoundary);
     } catch (e) {
-      // Refused at the commit boundary (PRIME re-hashed, staged payload re-hashed) or failed before the exchange: PRIME is the base.
-      const code = isCollapseError(e) ? e.code : 'COLLAPSE_FAILED';
-      d.logger.warn('collapse refused at the commit boundary', { collapse: objectName(c), transaction: id, code, error: (e as Error).message });
-      return finish(c, deny(c, t, [code], (e as Error).message));
+      // Refused at the boundary or failed before the exchange: PRIME is the base.
+      const reasons = e instanceof Denial ? e.reasons : [isCollapseError(e) ? e.code : 'COLLAPSE_FAILED'];
+      d.logger.warn('collapse refused at the commit boundary', { collapse: objectName(c), transaction: id, reasons, error: (e as Error).message });
+      return finish(c, deny(c, t, reasons, (e as Error).message));
     }
-    const committed = transition(t.state, { kind: 'commit', decision: p.decision });
-    const state: TransactionState = committed.ok ? committed.state : 'COMMITTED'; // PRIME has moved: the record must say so
-    const result = { root: p.rootName, fromGeneration: r.fromGeneration, toGeneration: r.toGeneration, digest: r.digest };
-    const message = `Root ${p.rootName} moved from generation ${r.fromGeneration} to ${r.toGeneration} (${r.digest})`;
-    t = { ...t, state, data: { ...t.data, status: { phase: 'Committed', transaction: { id, state }, decision: decisionDoc, result: [result], reason: 'COMMITTED', message, conditions: condition(c, 'True', 'Committed', message) } } };
-    d.logger.info('collapse committed', { collapse: objectName(c), transaction: id, ...result });
-    d.requeueRoot(p.rootName);
+    const committed = transition(t.state, { kind: 'commit', decision });
+    if (!committed.ok) d.logger.error('PRIME moved but the transaction machine refused COMMITTED; recording COMMITTED', { collapse: objectName(c), error: committed.error });
+    const result = [{ root: target.name, fromGeneration: r.fromGeneration, toGeneration: r.toGeneration, digest: r.digest }];
+    t = committedStatus(c, t, result, describe(result));
+    d.logger.info('collapse committed', { collapse: objectName(c), transaction: id, ...result[0] });
+    d.requeueRoot(target.name);
     // From here a failure (a status write) is retried by the runner: the row is final and keeps its receipt.
     await finish(c, t);
   };
@@ -443,12 +298,17 @@ export function makeNodeCollapseReconciler(d: CollapseReconcilerDeps): (key: str
       if (!t) return run(c, uid);
       if (!isFinal(t.state)) return finish(c, settle(c, t));
       if (!t.data.receipt) return finish(c, t);
+      if (t.state === 'COMMITTED') markWorldCollapsed(t, c);
       await applyStatus(c, t.data.status);
       return;
     });
     chain = next.catch(() => undefined);
     return next;
   };
+}
+
+function describe(result: readonly { root: string; fromGeneration: number; toGeneration: number; digest: string }[]): string {
+  return result.map((r) => `Root ${r.root} moved from generation ${r.fromGeneration} to ${r.toGeneration} (${r.digest})`).join('; ');
 }
 
 export interface NodeCollapsesOptions {
@@ -463,6 +323,9 @@ export interface NodeCollapsesOptions {
   logger: Logger;
   metrics?: ReconcileMetrics;
   requeueRoot: (name: string) => void;
+  requeueWorld: (key: string) => void;
+  /** Where the ledger is mirrored (--receipts-export). */
+  receiptsExport?: string;
 }
 
 /**
@@ -471,7 +334,7 @@ export interface NodeCollapsesOptions {
  * informers have listed (a Collapse is never judged against a World the agent has not seen yet).
  */
 export function startNodeCollapses(o: NodeCollapsesOptions): { start(): Promise<void>; stop(): Promise<void> } {
-  const opened = openCollapseLedger(o.store);
+  const opened = openCollapseLedger(o.store, o.receiptsExport ? { exportPath: o.receiptsExport } : {});
   o.logger.info('collapse receipts ledger opened', { ledger: opened.path, publicKey: opened.publicKeyPath, keyId: opened.ledger.keyId });
   const informer = new Informer<CollapseObj>({ kubeConfig: o.kubeConfig, resource: refs.Collapse, fieldSelector: `status.nodeName=${o.nodeName}`, logger: o.logger, clock: o.clock });
   const reconcile = makeNodeCollapseReconciler({
@@ -486,6 +349,8 @@ export function startNodeCollapses(o: NodeCollapsesOptions): { start(): Promise<
     nodeName: o.nodeName,
     logger: o.logger,
     requeueRoot: o.requeueRoot,
+    requeueWorld: o.requeueWorld,
+    hooks: collapseTestHooks(o.store.dir),
   });
   const runner = new ControllerRunner({ kind: 'NodeCollapse', reconcile, workers: 1, ...(o.metrics ? { metrics: o.metrics } : {}), logger: o.logger });
   const enqueue = (c: CollapseObj): void => runner.enqueue(objectKey(c));

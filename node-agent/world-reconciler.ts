@@ -55,7 +55,7 @@ export interface WorldAdmission {
 
 /** Owned keys of World.status (the node-agent's field set). */
 const OWNED_KEYS = ['phase', 'reason', 'message', 'base', 'admission', 'isolation', 'candidate', 'exit', 'networkRefusals'] as const;
-const OWNED_CONDITIONS = new Set(['Admitted', 'Isolated', 'Running', 'Captured']);
+const OWNED_CONDITIONS = new Set(['Admitted', 'Isolated', 'Running', 'Captured', 'Collapsed']);
 
 export class NodeWorlds {
   readonly running = new Map<string, WorldRun>();

@@ -5,7 +5,7 @@ import type { Store } from '../store/open-store.js';
 import { getGeneration, getRoot, insertIntent, updateIntent } from '../store/store-records.js';
 import { CollapseError } from './collapse-errors.js';
 import { COLLAPSE_INTENT_KIND, stagingDirFor, type CollapseHooks, type CollapseIntent } from './collapse-intent.js';
-import { commitGeneration, type CommitResult, type ExpectedBase } from './commit-generation.js';
+import { commitGeneration, type CommitOptions, type CommitResult, type ExpectedBase } from './commit-generation.js';
 import { recoverCollapseIntent } from './recover-collapses.js';
 import { stageGeneration } from './stage-generation.js';
 
@@ -17,7 +17,7 @@ export interface CollapseRootRequest {
   base: ExpectedBase;
 }
 
-export async function collapseRoot(store: Store, req: CollapseRootRequest, hooks: CollapseHooks = {}): Promise<CommitResult> {
+export async function collapseRoot(store: Store, req: CollapseRootRequest, hooks: CollapseHooks = {}, authorize?: CommitOptions['authorize']): Promise<CommitResult> {
   const root = getRoot(store.db, req.rootName);
   if (!root) throw new CollapseError('ROOT_NOT_FOUND', `no root named ${req.rootName}`);
   if (root.generation !== req.base.generation || root.digest !== req.base.digest) {
@@ -39,7 +39,7 @@ export async function collapseRoot(store: Store, req: CollapseRootRequest, hooks
     const staged = await stageGeneration(store, req.rootName, req.candidateDir, req.base.generation, { stagingDir: intent.staging, hooks });
     intent = { ...intent, generation: staged.generation, generationId: staged.generationId, digest: staged.digest };
     updateIntent(store.db, id, intent); // before anything of it enters generations/
-    return await commitGeneration(store, req.rootName, staged, req.base, { hooks, intentId: id });
+    return await commitGeneration(store, req.rootName, staged, req.base, { hooks, intentId: id, ...(authorize ? { authorize } : {}) });
   } catch (e) {
     // Settle now the way a restart would (it rolls back unless the exchange already happened).
     const outcome = await recoverCollapseIntent(store, id, intent).catch(() => undefined);

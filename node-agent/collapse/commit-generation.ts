@@ -27,6 +27,12 @@ export interface CommitOptions {
   hooks?: CollapseHooks;
   /** The collapse intent to delete in the same transaction as the new rows. */
   intentId?: string;
+  /**
+   * The decision at the commit boundary: called with the boundary's re-hashes of live PRIME and of the
+   * staged payload (undefined: the walk found a problem), immediately before the exchange; it throws to
+   * refuse (PRIME is then left untouched).
+   */
+  authorize?: (hashes: { prime: string | undefined; staged: string | undefined }) => Promise<void> | void;
 }
 
 export interface CommitResult {
@@ -91,10 +97,13 @@ async function commitSerialized(store: Store, rootName: string, staged: StagedGe
       if (isStoreError(e, 'LIVE_MAPPING_BROKEN')) throw new CollapseError('LIVE_MAPPING_BROKEN', e.message, { cause: e });
       throw e;
     }
-    if ((await cleanDigest(primePath, store.dir)) !== expectedBase.digest) {
+    const primeNow = await cleanDigest(primePath, store.dir);
+    const stagedNow = await cleanDigest(newPayload, store.dir);
+    await options.authorize?.({ prime: primeNow, staged: stagedNow });
+    if (primeNow !== expectedBase.digest) {
       throw new CollapseError('FOREIGN_WRITE', `PRIME of ${rootName} was written since the candidate was captured (it no longer has digest ${expectedBase.digest})`);
     }
-    if ((await cleanDigest(newPayload, store.dir)) !== staged.digest) {
+    if (stagedNow !== staged.digest) {
       throw new CollapseError('STAGED_UNTESTED', `the staged payload of ${rootName} changed after it was verified`);
     }
 

@@ -125,6 +125,12 @@ const MIGRATIONS: readonly string[] = [
      appended_at TEXT NOT NULL
    ) STRICT;
    CREATE INDEX receipts_by_transaction ON receipts (transaction_id);`,
+  // 9: each evaluation's context record (canonical JSON) and its digest (node-agent/checks/
+  // evaluation-records.ts). Rows from before stay without one: they are EVIDENCE_CONTEXT_MISSING.
+  `ALTER TABLE evaluations ADD COLUMN context_json TEXT;
+   ALTER TABLE evaluations ADD COLUMN context_digest TEXT;
+   CREATE INDEX evaluations_by_subject ON evaluations (subject);
+   CREATE INDEX evaluations_by_world ON evaluations (world_uid);`,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

@@ -5,7 +5,7 @@ import type { Manifest } from '../../core/manifest.js';
 import { getGeneration } from '../store/store-records.js';
 import { storedManifest } from './base-index.js';
 
-export type WorldState = 'running' | 'captured' | 'failed' | 'refused';
+export type WorldState = 'running' | 'captured' | 'collapsed' | 'failed' | 'refused';
 
 export interface WorldRecord {
   uid: string;

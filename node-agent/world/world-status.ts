@@ -115,6 +115,11 @@ export function withEvent(s: AgentWorldStatus, e: WorldEvent, ctx: { newNetwork:
   }
 }
 
+/** A captured World whose candidate a Collapse promoted into PRIME: phase Collapsed, condition Collapsed. */
+export function collapsedStatus(s: AgentWorldStatus, message: string, now: Date, generation?: number): AgentWorldStatus {
+  return { ...s, phase: 'Collapsed', reason: 'COLLAPSED', message, conditions: setCondition(s.conditions, { type: 'Collapsed', status: 'True', reason: 'Collapsed', message }, generation, now) };
+}
+
 /** Newest refusals kept on status (older ones are counted in the metric only). */
 export const MAX_NETWORK_REFUSALS = 64;
 

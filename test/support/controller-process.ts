@@ -33,7 +33,7 @@ export async function startController(opts: { kubeconfig: string; identity: stri
   ]);
 }
 
-export async function startNodeAgent(opts: { kubeconfig: string; nodeName: string; storeDir: string; namespace?: string; extraArgs?: string[]; wrapper?: string[] }): Promise<ControllerProcess> {
+export async function startNodeAgent(opts: { kubeconfig: string; nodeName: string; storeDir: string; namespace?: string; extraArgs?: string[]; wrapper?: string[]; env?: Record<string, string> }): Promise<ControllerProcess> {
   return startComponent('node-agent', opts.nodeName, [
     '--kubeconfig', opts.kubeconfig,
     '--namespace', opts.namespace ?? 'worldline-system',
@@ -41,18 +41,18 @@ export async function startNodeAgent(opts: { kubeconfig: string; nodeName: strin
     '--node-name', opts.nodeName,
     '--store', opts.storeDir,
     ...(opts.extraArgs ?? []),
-  ], opts.wrapper);
+  ], opts.wrapper, opts.env);
 }
 
 /**
  * `wrapper`, when given, is an argv prefix that must end by exec'ing the node command appended to it (so the
  * process keeps its pid), e.g. to start the component with some process attribute set up first.
  */
-export async function startComponent(component: 'controller' | 'node-agent', identity: string, componentArgs: string[], wrapper: string[] = []): Promise<ControllerProcess> {
+export async function startComponent(component: 'controller' | 'node-agent', identity: string, componentArgs: string[], wrapper: string[] = [], env: Record<string, string> = {}): Promise<ControllerProcess> {
   const opts = { identity };
   const args = [resolve(DIST, component, 'main.js'), ...componentArgs];
   const [cmd, ...argv] = [...wrapper, process.execPath, ...args] as [string, ...string[]];
-  const child = spawn(cmd, argv, { stdio: ['ignore', 'ignore', 'pipe'] });
+  const child = spawn(cmd, argv, { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, ...env } });
   running.add(child);
   const logs: Record<string, unknown>[] = [];
   const waiters: { pred: (r: Record<string, unknown>) => boolean; resolve: (r: Record<string, unknown>) => void }[] = [];

@@ -24,9 +24,10 @@ export interface Stack {
   waitWorld(name: string, phases: string[], namespace?: string, timeoutMs?: number): Promise<Record<string, any>>;
   /**
    * Kills the node-agent (SIGKILL by default: its worlds die with it) and starts it again on the same store,
-   * with `agentArgs` instead of the stack's when given (they then stay in force for later restarts).
+   * with `agentArgs` instead of the stack's when given (they then stay in force for later restarts), with
+   * `env` added to its environment for this start only, after running `between` while no agent runs.
    */
-  restartAgent(opts?: { agentArgs?: string[]; signal?: NodeJS.Signals }): Promise<void>;
+  restartAgent(opts?: { agentArgs?: string[]; signal?: NodeJS.Signals; env?: Record<string, string>; between?: () => void | Promise<void> }): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -39,7 +40,8 @@ export async function startStack(opts: { nodeName?: string; agentArgs?: string[]
   await kc(cp, ['create', 'namespace', 'worldline-system']);
   const controller = await startController({ kubeconfig: cp.kubeconfigPath, identity: 'stack-controller' });
   let agentArgs = opts.agentArgs;
-  const startAgent = (): Promise<ControllerProcess> => startNodeAgent({ kubeconfig: cp.kubeconfigPath, nodeName, storeDir, ...(agentArgs ? { extraArgs: agentArgs } : {}), ...(opts.agentWrapper ? { wrapper: opts.agentWrapper } : {}) });
+  let agentEnv: Record<string, string> = {};
+  const startAgent = (): Promise<ControllerProcess> => startNodeAgent({ kubeconfig: cp.kubeconfigPath, nodeName, storeDir, env: agentEnv, ...(agentArgs ? { extraArgs: agentArgs } : {}), ...(opts.agentWrapper ? { wrapper: opts.agentWrapper } : {}) });
   let agent = await startAgent();
   await agent.waitForLog((r) => r.msg === 'node-agent started');
   const stack: Stack = {
@@ -65,6 +67,9 @@ export async function startStack(opts: { nodeName?: string; agentArgs?: string[]
     async restartAgent(restart = {}) {
       await agent.kill(restart.signal ?? 'SIGKILL');
       if (restart.agentArgs) agentArgs = restart.agentArgs;
+      // The environment applies to this start only (a test hook must not outlive its test).
+      agentEnv = restart.env ?? {};
+      await restart.between?.();
       agent = await startAgent();
       await agent.waitForLog((r) => r.msg === 'node-agent started');
     },

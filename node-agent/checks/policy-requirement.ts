@@ -1,0 +1,78 @@
+// The requirement a Policy imposes on a World's candidate, resolved against a given generation of each
+// Root (the World's base for a first check, the current PRIME for a revalidation or a collapse). The
+// check runner and the collapse both call this, so the identity a check records and the identity a
+// collapse demands are computed by the same code from the same kind of records.
+//
+// One requirement covers the whole Policy: every check (in Policy order), the verifier files ALL checks
+// bind (so every check stages and executes the same verifier set), the engine version and the check
+// stage's isolation rules. Changing any check, or the bytes of any bound verifier in PRIME, changes it.
+import {
+  boundVerifierPaths,
+  qualifiedVerifierPath,
+  requirementHash,
+  verifierIdentity,
+  type CheckDefinition,
+  type CheckProfile,
+  type VerifierFile,
+} from '../../core/evidence/requirement.js';
+import { compareBytes } from '../../core/relative-path.js';
+import type { Manifest } from '../../core/manifest.js';
+import { AGENT_VERSION } from '../version.js';
+
+/** A Policy as far as checks go (spec.checks[] as the CRD has them, defaults not yet applied). */
+export interface PolicyChecksView {
+  metadata?: { name?: string };
+  spec?: {
+    roots?: string[];
+    checks?: { name: string; command: string[]; verifiers?: string[]; timeout?: string; profile?: string; env?: string[] }[];
+    isolation?: { check?: unknown };
+  };
+}
+
+export interface ResolvedRequirement {
+  /** The Policy's checks with defaults applied, in Policy order. */
+  definitions: CheckDefinition[];
+  /** Per Root: the Root-relative paths every check together binds in the given generation (byte order). */
+  bound: Map<string, string[]>;
+  /** The bound files, qualified with their Root's name, with their bytes' SHA-256 from the manifest. */
+  files: VerifierFile[];
+  /** verifierIdentity(files): what the Policy declares must be executed. */
+  declaredVerifier: string;
+  requirementHash: string;
+}
+
+/** spec.checks[] with the CRD's defaults (timeout 10m, profile legacy, no verifiers, no env). */
+export function checkDefinitions(policy: PolicyChecksView | undefined): CheckDefinition[] {
+  return (policy?.spec?.checks ?? []).map((c) => ({
+    name: c.name,
+    command: [...c.command],
+    verifiers: [...(c.verifiers ?? [])],
+    timeout: c.timeout ?? '10m',
+    profile: (c.profile ?? 'legacy') as CheckProfile,
+    env: [...(c.env ?? [])],
+  }));
+}
+
+/**
+ * Resolves the requirement of `policy` over `roots`, each read in `manifestOf(root)` (a generation's
+ * manifest). Returns null when a Root's manifest is not available: an unresolvable requirement is absent,
+ * never "no requirement".
+ */
+export function resolveRequirement(policy: PolicyChecksView | undefined, roots: readonly string[], manifestOf: (root: string) => Manifest | undefined): ResolvedRequirement | null {
+  const definitions = checkDefinitions(policy);
+  const bound = new Map<string, string[]>();
+  const files: VerifierFile[] = [];
+  for (const root of roots) {
+    const manifest = manifestOf(root);
+    if (!manifest) return null;
+    const paths = new Set<string>();
+    for (const d of definitions) for (const p of boundVerifierPaths(d, manifest.entries)) paths.add(p);
+    const sorted = [...paths].sort(compareBytes);
+    bound.set(root, sorted);
+    const sums = new Map(manifest.entries.map((e) => [e.path, e.sha256]));
+    for (const p of sorted) files.push({ path: qualifiedVerifierPath(root, p), sha256: sums.get(p) ?? '' });
+  }
+  const declaredVerifier = verifierIdentity(files);
+  const hash = requirementHash({ checks: definitions, verifierIdentity: declaredVerifier, engineVersion: AGENT_VERSION, isolation: policy?.spec?.isolation?.check ?? null });
+  return { definitions, bound, files, declaredVerifier, requirementHash: hash };
+}

@@ -1,0 +1,77 @@
+// The collapse_transactions table: one row per Collapse object, holding the transaction's state and the
+// status document the agent applies, so each Collapse runs once and a restarted agent settles or
+// re-applies what it decided.
+import type { Database } from 'better-sqlite3';
+import type { TransactionState } from '../../core/collapse/transaction.js';
+import type { ReceiptContent } from '../../core/receipts/receipt.js';
+import type { Condition } from '../../kube/conditions.js';
+
+export interface CollapseResultEntry {
+  root: string;
+  fromGeneration: number;
+  toGeneration: number;
+  digest: string;
+}
+
+/** status.receipt of a Collapse (no `previous` for the first receipt: the schema has no null). */
+export interface StatusReceipt {
+  id: string;
+  sequence: number;
+  previous?: string;
+  signature: string;
+  keyId: string;
+}
+
+/** The node-agent's part of Collapse.status (the controller owns nodeName and WorldFound). */
+export interface AgentCollapseStatus {
+  phase: 'Preparing' | 'Authorized' | 'Committed' | 'Denied';
+  transaction: { id: string; state: TransactionState };
+  decision?: { authorized: boolean; reasons: string[] };
+  result?: CollapseResultEntry[];
+  receipt?: StatusReceipt;
+  reason?: string;
+  message?: string;
+  conditions: Condition[];
+}
+
+/** One Root as the transaction recorded it before anything moved. */
+export interface TransactionRoot {
+  name: string;
+  fromGeneration: number;
+  beforeDigest: string;
+}
+
+/** What a transaction row keeps besides its state: enough to settle it after a restart and to write its receipt. */
+export interface TransactionData {
+  status: AgentCollapseStatus;
+  world: { namespace: string; name: string; uid: string };
+  roots: TransactionRoot[];
+  evidence: ReceiptContent['evidence'];
+  receipt?: StatusReceipt;
+}
+
+export interface TransactionRow {
+  collapseUid: string;
+  id: string;
+  state: TransactionState;
+  data: TransactionData;
+}
+
+export function getTransaction(db: Database, collapseUid: string): TransactionRow | undefined {
+  const row = db.prepare('SELECT collapse_uid, id, state, data_json FROM collapse_transactions WHERE collapse_uid = ?').get(collapseUid) as
+    | { collapse_uid: string; id: string; state: TransactionState; data_json: string }
+    | undefined;
+  if (!row) return undefined;
+  const data = JSON.parse(row.data_json) as TransactionData & { root?: TransactionRoot };
+  // Rows written before multi-root transactions kept one `root`.
+  if (!Array.isArray(data.roots)) data.roots = data.root ? [data.root] : [];
+  delete data.root;
+  return { collapseUid: row.collapse_uid, id: row.id, state: row.state, data };
+}
+
+export function putTransaction(db: Database, t: TransactionRow, now: Date): void {
+  db.prepare(
+    `INSERT INTO collapse_transactions (collapse_uid, id, state, data_json, updated_at) VALUES (?, ?, ?, ?, ?)
+     ON CONFLICT (collapse_uid) DO UPDATE SET state = excluded.state, data_json = excluded.data_json, updated_at = excluded.updated_at`,
+  ).run(t.collapseUid, t.id, t.state, JSON.stringify(t.data), now.toISOString());
+}

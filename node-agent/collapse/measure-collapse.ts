@@ -1,0 +1,228 @@
+// Everything the decision kernel compares, measured on this node for one Collapse of mode Candidate:
+// the World's record (its base and captured candidate), the store's records (PRIME's generation, the
+// stored candidate), fresh walks of live PRIME, the governing Policy resolved against PRIME now, and the
+// evaluations table. Each identity pair is fed from two different records, named at each field.
+//
+// measureCandidate() runs twice per collapse: at `prepare` (it walks live PRIME itself) and at the
+// serialized `commit` boundary, where the commit passes in its own re-hashes of live PRIME and of the
+// staged payload (commit-generation.ts) and everything else — the evaluations included, so a FAIL that
+// lands meanwhile revokes — is read again.
+import type { Database } from 'better-sqlite3';
+import type { DecisionInput } from '../../core/collapse/decide.js';
+import { absentId, idFrom, presentId, unmeasuredId } from '../../core/collapse/identity.js';
+import { digestOf } from '../../core/digest.js';
+import { verifierIdentity } from '../../core/evidence/requirement.js';
+import { applyDelta, manifestDigest, validateManifest } from '../../core/manifest.js';
+import { evaluationsFor } from '../checks/evaluation-records.js';
+import { readCandidate, verifierModifiedByCandidate } from '../checks/materialize.js';
+import { resolveRequirement, type PolicyChecksView } from '../checks/policy-requirement.js';
+import type { Store } from '../store/open-store.js';
+import { getGeneration, getGenerationManifest, getRoot, type RootRecord } from '../store/store-records.js';
+import type { StoredDelta } from '../world/candidate.js';
+import { generationManifest } from '../world/world-records.js';
+import { kernelEvaluations } from './kernel-evaluations.js';
+import { join } from 'node:path';
+
+/** One Root of the World as the measurement found it. */
+export interface MeasuredRoot {
+  name: string;
+  rootKey: string;
+  /** The World's base for this Root (world record, kept at fork time). */
+  base: { generation: number; digest: string };
+  /** PRIME as the store records it when the measurement started. */
+  prime: { generation: number; digest: string };
+  delta: StoredDelta | null;
+  /** The digest the tested candidate gives this Root (base manifest + delta), null when not computable. */
+  testedDigest: string | null;
+}
+
+export interface CandidateMeasurement {
+  input: DecisionInput;
+  roots: MeasuredRoot[];
+  candidateDir: string;
+  /** What the receipt binds: the requirement, subject and verifier identities the decision compared. */
+  evidence: { requirementHash: string | null; subject: string | null; verifierIdentity: string | null; executedVerifierIdentity: string | null };
+}
+
+export interface WorldView {
+  uid: string;
+  roots: readonly string[];
+  /** World status (the agent's record): base[] and candidate.digest. */
+  base: readonly { root: string; generation: number; digest: string }[];
+  candidateDigest: string | undefined;
+}
+
+/** At the commit boundary: the commit's own re-hashes (undefined when the walk found a problem). */
+export interface BoundaryHashes {
+  /** Per Root: live PRIME re-hashed at the boundary. */
+  prime: ReadonlyMap<string, string | undefined>;
+  /** Per Root: the staged payload re-hashed at the boundary. */
+  staged: ReadonlyMap<string, string | undefined>;
+}
+
+const entryQuery = 'SELECT type, mode, uid, gid, size, sha256, target FROM generation_entries WHERE generation_id = ? AND path = ?';
+
+/** Paths the candidate changes that PRIME also changed since the base (the two generations' entries compared). */
+function conflictsOf(db: Database, root: RootRecord, baseGeneration: number, delta: StoredDelta | null): { measured: false } | { measured: true; found: string[] } {
+  if (!delta) return { measured: false };
+  if (baseGeneration === root.generation) return { measured: true, found: [] };
+  const base = getGeneration(db, root.rootKey, baseGeneration);
+  const prime = getGeneration(db, root.rootKey, root.generation);
+  if (!base || !prime) return { measured: false };
+  const q = db.prepare(entryQuery);
+  const touched = [...delta.upsert.map((e) => e.path), ...delta.deleted];
+  const found = touched.filter((p) => JSON.stringify(q.get(base.id, p) ?? null) !== JSON.stringify(q.get(prime.id, p) ?? null)).map((p) => `${root.name}/${p}`);
+  return { measured: true, found };
+}
+
+/** A set of per-Root values as one identity value (Roots in the World's order); absent if any is. */
+function composite(parts: readonly (readonly [string, string | null | undefined])[]): string | null {
+  if (parts.length === 0 || parts.some(([, v]) => v === null || v === undefined)) return null;
+  return parts.length === 1 ? (parts[0]![1] as string) : digestOf(parts.map(([k, v]) => [k, v]));
+}
+
+/**
+ * Measures a Candidate-mode collapse. `walkPrime(root)` re-hashes live PRIME of a Root (undefined: the
+ * walk found a problem, or the live route is broken) and is only called at `prepare`.
+ */
+export async function measureCandidate(
+  store: Store,
+  world: WorldView,
+  policy: PolicyChecksView | undefined,
+  walkPrime: (root: RootRecord) => Promise<string | undefined>,
+  boundary?: BoundaryHashes,
+): Promise<CandidateMeasurement> {
+  const db = store.db;
+  const candidateDigest = world.candidateDigest;
+  const candidateDir = join(store.layout.candidates, (candidateDigest ?? 'sha256:missing').replace(/^sha256:/, ''));
+  let stored: ReturnType<typeof readCandidate> | undefined;
+  try {
+    stored = candidateDigest ? readCandidate(candidateDir) : undefined;
+  } catch {
+    stored = undefined; // unreadable, or it does not hash to its name: the delta pair below is then absent
+  }
+
+  const roots: MeasuredRoot[] = [];
+  let candidateValid = candidateDigest !== undefined && stored !== undefined && world.roots.length > 0;
+  const foreign: string[] = [];
+  let foreignMeasured = true;
+  const conflicts: string[] = [];
+  let conflictsMeasured = true;
+  const primeRehash: [string, string | undefined][] = [];
+  const stagedRehash: [string, string | undefined][] = [];
+  const startGenerations: [string, string | null][] = [];
+  const endGenerations: [string, string | null][] = [];
+  const storePrime: [string, string | null][] = [];
+  const candidateBase: [string, string | null][] = [];
+  const worldBase: [string, string | null][] = [];
+  const tested: [string, string | null][] = [];
+  const storeRoots: string[] = [];
+  const modifiedVerifiers: string[] = [];
+
+  const manifests = new Map<string, ReturnType<typeof generationManifest>>();
+  for (const name of world.roots) {
+    const root = getRoot(db, name);
+    const base = world.base.find((b) => b.root === name);
+    if (!root || !base) {
+      candidateValid = false;
+      startGenerations.push([name, null]);
+      continue;
+    }
+    startGenerations.push([name, String(root.generation)]);
+    if (root.state === 'Ready') storeRoots.push(name);
+    manifests.set(name, generationManifest(db, root.rootKey, root.generation));
+    const delta = stored?.deltas.get(root.rootKey) ?? null;
+    if (delta && (delta.root !== name || delta.baseGeneration !== base.generation || delta.baseDigest !== base.digest)) candidateValid = false;
+
+    // The digest the tested candidate gives this Root: the base generation's manifest with the delta applied.
+    let testedDigest: string | null = null;
+    const baseGen = getGeneration(db, root.rootKey, base.generation);
+    const baseManifest = baseGen && getGenerationManifest(db, baseGen.id);
+    if (baseManifest) {
+      const next = delta ? applyDelta(baseManifest, delta) : baseManifest;
+      if (validateManifest(next).length === 0) testedDigest = manifestDigest(next);
+      else candidateValid = false;
+    }
+
+    const rehash = boundary ? boundary.prime.get(name) : await walkPrime(root);
+    primeRehash.push([name, rehash]);
+    stagedRehash.push([name, boundary ? boundary.staged.get(name) : undefined]);
+    if (rehash === undefined) foreignMeasured = false;
+    else if (rehash !== root.digest) foreign.push(name);
+
+    const c = conflictsOf(db, root, base.generation, delta);
+    if (!c.measured) conflictsMeasured = conflictsMeasured && delta === null;
+    else conflicts.push(...c.found);
+
+    storePrime.push([name, `${name}@${root.generation}`]);
+    candidateBase.push([name, delta ? `${delta.root}@${delta.baseGeneration}` : stored ? `${name}@${base.generation}` : null]);
+    worldBase.push([name, base.digest]);
+    tested.push([name, testedDigest]);
+    roots.push({ name, rootKey: root.rootKey, base: { generation: base.generation, digest: base.digest }, prime: { generation: root.generation, digest: root.digest }, delta, testedDigest });
+  }
+
+  // The requirement CURRENT PRIME imposes: the Policy now, its verifiers read in PRIME's generation now.
+  const resolved = resolveRequirement(policy, world.roots, (name) => manifests.get(name));
+  for (const r of roots) modifiedVerifiers.push(...verifierModifiedByCandidate(resolved?.bound.get(r.name) ?? [], r.delta).map((p) => `${r.name}/${p}`));
+
+  const evaluations = candidateDigest ? kernelEvaluations(evaluationsFor(db, world.uid, candidateDigest)) : [];
+  if (resolved && resolved.definitions.length === 0 && stored) {
+    // No check is required: the empty roster is the evaluation. Nothing ran; its subject is the candidate
+    // as re-hashed in the store, its executed verifier set the empty one. That is all it can claim.
+    evaluations.push({
+      ordinal: evaluations.reduce((n, e) => Math.max(n, e.ordinal), 0) + 1,
+      subject: presentId('evidenceSubject', stored.digest),
+      requirement: presentId('requirement', resolved.requirementHash),
+      context: { present: true, intact: true, world: idFrom('world', world.uid) },
+      executedVerifier: presentId('verifierExecuted', verifierIdentity([])),
+      executions: [],
+    });
+  }
+  for (const name of world.roots) endGenerations.push([name, getRoot(db, name) ? String(getRoot(db, name)!.generation) : null]);
+  const speaking = evaluations.reduce<(typeof evaluations)[number] | undefined>((a, e) => (!a || e.ordinal > a.ordinal ? e : a), undefined);
+
+  const input: DecisionInput = {
+    stage: boundary ? 'commit' : 'prepare',
+    candidateValid,
+    conflicts: conflictsMeasured && roots.length === world.roots.length ? { measured: true, found: conflicts } : { measured: false },
+    foreignWrites: foreignMeasured && roots.length === world.roots.length ? { measured: true, found: foreign } : { measured: false },
+    // PRIME's generation when the measurement started (store record) and when it ended (store record, read again).
+    primeGeneration: {
+      before: idFrom('primeGeneration', composite(startGenerations)),
+      after: idFrom('primeGeneration', composite(endGenerations)),
+    },
+    // parent: the generation PRIME is (store record) vs the generation the candidate was captured on (candidate's delta).
+    parent: { storePrime: idFrom('parent', composite(storePrime)), candidateBase: idFrom('parent', composite(candidateBase)) },
+    // base: live PRIME re-hashed now vs the base digest the World kept at fork time.
+    base: { primeRehash: idFrom('base', composite(primeRehash)), world: idFrom('base', composite(worldBase)) },
+    // delta: the digest the World's capture recorded vs the stored candidate re-hashed (candidate.json hashes to its name).
+    delta: { captured: idFrom('delta', candidateDigest), stored: idFrom('delta', stored?.digest) },
+    // root set: the Roots the World names vs the Roots the store holds Ready for them.
+    rootSet: { world: world.roots.length > 0 ? presentId('rootSet', world.roots.join('\n')) : absentId('rootSet'), store: storeRoots.length > 0 ? presentId('rootSet', storeRoots.join('\n')) : absentId('rootSet') },
+    // staged root (commit only): the staged payload re-hashed vs what the tested candidate gives.
+    stagedRoot: boundary
+      ? { staged: idFrom('stagedRoot', composite(stagedRehash)), tested: idFrom('stagedRoot', composite(tested)) }
+      : { staged: unmeasuredId('stagedRoot'), tested: unmeasuredId('stagedRoot') },
+    subject: idFrom('evidenceSubject', candidateDigest),
+    obligation: {
+      mode: 'Candidate',
+      world: idFrom('world', world.uid),
+      currentRequirement: idFrom('requirement', resolved?.requirementHash),
+      requiredChecks: (resolved?.definitions ?? []).map((d) => d.name),
+      declaredVerifier: idFrom('verifierDeclared', resolved?.declaredVerifier),
+      verifiersModifiedByCandidate: resolved && stored ? { measured: true, found: modifiedVerifiers } : { measured: false },
+      evaluations,
+    },
+  };
+  return {
+    input,
+    roots,
+    candidateDir,
+    evidence: {
+      requirementHash: resolved?.requirementHash ?? null,
+      subject: candidateDigest ?? null,
+      verifierIdentity: resolved?.declaredVerifier ?? null,
+      executedVerifierIdentity: speaking && speaking.executedVerifier.present ? speaking.executedVerifier.value : null,
+    },
+  };
+}

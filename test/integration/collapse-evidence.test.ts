@@ -1,0 +1,213 @@
+// Collapse with checks on a real stack (kube-apiserver + etcd, controller, node-agent as root). Each named
+// evidence refusal is reproduced the way it would arise: a failing check, a candidate that rewrites its
+// verifier, a Policy changed after the checks ran, a roster not yet complete, a tampered verifier in the
+// store, an evaluation forged or stripped at rest, and staged bytes changed between staging and commit.
+// A passing candidate commits and its World shows phase Collapsed.
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { chownSync, existsSync, mkdirSync, readdirSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import { startStack, type Stack } from '../support/stack.js';
+import { kc } from '../support/wait.js';
+import { applyRoot, describeRun, runWorld, shWorld } from '../support/worlds.js';
+
+const OWNER = 1000;
+const CHECK = { name: 'verify', command: ['/bin/sh', 'checks/verify.sh'], verifiers: ['checks/**'], timeout: '1m' };
+
+function put(path: string, content: string): void {
+  writeFileSync(path, content, { mode: 0o644 });
+  chownSync(path, OWNER, OWNER);
+}
+
+function dir(path: string): void {
+  mkdirSync(path, { mode: 0o755 });
+  chownSync(path, OWNER, OWNER);
+}
+
+function policy(name: string, root: string, checks: unknown[]): string {
+  return JSON.stringify({
+    apiVersion: 'worldline.dev/v1alpha1',
+    kind: 'Policy',
+    metadata: { name },
+    spec: { roots: [root], checks, isolation: { agent: { minimumLevel: 'os-sandboxed', controls: ['network-denied'] } } },
+  });
+}
+
+function collapseManifest(name: string, worldRef: string): string {
+  return JSON.stringify({ apiVersion: 'worldline.dev/v1alpha1', kind: 'Collapse', metadata: { name, namespace: 'default' }, spec: { worldRef, mode: 'Candidate' } });
+}
+
+describe('collapse evidence on a real stack', () => {
+  let s: Stack;
+
+  before(async () => {
+    s = await startStack({ nodeName: 'evidence-node' });
+  });
+  after(async () => {
+    await s?.stop();
+  });
+
+  /** A Root whose checks/verify.sh passes when README.md says ok, under a Policy with `checks`. */
+  const project = async (name: string, checks: unknown[] | null = [CHECK]): Promise<string> => {
+    const path = join(s.scratch, name);
+    dir(path);
+    dir(join(path, 'checks'));
+    put(join(path, 'checks', 'verify.sh'), 'grep -q ok README.md\n');
+    put(join(path, 'checks', 'slow.sh'), 'sleep 40\n');
+    put(join(path, 'README.md'), 'not yet\n');
+    const root = await applyRoot(s, name, path);
+    assert.equal(root.status.phase, 'Ready', JSON.stringify(root.status));
+    if (checks) await s.apply(policy(`${name}-policy`, name, checks));
+    return path;
+  };
+
+  const checkDone = (name: string): Promise<Record<string, any>> =>
+    s.waitFor(`Check ${name} finished`, async () => {
+      const c = await s.get('check', name, 'default');
+      return ['Passed', 'Failed', 'Refused'].includes(c?.status?.phase) ? c : undefined;
+    }, 60_000);
+
+  const collapse = async (name: string, world: string): Promise<Record<string, any>> => {
+    await s.apply(collapseManifest(name, world));
+    return s.waitFor(`Collapse ${name} Committed or Denied`, async () => {
+      const c = await s.get('collapse', name, 'default');
+      return c?.status?.phase === 'Committed' || c?.status?.phase === 'Denied' ? c : undefined;
+    }, 60_000);
+  };
+
+  const denied = (c: Record<string, any>, reason: string): void => {
+    assert.equal(c.status.phase, 'Denied', JSON.stringify(c.status));
+    assert.equal(c.status.transaction.state, 'DENIED');
+    assert.ok(c.status.decision.reasons.includes(reason), `${reason} expected in ${JSON.stringify(c.status.decision)}`);
+    assert.ok(c.status.receipt?.id, 'a denied transaction has its receipt too');
+  };
+
+  test('a candidate whose checks pass commits; the World is Collapsed and kubectl wait sees it', async () => {
+    const path = await project('ok');
+    const r = await runWorld(s, 'ok-w', shWorld(['ok'], 'echo ok > README.md'));
+    assert.equal(r.status.phase, 'Captured', describeRun(r));
+    assert.equal((await checkDone('ok-w-verify')).status.phase, 'Passed');
+    await s.apply(collapseManifest('ok-col', 'ok-w'));
+    await kc(s.cp, ['wait', '--for=condition=Collapsed', '--timeout=60s', 'collapse/ok-col', '-n', 'default']);
+    const c = await s.get('collapse', 'ok-col', 'default');
+    assert.equal(c?.status.phase, 'Committed', JSON.stringify(c?.status));
+    assert.equal(readFileSync(join(path, 'README.md'), 'utf8'), 'ok\n');
+    const w = await s.waitWorld('ok-w', ['Collapsed']);
+    const cond = (w.status.conditions as { type: string; status: string }[]).find((x) => x.type === 'Collapsed');
+    assert.equal(cond?.status, 'True');
+    // The World's candidate is PRIME now: a second Collapse of it is refused by name.
+    denied(await collapse('ok-col-again', 'ok-w'), 'WORLD_ALREADY_COLLAPSED');
+  });
+
+  test('a failing check denies the collapse (CHECK_NOT_PASSED) and PRIME is untouched', async () => {
+    const path = await project('bad');
+    const r = await runWorld(s, 'bad-w', shWorld(['bad'], 'echo nope > README.md'));
+    assert.equal(r.status.phase, 'Captured', describeRun(r));
+    assert.equal((await checkDone('bad-w-verify')).status.phase, 'Failed');
+    denied(await collapse('bad-col', 'bad-w'), 'CHECK_NOT_PASSED');
+    assert.equal(readFileSync(join(path, 'README.md'), 'utf8'), 'not yet\n');
+  });
+
+  test('a candidate that rewrites its verifier is denied (VERIFIER_MODIFIED_BY_CANDIDATE) even though the check passed', async () => {
+    await project('cheat');
+    const r = await runWorld(s, 'cheat-w', shWorld(['cheat'], "echo ok > README.md && printf 'exit 0\\n' > checks/verify.sh"));
+    assert.equal(r.status.phase, 'Captured', describeRun(r));
+    assert.equal((await checkDone('cheat-w-verify')).status.phase, 'Passed', 'PRIME verifier ran and passed');
+    denied(await collapse('cheat-col', 'cheat-w'), 'VERIFIER_MODIFIED_BY_CANDIDATE');
+  });
+
+  test('a Policy changed after the checks ran makes the evidence stale; a revalidation under it commits', async () => {
+    const path = await project('stale');
+    const r = await runWorld(s, 'stale-w', shWorld(['stale'], 'echo ok > README.md'));
+    assert.equal(r.status.phase, 'Captured', describeRun(r));
+    assert.equal((await checkDone('stale-w-verify')).status.phase, 'Passed');
+    await s.apply(policy('stale-policy', 'stale', [{ ...CHECK, timeout: '2m' }]));
+    // The agent's Policy informer must have the new spec before the Collapse is judged.
+    await new Promise((res) => setTimeout(res, 1500));
+    denied(await collapse('stale-col', 'stale-w'), 'EVIDENCE_STALE');
+
+    await s.apply(JSON.stringify({ apiVersion: 'worldline.dev/v1alpha1', kind: 'Check', metadata: { name: 'stale-w-revalidate', namespace: 'default' }, spec: { worldRef: 'stale-w', name: 'verify', revalidate: true } }));
+    const re = await checkDone('stale-w-revalidate');
+    assert.equal(re.status.phase, 'Passed', JSON.stringify(re.status));
+    const c = await collapse('stale-col-2', 'stale-w');
+    assert.equal(c.status.phase, 'Committed', JSON.stringify(c.status));
+    assert.equal(readFileSync(join(path, 'README.md'), 'utf8'), 'ok\n');
+  });
+
+  test('a roster with a check still running is EXECUTION_EVIDENCE_INCOMPLETE', async () => {
+    await project('partial', [CHECK, { name: 'slow', command: ['/bin/sh', 'checks/slow.sh'], timeout: '1m' }]);
+    const r = await runWorld(s, 'partial-w', shWorld(['partial'], 'echo ok > README.md'));
+    assert.equal(r.status.phase, 'Captured', describeRun(r));
+    assert.equal((await checkDone('partial-w-verify')).status.phase, 'Passed');
+    const slow = await s.get('check', 'partial-w-slow', 'default');
+    assert.notEqual(slow?.status?.phase, 'Passed', 'the slow check has not finished');
+    denied(await collapse('partial-col', 'partial-w'), 'EXECUTION_EVIDENCE_INCOMPLETE');
+  });
+
+  test('a verifier tampered in the store runs other bytes than declared (VERIFIER_EXECUTION_IDENTITY_MISMATCH)', async () => {
+    const path = await project('tamper');
+    // Behind the agent's back: the generation's own copy of the verifier (what checks stage) is rewritten.
+    const payload = realpathSync(path);
+    writeFileSync(join(payload, 'checks', 'verify.sh'), 'exit 0\n');
+    const r = await runWorld(s, 'tamper-w', shWorld(['tamper'], 'echo ok > README.md'));
+    assert.equal(r.status.phase, 'Captured', describeRun(r));
+    const c = await checkDone('tamper-w-verify');
+    assert.equal(c.status.reason, 'VERIFIER_EXECUTION_IDENTITY_MISMATCH', JSON.stringify(c.status));
+    assert.notEqual(c.status.executedVerifierIdentity, c.status.verifierIdentity);
+    const col = await collapse('tamper-col', 'tamper-w');
+    denied(col, 'VERIFIER_EXECUTION_IDENTITY_MISMATCH');
+    assert.ok(col.status.decision.reasons.includes('FOREIGN_WRITE'), 'PRIME re-hashes differently too');
+  });
+
+  test('evidence forged at rest is EVIDENCE_CONTEXT_INVALID; evidence stripped of its context is EVIDENCE_CONTEXT_MISSING', async () => {
+    await project('forge');
+    const failing = await runWorld(s, 'forge-w', shWorld(['forge'], 'echo nope > README.md'));
+    assert.equal(failing.status.phase, 'Captured', describeRun(failing));
+    assert.equal((await checkDone('forge-w-verify')).status.phase, 'Failed');
+    const passing = await runWorld(s, 'strip-w', shWorld(['forge'], 'echo ok > README.md'));
+    assert.equal(passing.status.phase, 'Captured', describeRun(passing));
+    assert.equal((await checkDone('strip-w-verify')).status.phase, 'Passed');
+
+    await s.restartAgent({
+      signal: 'SIGTERM',
+      between: () => {
+        const db = new Database(join(s.storeDir, 'state.db'));
+        try {
+          // A FAIL rewritten as a PASS; a PASS whose context record is gone.
+          assert.equal(db.prepare("UPDATE evaluations SET verdict = 'PASS' WHERE world_uid = ?").run(failing.uid).changes, 1);
+          assert.equal(db.prepare('UPDATE evaluations SET context_json = NULL, context_digest = NULL WHERE world_uid = ?').run(passing.uid).changes, 1);
+        } finally {
+          db.close();
+        }
+      },
+    });
+    denied(await collapse('forge-col', 'forge-w'), 'EVIDENCE_CONTEXT_INVALID');
+    denied(await collapse('strip-col', 'strip-w'), 'EVIDENCE_CONTEXT_MISSING');
+  });
+
+  test('staged bytes changed between staging and commit are STAGED_UNTESTED; PRIME stays the base', async () => {
+    const path = await project('staged', null);
+    const r = await runWorld(s, 'staged-w', shWorld(['staged'], 'echo ok > README.md'));
+    assert.equal(r.status.phase, 'Captured', describeRun(r));
+    const flag = join(s.storeDir, 'test-hooks', 'after-verify.paused');
+    await s.restartAgent({ signal: 'SIGTERM', env: { WORLDLINE_TEST_COLLAPSE_HOOK: 'after-verify:pause' } });
+    await s.apply(collapseManifest('staged-col', 'staged-w'));
+    await s.waitFor('the collapse paused after staging', async () => existsSync(flag), 60_000);
+    const staging = join(s.storeDir, 'staging');
+    const dirs = readdirSync(staging).filter((d) => d.startsWith('collapse-'));
+    assert.equal(dirs.length, 1, dirs.join(','));
+    writeFileSync(join(staging, dirs[0]!, 'payload', 'README.md'), 'ok, and something nobody tested\n');
+    rmSync(flag);
+    const c = await s.waitFor('Collapse staged-col final', async () => {
+      const x = await s.get('collapse', 'staged-col', 'default');
+      return x?.status?.phase === 'Committed' || x?.status?.phase === 'Denied' ? x : undefined;
+    }, 60_000);
+    denied(c, 'STAGED_UNTESTED');
+    assert.equal(readFileSync(join(path, 'README.md'), 'utf8'), 'not yet\n');
+    await s.restartAgent({ signal: 'SIGTERM' });
+    // The ledger still verifies end to end.
+    execFileSync(process.execPath, [new URL('../../cli/worldline.js', import.meta.url).pathname, 'receipts', 'verify', '--ledger', join(s.storeDir, 'receipts', 'ledger.jsonl'), '--public-key', join(s.storeDir, 'keys', 'receipts-ed25519.pub.pem')]);
+  });
+});
