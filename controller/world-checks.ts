@@ -15,7 +15,7 @@ interface PolicyChecksView {
 interface CheckView {
   metadata?: { name?: string; namespace?: string };
   spec?: { worldRef?: string; name?: string; revalidate?: boolean };
-  status?: { verdict?: string };
+  status?: { verdict?: string; subject?: string };
 }
 
 /** Names of the checks the Policy governing any of the Roots requires (policy order); [] when none governs. */
@@ -77,4 +77,29 @@ export async function ensureChecks(
     made.push(name);
   }
   return made;
+}
+
+/**
+ * The World's ChecksPassed condition from its required Checks on the current candidate: True when every
+ * one passed, False naming the first that failed or was refused, Unknown while any is pending. With no
+ * check required it is True (NoChecksRequired): the collapse then needs no evaluation either.
+ */
+export function checksPassedCondition(
+  checks: Informer<KubernetesObject>,
+  namespace: string,
+  world: string,
+  required: readonly string[],
+  candidate: string | undefined,
+): { status: 'True' | 'False' | 'Unknown'; reason: string; message: string } {
+  if (required.length === 0) return { status: 'True', reason: 'NoChecksRequired', message: 'the governing Policy requires no check' };
+  const pending: string[] = [];
+  for (const name of required) {
+    const c: CheckView | undefined = checks.get(`${namespace}/${checkObjectName(world, name)}`);
+    const verdict = c?.spec?.worldRef === world && c.spec.name === name && c.status?.subject === candidate ? c.status?.verdict : undefined;
+    if (verdict === 'FAIL') return { status: 'False', reason: 'CheckFailed', message: `check ${name} failed on candidate ${candidate ?? ''}` };
+    if (verdict === 'REFUSED') return { status: 'False', reason: 'CheckRefused', message: `check ${name} was refused on candidate ${candidate ?? ''}` };
+    if (verdict !== 'PASS') pending.push(name);
+  }
+  if (pending.length > 0) return { status: 'Unknown', reason: 'ChecksPending', message: `waiting for ${pending.join(', ')}` };
+  return { status: 'True', reason: 'ChecksPassed', message: `all ${required.length} required checks passed on candidate ${candidate ?? ''}` };
 }

@@ -3,7 +3,7 @@
 // World is deleted (ownerReferences do the same wherever a garbage collector runs).
 import type { KubernetesObject } from '@kubernetes/client-node';
 import type { Clock } from '../kube/clock.js';
-import { findCondition } from '../kube/conditions.js';
+import { findCondition, setCondition } from '../kube/conditions.js';
 import type { EventRecorder } from '../kube/events.js';
 import type { Logger } from '../kube/logger.js';
 import type { ReconcileResult } from '../kube/reconcile.js';
@@ -13,7 +13,7 @@ import type { ObjectDeleter } from '../kube/object-deleter.js';
 import { ControllerConditions, NODE_CLEANUP_FINALIZER, NODE_LABEL } from './reasons.js';
 import { API_VERSION, refs } from './resources.js';
 import { computeWorldStatus, type RootView, type WorldView } from './world-status.js';
-import { checksSummary, ensureChecks, requiredChecks, type CheckCreator } from './world-checks.js';
+import { checksPassedCondition, checksSummary, ensureChecks, requiredChecks, type CheckCreator } from './world-checks.js';
 
 /** How often a World waiting on a node-agent's heartbeat is looked at again (leases expire silently). */
 const PRESENCE_RECHECK_MS = 10_000;
@@ -71,7 +71,16 @@ export function makeWorldReconciler(d: WorldReconcilerDeps): (key: string) => Pr
       const made = await ensureChecks(d.createCheck, d.caches.checks, { name, namespace: ns, uid: world.metadata.uid }, required);
       if (made.length > 0) d.events.normal(world, 'ChecksCreated', `created Check ${made.join(', ')} for the captured candidate`);
     }
-    const desired = required.length > 0 ? { ...computed, checksSummary: checksSummary(d.caches.checks, ns, name, required) } : computed;
+    let desired = required.length > 0 ? { ...computed, checksSummary: checksSummary(d.caches.checks, ns, name, required) } : computed;
+    const phase = world.status?.phase;
+    if (phase === 'Captured' || phase === 'Collapsed') {
+      // ChecksPassed (controller-owned) from the Checks on the current candidate; kept once the World is Collapsed.
+      const all = requiredChecks(d.caches.policies.list(), world.spec?.roots ?? []);
+      const candidate = (world.status?.candidate as { digest?: string } | undefined)?.digest;
+      const prev = findCondition(world.status?.conditions, 'ChecksPassed');
+      const cond = phase === 'Collapsed' && prev ? { status: prev.status, reason: prev.reason, message: prev.message } : checksPassedCondition(d.caches.checks, ns, name, all, candidate);
+      desired = { ...desired, conditions: setCondition([...desired.conditions, ...(prev ? [prev] : [])], { type: 'ChecksPassed', ...cond }, world.metadata.generation, now) };
+    }
 
     const keys = Object.keys(desired);
     const currentOwned = ownedSubset(world.status, keys);

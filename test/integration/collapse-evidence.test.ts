@@ -89,6 +89,7 @@ describe('collapse evidence on a real stack', () => {
     const r = await runWorld(s, 'ok-w', shWorld(['ok'], 'echo ok > README.md'));
     assert.equal(r.status.phase, 'Captured', describeRun(r));
     assert.equal((await checkDone('ok-w-verify')).status.phase, 'Passed');
+    await kc(s.cp, ['wait', '--for=condition=ChecksPassed', '--timeout=60s', 'world/ok-w', '-n', 'default']);
     await s.apply(collapseManifest('ok-col', 'ok-w'));
     await kc(s.cp, ['wait', '--for=condition=Collapsed', '--timeout=60s', 'collapse/ok-col', '-n', 'default']);
     const c = await s.get('collapse', 'ok-col', 'default');
@@ -106,6 +107,7 @@ describe('collapse evidence on a real stack', () => {
     const r = await runWorld(s, 'bad-w', shWorld(['bad'], 'echo nope > README.md'));
     assert.equal(r.status.phase, 'Captured', describeRun(r));
     assert.equal((await checkDone('bad-w-verify')).status.phase, 'Failed');
+    await kc(s.cp, ['wait', '--for=condition=ChecksPassed=False', '--timeout=60s', 'world/bad-w', '-n', 'default']);
     denied(await collapse('bad-col', 'bad-w'), 'CHECK_NOT_PASSED');
     assert.equal(readFileSync(join(path, 'README.md'), 'utf8'), 'not yet\n');
   });
