@@ -6,7 +6,7 @@
 // (collapse/collapse-transactions.ts), so a restarted agent settles what it left and never runs a
 // Collapse twice. A committed World moves to phase Collapsed.
 //
-// Scope: mode Candidate; every Root of the World must be on this node. CheckpointReturn is refused by name.
+// Scope: mode Candidate; all of a World's Roots move in one exchange. CheckpointReturn is refused by name.
 import { randomUUID } from 'node:crypto';
 import type { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
 import { decide, type Decision } from '../core/collapse/decide.js';
@@ -20,7 +20,7 @@ import { Informer } from '../kube/informer.js';
 import { objectKey } from '../kube/resource-ref.js';
 import { statusEqual, type StatusWriter } from '../kube/status-writer.js';
 import type { PolicyChecksView } from './checks/policy-requirement.js';
-import { collapseRoot, isCollapseError } from './collapse/index.js';
+import { collapseRoots, isCollapseError, type BoundaryHashes } from './collapse/index.js';
 import { cleanDigest } from './collapse/collapse-walk.js';
 import { getTransaction, putTransaction, type AgentCollapseStatus, type StatusReceipt, type TransactionRow } from './collapse/collapse-transactions.js';
 import { measureCandidate, type CandidateMeasurement, type WorldView } from './collapse/measure-collapse.js';
@@ -235,7 +235,6 @@ export function makeNodeCollapseReconciler(d: CollapseReconcilerDeps): (key: str
       return finish(c, deny(c, t, ['CANDIDATE_MISSING'], `World ${c.spec?.worldRef ?? ''} has no captured candidate on node ${d.nodeName} (phase ${String(world?.status?.phase ?? 'unknown')})`));
     }
     const roots = world.spec?.roots ?? [];
-    if (roots.length !== 1) return finish(c, deny(c, t, ['COLLAPSE_MULTI_ROOT_UNSUPPORTED'], `World ${world.metadata?.name ?? ''} has ${roots.length} Roots; this node-agent collapses single-Root Worlds only`));
     const ws = wrec.status as AgentWorldStatus;
     const view: WorldView = { uid: world.metadata?.uid ?? '', roots, base: ws.base ?? [], candidateDigest: ws.candidate?.digest };
     const policy = policyFor(d.policies(), roots);
@@ -256,21 +255,21 @@ export function makeNodeCollapseReconciler(d: CollapseReconcilerDeps): (key: str
     if (!decision.authorized) return finish(c, deny(c, t, [...decision.reasons], `denied: ${decision.reasons.join(', ')}`));
     const authorized = transition(t.state, { kind: 'authorize', decision });
     if (!authorized.ok) return finish(c, deny(c, t, [authorized.error], `the transaction could not be authorized: ${authorized.error}`));
-    const target = m.roots[0]!;
-    t = { ...t, state: authorized.state, data: { ...t.data, status: { ...t.data.status, phase: 'Authorized', transaction: { id, state: authorized.state }, decision: { authorized: true, reasons: [] }, reason: 'AUTHORIZED', message: `authorized; promoting the candidate into Root ${target.name}` } } };
+    const names = m.roots.map((r) => r.name).join(', ');
+    t = { ...t, state: authorized.state, data: { ...t.data, status: { ...t.data.status, phase: 'Authorized', transaction: { id, state: authorized.state }, decision: { authorized: true, reasons: [] }, reason: 'AUTHORIZED', message: `authorized; promoting the candidate into Root(s) ${names}` } } };
     putTransaction(db, t, d.clock.now());
     await applyStatus(c, t.data.status);
     await hooks.at('after-authorized');
 
     // At the serialized commit boundary: the kernel again, on the commit's own re-hashes and everything else read again.
-    const atBoundary = async (h: { prime: string | undefined; staged: string | undefined }): Promise<void> => {
-      const again = await measureCandidate(d.store, view, policy, walkPrime, { prime: new Map([[target.name, h.prime]]), staged: new Map([[target.name, h.staged]]) });
+    const atBoundary = async (h: BoundaryHashes): Promise<void> => {
+      const again = await measureCandidate(d.store, view, policy, walkPrime, h);
       const final = judged(again);
       if (!final.authorized) throw new Denial([...final.reasons], `denied at the commit boundary: ${final.reasons.join(', ')}`);
     };
-    let r: Awaited<ReturnType<typeof collapseRoot>>;
+    let committedRoots: Awaited<ReturnType<typeof collapseRoots>>;
     try {
-      r = await collapseRoot(d.store, { rootName: target.name, candidateDir: m.candidateDir, base: target.base }, { afterStep: (step) => hooks.at(step) }, atBoundary);
+      committedRoots = await collapseRoots(d.store, m.roots.map((r) => ({ rootName: r.name, candidateDir: m.candidateDir, base: r.base })), { afterStep: (step) => hooks.at(step) }, atBoundary);
     } catch (e) {
       // Refused at the boundary or failed before the exchange: PRIME is the base.
       const reasons = e instanceof Denial ? e.reasons : [isCollapseError(e) ? e.code : 'COLLAPSE_FAILED'];
@@ -279,10 +278,10 @@ export function makeNodeCollapseReconciler(d: CollapseReconcilerDeps): (key: str
     }
     const committed = transition(t.state, { kind: 'commit', decision });
     if (!committed.ok) d.logger.error('PRIME moved but the transaction machine refused COMMITTED; recording COMMITTED', { collapse: objectName(c), error: committed.error });
-    const result = [{ root: target.name, fromGeneration: r.fromGeneration, toGeneration: r.toGeneration, digest: r.digest }];
+    const result = committedRoots.map((r) => ({ root: r.root.name, fromGeneration: r.fromGeneration, toGeneration: r.toGeneration, digest: r.digest }));
     t = committedStatus(c, t, result, describe(result));
-    d.logger.info('collapse committed', { collapse: objectName(c), transaction: id, ...result[0] });
-    d.requeueRoot(target.name);
+    d.logger.info('collapse committed', { collapse: objectName(c), transaction: id, result });
+    for (const r of result) d.requeueRoot(r.root);
     // From here a failure (a status write) is retried by the runner: the row is final and keeps its receipt.
     await finish(c, t);
   };

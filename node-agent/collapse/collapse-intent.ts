@@ -19,6 +19,16 @@ export interface CollapseIntent {
   digest?: string;
 }
 
+/** The intent of a collapse of one or more Roots, committed in one exchange. */
+export interface CollapseSetIntent {
+  roots: CollapseIntent[];
+}
+
+/** An intent row's data: the set format, or the single-Root format written before it. */
+export function asSetIntent(data: CollapseSetIntent | CollapseIntent): CollapseSetIntent {
+  return 'roots' in data && Array.isArray(data.roots) ? data : { roots: [data as CollapseIntent] };
+}
+
 export const stagingDirFor = (layout: StoreLayout, intentId: string): string => join(layout.staging, `collapse-${intentId}`);
 
 /** The prepared link that is exchanged with live/<rootKey>: a sibling in live/, so one renameat2 swaps them. */

@@ -1,11 +1,12 @@
-// One root's collapse from start to end: intent, stage, verify, commit. From the intent row on, a crash
-// is settled by recoverCollapses (recover-collapses.ts); a refusal is settled the same way at once.
+// A collapse from start to end, for one Root or several: intent, stage each Root, verify, commit all in
+// one exchange. From the intent row on, a crash is settled by recoverCollapses (recover-collapses.ts); a
+// refusal is settled the same way at once.
 import { randomUUID } from 'node:crypto';
 import type { Store } from '../store/open-store.js';
 import { getGeneration, getRoot, insertIntent, updateIntent } from '../store/store-records.js';
 import { CollapseError } from './collapse-errors.js';
-import { COLLAPSE_INTENT_KIND, stagingDirFor, type CollapseHooks, type CollapseIntent } from './collapse-intent.js';
-import { commitGeneration, type CommitOptions, type CommitResult, type ExpectedBase } from './commit-generation.js';
+import { COLLAPSE_INTENT_KIND, stagingDirFor, type CollapseHooks, type CollapseIntent, type CollapseSetIntent } from './collapse-intent.js';
+import { commitGenerations, type CommitItem, type CommitOptions, type CommitResult, type ExpectedBase } from './commit-generation.js';
 import { recoverCollapseIntent } from './recover-collapses.js';
 import { stageGeneration } from './stage-generation.js';
 
@@ -18,34 +19,51 @@ export interface CollapseRootRequest {
 }
 
 export async function collapseRoot(store: Store, req: CollapseRootRequest, hooks: CollapseHooks = {}, authorize?: CommitOptions['authorize']): Promise<CommitResult> {
-  const root = getRoot(store.db, req.rootName);
-  if (!root) throw new CollapseError('ROOT_NOT_FOUND', `no root named ${req.rootName}`);
-  if (root.generation !== req.base.generation || root.digest !== req.base.digest) {
-    throw new CollapseError('PRIME_MOVED', `root ${req.rootName} is at generation ${root.generation}, not the candidate's base ${req.base.generation}`);
-  }
-  const base = getGeneration(store.db, root.rootKey, req.base.generation)!;
+  return (await collapseRoots(store, [req], hooks, authorize))[0]!;
+}
+
+/** Collapses every request's Root in one exchange, or none. */
+export async function collapseRoots(store: Store, reqs: readonly CollapseRootRequest[], hooks: CollapseHooks = {}, authorize?: CommitOptions['authorize']): Promise<CommitResult[]> {
+  if (reqs.length === 0) throw new CollapseError('CANDIDATE_INVALID', 'a collapse needs at least one root');
+  if (new Set(reqs.map((r) => r.rootName)).size !== reqs.length) throw new CollapseError('CANDIDATE_INVALID', 'a root is named twice in one collapse');
   const id = randomUUID();
-  let intent: CollapseIntent = {
-    rootName: req.rootName,
-    rootKey: root.rootKey,
-    baseGeneration: base.number,
-    baseGenerationId: base.id,
-    baseDigest: base.digest,
-    staging: stagingDirFor(store.layout, id),
-  };
+  let intent: CollapseSetIntent = { roots: [] };
+  for (const [n, req] of reqs.entries()) {
+    const root = getRoot(store.db, req.rootName);
+    if (!root) throw new CollapseError('ROOT_NOT_FOUND', `no root named ${req.rootName}`);
+    if (root.generation !== req.base.generation || root.digest !== req.base.digest) {
+      throw new CollapseError('PRIME_MOVED', `root ${req.rootName} is at generation ${root.generation}, not the candidate's base ${req.base.generation}`);
+    }
+    const base = getGeneration(store.db, root.rootKey, req.base.generation)!;
+    intent.roots.push({
+      rootName: req.rootName,
+      rootKey: root.rootKey,
+      baseGeneration: base.number,
+      baseGenerationId: base.id,
+      baseDigest: base.digest,
+      staging: stagingDirFor(store.layout, reqs.length === 1 ? id : `${id}-${n}`),
+    });
+  }
   insertIntent(store.db, id, COLLAPSE_INTENT_KIND, intent, store.now());
   await hooks.afterStep?.('after-intent');
   try {
-    const staged = await stageGeneration(store, req.rootName, req.candidateDir, req.base.generation, { stagingDir: intent.staging, hooks });
-    intent = { ...intent, generation: staged.generation, generationId: staged.generationId, digest: staged.digest };
-    updateIntent(store.db, id, intent); // before anything of it enters generations/
-    return await commitGeneration(store, req.rootName, staged, req.base, { hooks, intentId: id, ...(authorize ? { authorize } : {}) });
+    const items: CommitItem[] = [];
+    for (const [n, req] of reqs.entries()) {
+      const staged = await stageGeneration(store, req.rootName, req.candidateDir, req.base.generation, { stagingDir: intent.roots[n]!.staging, hooks });
+      const done: CollapseIntent = { ...intent.roots[n]!, generation: staged.generation, generationId: staged.generationId, digest: staged.digest };
+      intent = { roots: intent.roots.map((r, i) => (i === n ? done : r)) };
+      updateIntent(store.db, id, intent); // before anything of it enters generations/
+      items.push({ rootName: req.rootName, staged, expectedBase: req.base });
+    }
+    return await commitGenerations(store, items, { hooks, intentId: id, ...(authorize ? { authorize } : {}) });
   } catch (e) {
     // Settle now the way a restart would (it rolls back unless the exchange already happened).
     const outcome = await recoverCollapseIntent(store, id, intent).catch(() => undefined);
-    const after = getRoot(store.db, req.rootName);
-    if (outcome?.outcome === 'committed' && after && intent.generationId && intent.digest) {
-      return { root: after, fromGeneration: req.base.generation, toGeneration: after.generation, generationId: intent.generationId, digest: intent.digest };
+    if (outcome?.outcome === 'committed') {
+      return intent.roots.map((r) => {
+        const after = getRoot(store.db, r.rootName)!;
+        return { root: after, fromGeneration: r.baseGeneration, toGeneration: after.generation, generationId: r.generationId!, digest: r.digest! };
+      });
     }
     throw e;
   }

@@ -1,11 +1,13 @@
 // Settling collapses a crash interrupted, from the intent row and what is on disk alone. Fail-closed:
-// PRIME ends exactly the base or exactly the new generation, never a mix.
+// PRIME ends exactly the base or exactly the new generations, never a mix.
 //
-// The rule: the single renameat2 decides. live/<rootKey> names the new generation -> the exchange
-// happened; roll forward (record the rows) only when that generation's marker and its walk both give
-// the intent's digest, else point live/ back at the base. live/<rootKey> names the base -> it never
-// happened; remove the prepared link, the unrecorded generation and the staging directory. Anything
-// else (the link missing or naming a third target) is left alone with its intent, reported as blocked.
+// The rule: the single renameat2 decides. An intent names one or more Roots, all swapped by one
+// exchange of live/ (exchange-live.ts), so their live/<rootKey> links agree: all name the new
+// generations -> the exchange happened; roll forward (record the rows) only when every new generation's
+// marker and walk give the intent's digest, else point every link back at its base. All name the bases
+// -> it never happened; remove what was staged. Anything else (a link missing, a third target, a mix)
+// is left alone with its intent, reported as blocked. A leftover live.next/ is removed either way: live/
+// is what counts.
 import { lstat, readlink, rm } from 'node:fs/promises';
 import { fsyncPath, pathKind, replaceSymlink } from '../store/durable-fs.js';
 import { readMarker } from '../store/generation-marker.js';
@@ -13,11 +15,13 @@ import type { Store } from '../store/open-store.js';
 import { errnoCode } from '../store/store-errors.js';
 import { generationDir, liveLinkPath, liveLinkTarget, payloadDir } from '../store/store-layout.js';
 import { deleteIntent, getGeneration, getRoot, insertGeneration, listIntents, upsertRoot } from '../store/store-records.js';
-import { COLLAPSE_INTENT_KIND, nextLinkPath, type CollapseIntent } from './collapse-intent.js';
-import { collapseWalk } from './collapse-walk.js';
+import { asSetIntent, COLLAPSE_INTENT_KIND, nextLinkPath, type CollapseIntent, type CollapseSetIntent } from './collapse-intent.js';
+import { collapseWalk, type CollapseWalk } from './collapse-walk.js';
+import { removeNextMapping } from './exchange-live.js';
 
 export interface CollapseRecoveryOutcome {
   intentId: string;
+  /** The Roots of the intent, comma-separated. */
   rootName: string;
   outcome: 'committed' | 'rolled-back' | 'blocked';
   message: string;
@@ -25,9 +29,10 @@ export interface CollapseRecoveryOutcome {
 
 export async function recoverCollapses(store: Store): Promise<CollapseRecoveryOutcome[]> {
   const outcomes: CollapseRecoveryOutcome[] = [];
-  for (const intent of listIntents<CollapseIntent>(store.db, COLLAPSE_INTENT_KIND)) {
+  for (const intent of listIntents<CollapseSetIntent | CollapseIntent>(store.db, COLLAPSE_INTENT_KIND)) {
     outcomes.push(await recoverCollapseIntent(store, intent.id, intent.data));
   }
+  removeNextMapping(store.layout);
   return outcomes;
 }
 
@@ -40,59 +45,74 @@ async function readLinkOrNull(path: string): Promise<string | null> {
   }
 }
 
-export async function recoverCollapseIntent(store: Store, id: string, i: CollapseIntent): Promise<CollapseRecoveryOutcome> {
-  const result = (outcome: CollapseRecoveryOutcome['outcome'], message: string): CollapseRecoveryOutcome => ({ intentId: id, rootName: i.rootName, outcome, message });
-  const liveLink = liveLinkPath(store.layout, i.rootKey);
-  const current = await readLinkOrNull(liveLink);
-  const baseTarget = liveLinkTarget(i.baseGenerationId);
-  const newTarget = i.generationId ? liveLinkTarget(i.generationId) : undefined;
+/** A Root's new generation, checked: its marker and its walk both give the intent's digest. */
+async function verifiedNew(store: Store, i: CollapseIntent): Promise<CollapseWalk | undefined> {
+  if (!i.generationId || i.generation === undefined || !i.digest) return undefined;
+  const marker = await readMarker(store.layout, i.generationId);
+  if (marker?.rootKey !== i.rootKey || marker.generation !== i.generation || marker.digest !== i.digest) return undefined;
+  const payload = payloadDir(store.layout, i.generationId);
+  if ((await pathKind(payload)) !== 'dir') return undefined;
+  const walk = await collapseWalk(payload, store.dir);
+  return walk.problems.length === 0 && walk.digest === i.digest ? walk : undefined;
+}
 
-  if (newTarget !== undefined && current === newTarget && i.generationId && i.generation !== undefined && i.digest) {
-    const marker = await readMarker(store.layout, i.generationId);
-    const walk = (await pathKind(payloadDir(store.layout, i.generationId))) === 'dir' ? await collapseWalk(payloadDir(store.layout, i.generationId), store.dir) : undefined;
-    const root = getRoot(store.db, i.rootName);
-    if (
-      root &&
-      marker?.rootKey === i.rootKey &&
-      marker.generation === i.generation &&
-      marker.digest === i.digest &&
-      walk &&
-      walk.problems.length === 0 &&
-      walk.digest === i.digest
-    ) {
-      await cleanup(store, i, { keepGeneration: true });
-      const payload = await lstat(payloadDir(store.layout, i.generationId), { bigint: true });
+export async function recoverCollapseIntent(store: Store, id: string, data: CollapseSetIntent | CollapseIntent): Promise<CollapseRecoveryOutcome> {
+  const set = asSetIntent(data);
+  const names = set.roots.map((r) => r.rootName).join(',');
+  const result = (outcome: CollapseRecoveryOutcome['outcome'], message: string): CollapseRecoveryOutcome => ({ intentId: id, rootName: names, outcome, message });
+  const states: ('new' | 'base' | 'other')[] = [];
+  for (const i of set.roots) {
+    const current = await readLinkOrNull(liveLinkPath(store.layout, i.rootKey));
+    states.push(i.generationId && current === liveLinkTarget(i.generationId) ? 'new' : current === liveLinkTarget(i.baseGenerationId) ? 'base' : 'other');
+  }
+
+  if (set.roots.length > 0 && states.every((s) => s === 'new')) {
+    const walks: CollapseWalk[] = [];
+    for (const i of set.roots) {
+      const w = await verifiedNew(store, i);
+      if (w) walks.push(w);
+    }
+    const roots = set.roots.map((i) => getRoot(store.db, i.rootName));
+    if (walks.length === set.roots.length && roots.every((r) => r !== undefined)) {
+      await cleanup(store, set, { keepGenerations: true });
       const now = store.now();
-      const { generationId, generation, digest } = i;
+      const payloads: { dev: bigint; ino: bigint }[] = [];
+      for (const i of set.roots) payloads.push(await lstat(payloadDir(store.layout, i.generationId!), { bigint: true }));
       store.db.transaction(() => {
-        insertGeneration(store.db, { id: generationId, rootKey: i.rootKey, number: generation, digest, payloadDev: String(payload.dev), payloadIno: String(payload.ino) }, walk.manifest, now);
-        upsertRoot(store.db, { ...root, state: 'Ready', generation, digest, reason: null, message: null }, now);
+        set.roots.forEach((i, n) => {
+          insertGeneration(store.db, { id: i.generationId!, rootKey: i.rootKey, number: i.generation!, digest: i.digest!, payloadDev: String(payloads[n]!.dev), payloadIno: String(payloads[n]!.ino) }, walks[n]!.manifest, now);
+          upsertRoot(store.db, { ...roots[n]!, state: 'Ready', generation: i.generation!, digest: i.digest!, reason: null, message: null }, now);
+        });
         deleteIntent(store.db, id);
       })();
-      return result('committed', `the exchange had happened; recorded generation ${generation}`);
+      return result('committed', `the exchange had happened; recorded generation(s) ${set.roots.map((i) => `${i.rootName}@${i.generation ?? '?'}`).join(', ')}`);
     }
-    // Published but not trustworthy: back to the base, which is exactly what the store still records.
-    await replaceSymlink(liveLink, baseTarget);
-    await cleanup(store, i, { keepGeneration: false });
+    // Published but not trustworthy: back to the bases, which is exactly what the store still records.
+    for (const i of set.roots) await replaceSymlink(liveLinkPath(store.layout, i.rootKey), liveLinkTarget(i.baseGenerationId));
+    await cleanup(store, set, { keepGenerations: false });
     deleteIntent(store.db, id);
-    return result('rolled-back', `generation ${i.generation} was published but its marker or content does not match; live/ points at the base again`);
+    return result('rolled-back', 'the new generations were published but a marker or content does not match; live/ points at the bases again');
   }
-  if (current === baseTarget) {
-    await cleanup(store, i, { keepGeneration: false });
+  if (set.roots.length > 0 && states.every((s) => s === 'base')) {
+    await cleanup(store, set, { keepGenerations: false });
     deleteIntent(store.db, id);
     return result('rolled-back', 'the exchange had not happened; removed what was staged');
   }
-  return result('blocked', `${liveLink} points to ${current ?? 'nothing'}, neither the base nor the staged generation`);
+  return result('blocked', `live/ links of ${names} are ${states.join(', ')}: neither all the bases nor all the staged generations`);
 }
 
-/** Remove the prepared link, the staging directory and (unless kept, and only if never recorded) the new generation. */
-async function cleanup(store: Store, i: CollapseIntent, o: { keepGeneration: boolean }): Promise<void> {
-  await rm(nextLinkPath(store.layout, i.rootKey), { force: true });
-  await fsyncPath(store.layout.live);
-  await rm(i.staging, { recursive: true, force: true });
-  await fsyncPath(store.layout.staging);
-  if (!o.keepGeneration && i.generationId && i.generation !== undefined && getGeneration(store.db, i.rootKey, i.generation)?.id !== i.generationId) {
-    await rm(generationDir(store.layout, i.generationId), { recursive: true, force: true });
-    await fsyncPath(store.layout.generations);
+/** Remove prepared links, staging directories and (unless kept, and only if never recorded) the new generations. */
+async function cleanup(store: Store, set: CollapseSetIntent, o: { keepGenerations: boolean }): Promise<void> {
+  for (const i of set.roots) {
+    await rm(nextLinkPath(store.layout, i.rootKey), { force: true }); // single-link layout of older agents
+    await rm(i.staging, { recursive: true, force: true });
+    if (!o.keepGenerations && i.generationId && i.generation !== undefined && getGeneration(store.db, i.rootKey, i.generation)?.id !== i.generationId) {
+      await rm(generationDir(store.layout, i.generationId), { recursive: true, force: true });
+    }
   }
+  removeNextMapping(store.layout);
+  await fsyncPath(store.layout.live);
+  await fsyncPath(store.layout.staging);
+  await fsyncPath(store.layout.generations);
+  await fsyncPath(store.dir);
 }

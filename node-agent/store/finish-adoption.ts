@@ -11,6 +11,7 @@ import { writeMarker } from './generation-marker.js';
 import type { Store } from './open-store.js';
 import { errnoCode } from './store-errors.js';
 import { liveLinkTarget } from './store-layout.js';
+import { serializedOnStore } from './store-serial.js';
 import { deleteIntent, getRoot, insertGeneration, upsertRoot, type RootRecord } from './store-records.js';
 import { walkTree } from './walk-tree.js';
 
@@ -41,7 +42,8 @@ export async function finishAdoption(store: Store, id: string, intent: AdoptInte
   await fsyncPath(store.layout.generations);
   await hooks.afterStep?.('promoted');
 
-  await replaceSymlink(p.liveLink, liveLinkTarget(intent.generationId));
+  // Queued with collapse commits, which rebuild live/ as a whole (collapse/exchange-live.ts).
+  await serializedOnStore(store.dir, () => replaceSymlink(p.liveLink, liveLinkTarget(intent.generationId)));
   await hooks.afterStep?.('live-published');
 
   let state: RootRecord['state'] = 'Ready';

@@ -108,4 +108,30 @@ describe('collapse on a real stack', () => {
     assert.ok(out.length > 0);
     assert.equal(readFileSync(ledger, 'utf8').trim().split('\n').length, 2);
   });
+
+  test('a World with two Roots collapses both in one transaction; the World is Collapsed', async () => {
+    const paths = [join(s.scratch, 'multi-a'), join(s.scratch, 'multi-b')];
+    for (const p of paths) {
+      mkdirSync(p, { mode: 0o755 });
+      writeFileSync(join(p, 'f.txt'), 'base\n');
+      for (const x of [p, join(p, 'f.txt')]) chownSync(x, OWNER, OWNER);
+    }
+    assert.equal((await applyRoot(s, 'multi-a', paths[0]!)).status.phase, 'Ready');
+    assert.equal((await applyRoot(s, 'multi-b', paths[1]!)).status.phase, 'Ready');
+    const w = await runWorld(s, 'multi', shWorld(['multi-a', 'multi-b'], `echo a >> ${paths[0]}/f.txt && echo b >> ${paths[1]}/f.txt`));
+    assert.equal(w.status.phase, 'Captured', describeRun(w));
+    await s.apply(collapseManifest('multi-col', 'multi'));
+    const c = await waitCollapse('multi-col');
+    assert.equal(c.status.phase, 'Committed', JSON.stringify(c.status));
+    assert.deepEqual(c.status.result.map((r: { root: string; fromGeneration: number; toGeneration: number }) => [r.root, r.fromGeneration, r.toGeneration]), [['multi-a', 1, 2], ['multi-b', 1, 2]]);
+    assert.equal(readFileSync(join(paths[0]!, 'f.txt'), 'utf8'), 'base\na\n');
+    assert.equal(readFileSync(join(paths[1]!, 'f.txt'), 'utf8'), 'base\nb\n');
+    const world = await s.waitWorld('multi', ['Collapsed']);
+    assert.equal(world.status.reason, 'COLLAPSED');
+    // The receipt names both Roots with their before and after digests.
+    const lines = readFileSync(join(s.storeDir, 'receipts', 'ledger.jsonl'), 'utf8').trim().split('\n');
+    const last = JSON.parse(lines[lines.length - 1]!) as { body?: { roots?: { root: string; toGeneration: number }[] } } & Record<string, any>;
+    const body = last.body ?? last.receipt ?? last;
+    assert.deepEqual((body.roots as { root: string; toGeneration: number }[]).map((r) => [r.root, r.toGeneration]), [['multi-a', 2], ['multi-b', 2]]);
+  });
 });

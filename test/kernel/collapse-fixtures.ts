@@ -8,7 +8,7 @@ import { adoptRoot } from '../../node-agent/store/adopt-root.js';
 import type { Store } from '../../node-agent/store/open-store.js';
 import { checkRouting } from '../../node-agent/store/routing.js';
 import { walkTreeSync } from '../../node-agent/store/walk-tree-sync.js';
-import { storeCandidate, type Candidate } from '../../node-agent/world/candidate.js';
+import { storeCandidate, type Candidate, type RootChange } from '../../node-agent/world/candidate.js';
 import { makeSampleTree, run } from './store-fixtures.js';
 
 export interface MadeCandidate {
@@ -38,7 +38,8 @@ export async function sampleChange(next: string): Promise<void> {
   await chmod(join(next, 'src/main.ts'), 0o600);
 }
 
-export async function makeCandidate(t: TestContext, store: Store, rootName: string, change: (next: string) => Promise<void>): Promise<MadeCandidate> {
+/** One Root's change for a candidate: PRIME copied, changed by `change`, the delta the diff of the two walks. */
+export async function rootChangeOf(t: TestContext, store: Store, rootName: string, change: (next: string) => Promise<void>): Promise<{ change: RootChange; base: { generation: number; digest: string }; nextDigest: string; nextManifest: Manifest }> {
   const route = await checkRouting(store, rootName);
   const tmp = await mkdtemp(join(store.dir, '..', 'next-'));
   t.after(() => rm(tmp, { recursive: true, force: true }));
@@ -53,26 +54,30 @@ export async function makeCandidate(t: TestContext, store: Store, rootName: stri
   const b = base.root;
   const n = nextManifest.root;
   const rootChanged = !!b && !!n && (b.mode !== n.mode || b.uid !== n.uid || b.gid !== n.gid);
-  const candidate = await storeCandidate(store.layout.candidates, [
-    {
-      root: rootName,
-      rootKey: route.root.rootKey,
-      baseGeneration: route.root.generation,
-      baseDigest: route.root.digest,
-      capture: {
-        upsert,
-        deleted: diff.deleted,
-        ...(rootChanged && n ? { rootAttributes: n } : {}),
-        rootChanged,
-        added: diff.added.length,
-        modified: diff.modified.length,
-        upperFiles: upsert.filter((e) => e.type === 'file').map((e) => e.path),
-        problems: [],
-      },
-      upperDir: next,
+  const rc: RootChange = {
+    root: rootName,
+    rootKey: route.root.rootKey,
+    baseGeneration: route.root.generation,
+    baseDigest: route.root.digest,
+    capture: {
+      upsert,
+      deleted: diff.deleted,
+      ...(rootChanged && n ? { rootAttributes: n } : {}),
+      rootChanged,
+      added: diff.added.length,
+      modified: diff.modified.length,
+      upperFiles: upsert.filter((e) => e.type === 'file').map((e) => e.path),
+      problems: [],
     },
-  ]);
-  return { candidate, base: { generation: route.root.generation, digest: route.root.digest }, nextDigest: manifestDigest(nextManifest), nextManifest };
+    upperDir: next,
+  };
+  return { change: rc, base: { generation: route.root.generation, digest: route.root.digest }, nextDigest: manifestDigest(nextManifest), nextManifest };
+}
+
+export async function makeCandidate(t: TestContext, store: Store, rootName: string, change: (next: string) => Promise<void>): Promise<MadeCandidate> {
+  const made = await rootChangeOf(t, store, rootName, change);
+  const candidate = await storeCandidate(store.layout.candidates, [made.change]);
+  return { candidate, base: made.base, nextDigest: made.nextDigest, nextManifest: made.nextManifest };
 }
 
 /** Nothing a collapse leaves behind: staging empty, no prepared link in live/, only recorded generations. */
@@ -80,6 +85,7 @@ export async function leftovers(store: Store): Promise<string[]> {
   const found: string[] = [];
   for (const s of await readdir(store.layout.staging)) found.push(`staging/${s}`);
   for (const l of await readdir(store.layout.live)) if (l.startsWith('.')) found.push(`live/${l}`);
+  for (const l of await readdir(store.dir)) if (l === 'live.next') found.push(l);
   const recorded = new Set((store.db.prepare('SELECT id FROM generations').all() as { id: string }[]).map((r) => r.id));
   for (const g of await readdir(store.layout.generations)) if (!recorded.has(g)) found.push(`generations/${g}`);
   return found;
