@@ -71,8 +71,10 @@ export function makeWorldReconciler(d: WorldReconcilerDeps): (key: string) => Pr
       const made = await ensureChecks(d.createCheck, d.caches.checks, { name, namespace: ns, uid: world.metadata.uid }, required);
       if (made.length > 0) d.events.normal(world, 'ChecksCreated', `created Check ${made.join(', ')} for the captured candidate`);
     }
-    let desired = required.length > 0 ? { ...computed, checksSummary: checksSummary(d.caches.checks, ns, name, required) } : computed;
     const phase = world.status?.phase;
+    // The CHECKS column stays once the World is Collapsed (its Checks are not re-created then).
+    const counted = phase === 'Collapsed' ? requiredChecks(d.caches.policies.list(), world.spec?.roots ?? []) : required;
+    let desired = counted.length > 0 ? { ...computed, checksSummary: checksSummary(d.caches.checks, ns, name, counted) } : computed;
     if (phase === 'Captured' || phase === 'Collapsed') {
       // ChecksPassed (controller-owned) from the Checks on the current candidate; kept once the World is Collapsed.
       const all = requiredChecks(d.caches.policies.list(), world.spec?.roots ?? []);

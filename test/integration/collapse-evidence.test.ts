@@ -98,6 +98,7 @@ describe('collapse evidence on a real stack', () => {
     const w = await s.waitWorld('ok-w', ['Collapsed']);
     const cond = (w.status.conditions as { type: string; status: string }[]).find((x) => x.type === 'Collapsed');
     assert.equal(cond?.status, 'True');
+    await s.waitFor('CHECKS stays 1/1 once Collapsed', async () => (await s.get('world', 'ok-w', 'default'))?.status?.checksSummary === '1/1');
     // The World's candidate is PRIME now: a second Collapse of it is refused by name.
     denied(await collapse('ok-col-again', 'ok-w'), 'WORLD_ALREADY_COLLAPSED');
   });
