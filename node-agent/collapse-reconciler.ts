@@ -6,10 +6,12 @@
 // (collapse/collapse-transactions.ts), so a restarted agent settles what it left and never runs a
 // Collapse twice. A committed World moves to phase Collapsed.
 //
-// Scope: mode Candidate; all of a World's Roots move in one exchange. CheckpointReturn is refused by name.
+// Modes: Candidate promotes the World's captured candidate; CheckpointReturn returns PRIME to the World's
+// checkpoint (the generations it forked from) after its own collapse (collapse/measure-checkpoint.ts).
+// All of a World's Roots move in one exchange.
 import { randomUUID } from 'node:crypto';
 import type { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
-import { decide, type Decision } from '../core/collapse/decide.js';
+import { decide, type Decision, type DecisionInput } from '../core/collapse/decide.js';
 import { isFinal, transition, type TransactionState } from '../core/collapse/transaction.js';
 import type { Clock } from '../kube/clock.js';
 import { setCondition, type Condition } from '../kube/conditions.js';
@@ -20,10 +22,11 @@ import { Informer } from '../kube/informer.js';
 import { objectKey } from '../kube/resource-ref.js';
 import { statusEqual, type StatusWriter } from '../kube/status-writer.js';
 import type { PolicyChecksView } from './checks/policy-requirement.js';
-import { collapseRoots, isCollapseError, type BoundaryHashes } from './collapse/index.js';
+import { collapseRoots, isCollapseError, type BoundaryHashes, type CollapseRootRequest } from './collapse/index.js';
 import { cleanDigest } from './collapse/collapse-walk.js';
-import { getTransaction, putTransaction, type AgentCollapseStatus, type StatusReceipt, type TransactionRow } from './collapse/collapse-transactions.js';
-import { measureCandidate, type CandidateMeasurement, type WorldView } from './collapse/measure-collapse.js';
+import { getTransaction, listTransactions, putTransaction, type AgentCollapseStatus, type StatusReceipt, type TransactionRow } from './collapse/collapse-transactions.js';
+import { measureCheckpointReturn, type CollapsedResult } from './collapse/measure-checkpoint.js';
+import { measureCandidate, type WorldView } from './collapse/measure-collapse.js';
 import { collapseTestHooks, type CollapseTestHooks } from './collapse/test-hooks.js';
 import { receiptStatus, type ReceiptLedger, type SignedReceipt } from './receipts/ledger.js';
 import { openCollapseLedger } from './receipts/open-ledger.js';
@@ -86,12 +89,32 @@ function policyFor(policies: readonly CollapsePolicyView[], roots: readonly stri
   return policies.find((p) => (p.spec?.roots ?? []).some((r) => roots.includes(r)));
 }
 
-/** The kernel's decision plus the summary reason PRIME_MOVED when PRIME is past the World's base. */
-function judged(m: CandidateMeasurement): Decision {
-  const d = decide(m.input);
-  const moved = m.roots.some((r) => r.prime.generation !== r.base.generation);
+/** The kernel's decision plus the summary reason PRIME_MOVED when PRIME is not where the collapse starts from. */
+function judged(input: DecisionInput, moved: boolean): Decision {
+  const d = decide(input);
   if (!moved || d.reasons.includes('PRIME_MOVED')) return d;
   return { authorized: false, reasons: ['PRIME_MOVED', ...d.reasons] as Decision['reasons'] };
+}
+
+/** How a mode measures (at prepare, and at the boundary with the commit's re-hashes) and what it stages. */
+interface Plan {
+  measure(boundary?: BoundaryHashes): Promise<{
+    input: DecisionInput;
+    /** PRIME is not the generation this collapse starts from (summarised as PRIME_MOVED). */
+    moved: boolean;
+    evidence: TransactionRow['data']['evidence'];
+    requests: CollapseRootRequest[];
+    before: TransactionRow['data']['roots'];
+  }>;
+}
+
+/** Per Root, what this World's committed Candidate collapse made (collapse_transactions). */
+function committedCandidate(db: Store['db'], worldUid: string): CollapsedResult | undefined {
+  for (const t of listTransactions(db, 'COMMITTED')) {
+    if (t.data.world.uid !== worldUid || (t.data.mode ?? 'Candidate') !== 'Candidate') continue;
+    return new Map((t.data.status.result ?? []).map((r) => [r.root, { toGeneration: r.toGeneration, digest: r.digest }]));
+  }
+  return undefined;
 }
 
 export function makeNodeCollapseReconciler(d: CollapseReconcilerDeps): (key: string) => Promise<ReconcileResult> {
@@ -229,15 +252,46 @@ export function makeNodeCollapseReconciler(d: CollapseReconcilerDeps): (key: str
     await hooks.at('after-prepared');
 
     const wrec = world?.metadata?.uid ? getWorldRecord(db, world.metadata.uid) : undefined;
-    if ((c.spec?.mode ?? 'Candidate') !== 'Candidate') return finish(c, deny(c, t, ['COLLAPSE_MODE_UNSUPPORTED'], `mode ${c.spec?.mode ?? ''} is not supported by this node-agent yet`));
-    if (wrec?.state === 'collapsed') return finish(c, deny(c, t, ['WORLD_ALREADY_COLLAPSED'], `World ${c.spec?.worldRef ?? ''} was already collapsed; its candidate is PRIME's history now`));
-    if (!world || !wrec || wrec.state !== 'captured') {
-      return finish(c, deny(c, t, ['CANDIDATE_MISSING'], `World ${c.spec?.worldRef ?? ''} has no captured candidate on node ${d.nodeName} (phase ${String(world?.status?.phase ?? 'unknown')})`));
-    }
+    const mode = c.spec?.mode ?? 'Candidate';
+    if (mode !== 'Candidate' && mode !== 'CheckpointReturn') return finish(c, deny(c, t, ['COLLAPSE_MODE_UNSUPPORTED'], `mode ${mode} is not one this node-agent knows`));
+    if (!world || !wrec) return finish(c, deny(c, t, ['CANDIDATE_MISSING'], `World ${c.spec?.worldRef ?? ''} has no record on node ${d.nodeName}`));
     const roots = world.spec?.roots ?? [];
     const ws = wrec.status as AgentWorldStatus;
     const view: WorldView = { uid: world.metadata?.uid ?? '', roots, base: ws.base ?? [], candidateDigest: ws.candidate?.digest };
     const policy = policyFor(d.policies(), roots);
+
+    // What is measured, and how each Root is staged, by mode.
+    let plan: Plan;
+    if (mode === 'Candidate') {
+      if (wrec.state === 'collapsed') return finish(c, deny(c, t, ['WORLD_ALREADY_COLLAPSED'], `World ${c.spec?.worldRef ?? ''} was already collapsed; its candidate is PRIME's history now`));
+      if (wrec.state !== 'captured') {
+        return finish(c, deny(c, t, ['CANDIDATE_MISSING'], `World ${c.spec?.worldRef ?? ''} has no captured candidate on node ${d.nodeName} (phase ${String(world.status?.phase ?? 'unknown')})`));
+      }
+      plan = {
+        measure: async (boundary) => {
+          const m = await measureCandidate(d.store, view, policy, walkPrime, boundary);
+          const moved = m.roots.some((r) => r.prime.generation !== r.base.generation);
+          return { input: m.input, moved, evidence: m.evidence, requests: m.roots.map((r) => ({ rootName: r.name, candidateDir: m.candidateDir, base: r.base })), before: m.roots.map((r) => ({ name: r.name, fromGeneration: r.prime.generation, beforeDigest: r.prime.digest })) };
+        },
+      };
+    } else {
+      const made = committedCandidate(db, view.uid);
+      if (!made) return finish(c, deny(c, t, ['CHECKPOINT_NOT_COLLAPSED'], `World ${c.spec?.worldRef ?? ''} has no committed Candidate collapse on this node to return from`));
+      plan = {
+        measure: async (boundary) => {
+          const m = await measureCheckpointReturn(d.store, view, made, walkPrime, boundary);
+          const moved = m.roots.some((r) => r.prime.generation !== made.get(r.name)?.toGeneration);
+          return {
+            input: m.input,
+            moved,
+            evidence: m.evidence,
+            requests: m.roots.map((r) => ({ rootName: r.name, candidateDir: '', base: r.prime, returnTo: r.checkpoint.generation })),
+            before: m.roots.map((r) => ({ name: r.name, fromGeneration: r.prime.generation, beforeDigest: r.prime.digest })),
+          };
+        },
+      };
+    }
+    t = { ...t, data: { ...t.data, mode } };
 
     // The live route first: a broken mapping refuses before anything is read through it.
     for (const name of roots) {
@@ -249,27 +303,28 @@ export function makeNodeCollapseReconciler(d: CollapseReconcilerDeps): (key: str
       }
     }
 
-    const m = await measureCandidate(d.store, view, policy, walkPrime);
-    t = { ...t, data: { ...t.data, roots: m.roots.map((r) => ({ name: r.name, fromGeneration: r.prime.generation, beforeDigest: r.prime.digest })), evidence: m.evidence } };
-    const decision = judged(m);
+    const m = await plan.measure();
+    t = { ...t, data: { ...t.data, roots: m.before, evidence: m.evidence } };
+    const decision = judged(m.input, m.moved);
     if (!decision.authorized) return finish(c, deny(c, t, [...decision.reasons], `denied: ${decision.reasons.join(', ')}`));
     const authorized = transition(t.state, { kind: 'authorize', decision });
     if (!authorized.ok) return finish(c, deny(c, t, [authorized.error], `the transaction could not be authorized: ${authorized.error}`));
-    const names = m.roots.map((r) => r.name).join(', ');
-    t = { ...t, state: authorized.state, data: { ...t.data, status: { ...t.data.status, phase: 'Authorized', transaction: { id, state: authorized.state }, decision: { authorized: true, reasons: [] }, reason: 'AUTHORIZED', message: `authorized; promoting the candidate into Root(s) ${names}` } } };
+    const names = m.before.map((r) => r.name).join(', ');
+    const what = mode === 'Candidate' ? 'promoting the candidate into' : 'returning to the checkpoint';
+    t = { ...t, state: authorized.state, data: { ...t.data, status: { ...t.data.status, phase: 'Authorized', transaction: { id, state: authorized.state }, decision: { authorized: true, reasons: [] }, reason: 'AUTHORIZED', message: `authorized; ${what} Root(s) ${names}` } } };
     putTransaction(db, t, d.clock.now());
     await applyStatus(c, t.data.status);
     await hooks.at('after-authorized');
 
     // At the serialized commit boundary: the kernel again, on the commit's own re-hashes and everything else read again.
     const atBoundary = async (h: BoundaryHashes): Promise<void> => {
-      const again = await measureCandidate(d.store, view, policy, walkPrime, h);
-      const final = judged(again);
+      const again = await plan.measure(h);
+      const final = judged(again.input, again.moved);
       if (!final.authorized) throw new Denial([...final.reasons], `denied at the commit boundary: ${final.reasons.join(', ')}`);
     };
     let committedRoots: Awaited<ReturnType<typeof collapseRoots>>;
     try {
-      committedRoots = await collapseRoots(d.store, m.roots.map((r) => ({ rootName: r.name, candidateDir: m.candidateDir, base: r.base })), { afterStep: (step) => hooks.at(step) }, atBoundary);
+      committedRoots = await collapseRoots(d.store, m.requests, { afterStep: (step) => hooks.at(step) }, atBoundary);
     } catch (e) {
       // Refused at the boundary or failed before the exchange: PRIME is the base.
       const reasons = e instanceof Denial ? e.reasons : [isCollapseError(e) ? e.code : 'COLLAPSE_FAILED'];

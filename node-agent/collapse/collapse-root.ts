@@ -1,5 +1,5 @@
-// A collapse from start to end, for one Root or several: intent, stage each Root, verify, commit all in
-// one exchange. From the intent row on, a crash is settled by recoverCollapses (recover-collapses.ts); a
+// A collapse from start to end, for one Root or several: intent, stage each Root (from a candidate, or
+// from a checkpoint for a return), verify, commit all in one exchange. From the intent row on, a crash is settled by recoverCollapses (recover-collapses.ts); a
 // refusal is settled the same way at once.
 import { randomUUID } from 'node:crypto';
 import type { Store } from '../store/open-store.js';
@@ -9,13 +9,16 @@ import { COLLAPSE_INTENT_KIND, stagingDirFor, type CollapseHooks, type CollapseI
 import { commitGenerations, type CommitItem, type CommitOptions, type CommitResult, type ExpectedBase } from './commit-generation.js';
 import { recoverCollapseIntent } from './recover-collapses.js';
 import { stageGeneration } from './stage-generation.js';
+import { stageReturn } from './stage-return.js';
 
 export interface CollapseRootRequest {
   rootName: string;
   /** The candidate directory (candidates/<hex>) holding roots/<rootKey>.delta.json and the changed files. */
   candidateDir: string;
-  /** The base the candidate was captured from. */
+  /** The base the candidate was captured from (for a return: PRIME as the return starts from it). */
   base: ExpectedBase;
+  /** A return to a checkpoint: the generation whose content becomes PRIME again (candidateDir is then unused). */
+  returnTo?: number;
 }
 
 export async function collapseRoot(store: Store, req: CollapseRootRequest, hooks: CollapseHooks = {}, authorize?: CommitOptions['authorize']): Promise<CommitResult> {
@@ -49,7 +52,11 @@ export async function collapseRoots(store: Store, reqs: readonly CollapseRootReq
   try {
     const items: CommitItem[] = [];
     for (const [n, req] of reqs.entries()) {
-      const staged = await stageGeneration(store, req.rootName, req.candidateDir, req.base.generation, { stagingDir: intent.roots[n]!.staging, hooks });
+      const options = { stagingDir: intent.roots[n]!.staging, hooks };
+      const staged =
+        req.returnTo !== undefined
+          ? await stageReturn(store, req.rootName, req.base.generation, req.returnTo, options)
+          : await stageGeneration(store, req.rootName, req.candidateDir, req.base.generation, options);
       const done: CollapseIntent = { ...intent.roots[n]!, generation: staged.generation, generationId: staged.generationId, digest: staged.digest };
       intent = { roots: intent.roots.map((r, i) => (i === n ? done : r)) };
       updateIntent(store.db, id, intent); // before anything of it enters generations/

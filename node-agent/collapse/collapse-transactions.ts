@@ -45,6 +45,8 @@ export interface TransactionRoot {
 export interface TransactionData {
   status: AgentCollapseStatus;
   world: { namespace: string; name: string; uid: string };
+  /** Candidate or CheckpointReturn (rows written before modes were recorded are Candidate). */
+  mode?: 'Candidate' | 'CheckpointReturn';
   roots: TransactionRoot[];
   evidence: ReceiptContent['evidence'];
   receipt?: StatusReceipt;
@@ -57,11 +59,25 @@ export interface TransactionRow {
   data: TransactionData;
 }
 
+interface RawTransaction {
+  collapse_uid: string;
+  id: string;
+  state: TransactionState;
+  data_json: string;
+}
+
 export function getTransaction(db: Database, collapseUid: string): TransactionRow | undefined {
-  const row = db.prepare('SELECT collapse_uid, id, state, data_json FROM collapse_transactions WHERE collapse_uid = ?').get(collapseUid) as
-    | { collapse_uid: string; id: string; state: TransactionState; data_json: string }
-    | undefined;
-  if (!row) return undefined;
+  const row = db.prepare('SELECT collapse_uid, id, state, data_json FROM collapse_transactions WHERE collapse_uid = ?').get(collapseUid) as RawTransaction | undefined;
+  return row && fromRow(row);
+}
+
+/** Every transaction in a state, newest first. */
+export function listTransactions(db: Database, state: TransactionState): TransactionRow[] {
+  const rows = db.prepare('SELECT collapse_uid, id, state, data_json FROM collapse_transactions WHERE state = ? ORDER BY updated_at DESC').all(state) as RawTransaction[];
+  return rows.map(fromRow);
+}
+
+function fromRow(row: RawTransaction): TransactionRow {
   const data = JSON.parse(row.data_json) as TransactionData & { root?: TransactionRoot };
   // Rows written before multi-root transactions kept one `root`.
   if (!Array.isArray(data.roots)) data.roots = data.root ? [data.root] : [];

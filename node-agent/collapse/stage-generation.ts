@@ -134,7 +134,7 @@ export async function stageGeneration(store: Store, rootName: string, candidateD
 }
 
 /** Entries in byte order, so each parent directory exists before what it holds. */
-async function buildPayload(payload: string, manifest: Manifest, changed: ReadonlySet<string>, basePayload: string, candidateRoot: string): Promise<{ linked: number; copied: number }> {
+export async function buildPayload(payload: string, manifest: Manifest, changed: ReadonlySet<string>, basePayload: string, candidateRoot: string): Promise<{ linked: number; copied: number }> {
   mkdirSync(payload, { mode: 0o700 });
   const dirs = [payload];
   let linked = 0;

@@ -15,8 +15,8 @@ import { applyRoot, describeRun, runWorld, shWorld } from '../support/worlds.js'
 const OWNER = 1000;
 const CLI = fileURLToPath(new URL('../../cli/worldline.js', import.meta.url));
 
-function collapseManifest(name: string, worldRef: string): string {
-  return JSON.stringify({ apiVersion: 'worldline.dev/v1alpha1', kind: 'Collapse', metadata: { name, namespace: 'default' }, spec: { worldRef, mode: 'Candidate' } });
+function collapseManifest(name: string, worldRef: string, mode: 'Candidate' | 'CheckpointReturn' = 'Candidate'): string {
+  return JSON.stringify({ apiVersion: 'worldline.dev/v1alpha1', kind: 'Collapse', metadata: { name, namespace: 'default' }, spec: { worldRef, mode } });
 }
 
 describe('collapse on a real stack', () => {
@@ -133,5 +133,47 @@ describe('collapse on a real stack', () => {
     const last = JSON.parse(lines[lines.length - 1]!) as { body?: { roots?: { root: string; toGeneration: number }[] } } & Record<string, any>;
     const body = last.body ?? last.receipt ?? last;
     assert.deepEqual((body.roots as { root: string; toGeneration: number }[]).map((r) => [r.root, r.toGeneration]), [['multi-a', 2], ['multi-b', 2]]);
+  });
+
+  test('CheckpointReturn undoes a World\'s own collapse, once; without a collapse there is nothing to return from', async () => {
+    const hostPath = join(s.scratch, 'ret');
+    mkdirSync(hostPath, { mode: 0o755 });
+    writeFileSync(join(hostPath, 'keep.txt'), 'original\n');
+    writeFileSync(join(hostPath, 'gone.txt'), 'deleted by the world\n');
+    for (const p of [hostPath, join(hostPath, 'keep.txt'), join(hostPath, 'gone.txt')]) chownSync(p, OWNER, OWNER);
+    assert.equal((await applyRoot(s, 'ret', hostPath)).status.phase, 'Ready');
+    const never = await runWorld(s, 'ret-never', shWorld(['ret'], 'echo unused >> keep.txt'));
+    assert.equal(never.status.phase, 'Captured', describeRun(never));
+    const w = await runWorld(s, 'ret-w', shWorld(['ret'], 'echo changed > keep.txt && rm gone.txt && echo new > new.txt'));
+    assert.equal(w.status.phase, 'Captured', describeRun(w));
+
+    const none = await (async () => {
+      await s.apply(collapseManifest('ret-never-back', 'ret-never', 'CheckpointReturn'));
+      return waitCollapse('ret-never-back');
+    })();
+    assert.equal(none.status.phase, 'Denied', JSON.stringify(none.status));
+    assert.deepEqual(none.status.decision.reasons, ['CHECKPOINT_NOT_COLLAPSED']);
+
+    await s.apply(collapseManifest('ret-col', 'ret-w'));
+    assert.equal((await waitCollapse('ret-col')).status.phase, 'Committed');
+    assert.equal(readFileSync(join(hostPath, 'keep.txt'), 'utf8'), 'changed\n');
+
+    await s.apply(collapseManifest('ret-back', 'ret-w', 'CheckpointReturn'));
+    const back = await waitCollapse('ret-back');
+    assert.equal(back.status.phase, 'Committed', JSON.stringify(back.status));
+    assert.deepEqual(back.status.result.map((r: { fromGeneration: number; toGeneration: number }) => [r.fromGeneration, r.toGeneration]), [[2, 3]]);
+    assert.equal(back.status.result[0].digest, w.status.base[0].digest, 'PRIME has the checkpoint\'s digest again');
+    assert.equal(readFileSync(join(hostPath, 'keep.txt'), 'utf8'), 'original\n');
+    assert.equal(readFileSync(join(hostPath, 'gone.txt'), 'utf8'), 'deleted by the world\n');
+    assert.throws(() => readFileSync(join(hostPath, 'new.txt')), { code: 'ENOENT' });
+    const lines = readFileSync(join(s.storeDir, 'receipts', 'ledger.jsonl'), 'utf8').trim().split('\n');
+    assert.match(lines[lines.length - 1]!, /"mode":"CheckpointReturn"/);
+
+    // PRIME is no longer what the World's collapse made: a second return would discard generation 3's history.
+    await s.apply(collapseManifest('ret-back-again', 'ret-w', 'CheckpointReturn'));
+    const again = await waitCollapse('ret-back-again');
+    assert.equal(again.status.phase, 'Denied', JSON.stringify(again.status));
+    assert.ok(again.status.decision.reasons.includes('PRIME_MOVED'), JSON.stringify(again.status.decision));
+    assert.equal(readFileSync(join(hostPath, 'keep.txt'), 'utf8'), 'original\n');
   });
 });
