@@ -142,7 +142,7 @@ export type ConditionStatus = (typeof CONDITION_STATUSES)[number];
 export const WORLD_CONDITION_TYPES = ['Accepted', 'Admitted', 'Isolated', 'Running', 'Captured', 'ChecksPassed', 'Collapsed', 'Ready'] as const;
 export type WorldConditionType = (typeof WORLD_CONDITION_TYPES)[number];
 
-export const ROOT_CONDITION_TYPES = ['Accepted', 'Adopted', 'Ready'] as const;
+export const ROOT_CONDITION_TYPES = ['Accepted', 'Adopted', 'PrimeConsistent', 'Ready'] as const;
 export type RootConditionType = (typeof ROOT_CONDITION_TYPES)[number];
 
 export const POLICY_CONDITION_TYPES = ['Accepted', 'Ready'] as const;

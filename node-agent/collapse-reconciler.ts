@@ -34,7 +34,7 @@ import { refs } from './resources.js';
 import type { Store } from './store/open-store.js';
 import { checkRouting } from './store/routing.js';
 import { isStoreError } from './store/store-errors.js';
-import { getRoot } from './store/store-records.js';
+import { getRoot, upsertRoot } from './store/store-records.js';
 import type { WorldObj } from './world-launch.js';
 import { getWorldRecord, putWorldRecord } from './world/world-records.js';
 import { collapsedStatus, type AgentWorldStatus } from './world/world-status.js';
@@ -191,6 +191,19 @@ export function makeNodeCollapseReconciler(d: CollapseReconcilerDeps): (key: str
     else d.events.warning(c, t.data.status.reason ?? 'Denied', t.data.status.message ?? '');
   };
 
+  /** PRIME changed outside any collapse: the store Root is marked (its status shows PrimeConsistent=False) until it re-hashes clean. */
+  const markForeignWrites = (c: CollapseObj, input: DecisionInput): void => {
+    if (!input.foreignWrites.measured) return;
+    for (const name of input.foreignWrites.found) {
+      const root = getRoot(db, name);
+      if (!root || root.reason === 'FOREIGN_WRITE') continue;
+      const message = `PRIME of ${name} no longer has the bytes of generation ${root.generation} (found by Collapse ${objectName(c)}); collapses of it are refused until it does again`;
+      upsertRoot(db, { ...root, reason: 'FOREIGN_WRITE', message }, d.clock.now());
+      d.logger.warn('foreign write in PRIME: root marked', { root: name, collapse: objectName(c) });
+      d.requeueRoot(name);
+    }
+  };
+
   const deny = (c: CollapseObj, t: TransactionRow, reasons: string[], message: string): TransactionRow => {
     if (t.state === 'COMMITTED') throw new Error(`transaction ${t.id} is COMMITTED and cannot be denied`);
     const step = transition(t.state, { kind: 'deny', reasons });
@@ -306,6 +319,7 @@ export function makeNodeCollapseReconciler(d: CollapseReconcilerDeps): (key: str
     const m = await plan.measure();
     t = { ...t, data: { ...t.data, roots: m.before, evidence: m.evidence } };
     const decision = judged(m.input, m.moved);
+    markForeignWrites(c, m.input);
     if (!decision.authorized) return finish(c, deny(c, t, [...decision.reasons], `denied: ${decision.reasons.join(', ')}`));
     const authorized = transition(t.state, { kind: 'authorize', decision });
     if (!authorized.ok) return finish(c, deny(c, t, [authorized.error], `the transaction could not be authorized: ${authorized.error}`));
@@ -320,6 +334,7 @@ export function makeNodeCollapseReconciler(d: CollapseReconcilerDeps): (key: str
     const atBoundary = async (h: BoundaryHashes): Promise<void> => {
       const again = await plan.measure(h);
       const final = judged(again.input, again.moved);
+      markForeignWrites(c, again.input);
       if (!final.authorized) throw new Denial([...final.reasons], `denied at the commit boundary: ${final.reasons.join(', ')}`);
     };
     let committedRoots: Awaited<ReturnType<typeof collapseRoots>>;

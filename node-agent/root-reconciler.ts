@@ -13,7 +13,8 @@ import { adoptRoot } from './store/adopt-root.js';
 import type { Store } from './store/open-store.js';
 import { checkRouting } from './store/routing.js';
 import { isStoreError } from './store/store-errors.js';
-import { getRoot } from './store/store-records.js';
+import { getRoot, upsertRoot } from './store/store-records.js';
+import { cleanDigest } from './collapse/collapse-walk.js';
 import { refs } from './resources.js';
 
 interface RootObj extends KubernetesObject {
@@ -38,23 +39,26 @@ const ROUTING_RECHECK_MS = 60_000;
 
 type RootStatusDoc = NonNullable<RootObj['status']>;
 
-function doc(root: RootObj, phase: string, reason: string, message: string, now: Date, extra: Partial<RootStatusDoc> = {}): RootStatusDoc {
-  const prev = root.status?.conditions?.filter((c) => c.type === 'Adopted');
+const OWNED_CONDITIONS = new Set(['Adopted', 'PrimeConsistent']);
+
+/**
+ * The status document. `consistent`: whether live PRIME still has its recorded generation's bytes — false
+ * once a collapse found a foreign write (the store root's reason FOREIGN_WRITE), until a re-hash matches.
+ */
+function doc(root: RootObj, phase: string, reason: string, message: string, now: Date, extra: Partial<RootStatusDoc> = {}, consistent?: { ok: boolean; message: string }): RootStatusDoc {
+  const prev = root.status?.conditions?.filter((c) => OWNED_CONDITIONS.has(c.type));
   const adopted = phase === 'Ready' ? 'True' : 'False';
-  return {
-    phase,
-    reason,
-    message,
-    nodeName: root.spec?.nodeName ?? '',
-    ...extra,
-    conditions: setCondition(prev, { type: 'Adopted', status: adopted, reason: phase === 'Ready' ? 'Adopted' : reason, message }, root.metadata?.generation, now),
-  };
+  let conditions = setCondition(prev, { type: 'Adopted', status: adopted, reason: phase === 'Ready' ? 'Adopted' : reason, message }, root.metadata?.generation, now);
+  if (consistent) {
+    conditions = setCondition(conditions, { type: 'PrimeConsistent', status: consistent.ok ? 'True' : 'False', reason: consistent.ok ? 'Consistent' : 'FOREIGN_WRITE', message: consistent.message }, root.metadata?.generation, now);
+  }
+  return { phase, reason, message, nodeName: root.spec?.nodeName ?? '', ...extra, conditions };
 }
 
 function owned(s: RootObj['status']): Partial<RootStatusDoc> {
   if (!s) return {};
   const { phase, generation, digest, shortDigest, nodeName, reason, message } = s;
-  return { phase, generation, digest, shortDigest, nodeName, reason, message, conditions: (s.conditions ?? []).filter((c) => c.type === 'Adopted') };
+  return { phase, generation, digest, shortDigest, nodeName, reason, message, conditions: (s.conditions ?? []).filter((c) => OWNED_CONDITIONS.has(c.type)) };
 }
 
 export function makeNodeRootReconciler(d: RootReconcilerDeps): (key: string) => Promise<ReconcileResult> {
@@ -84,12 +88,21 @@ export function makeNodeRootReconciler(d: RootReconcilerDeps): (key: string) => 
 
     const readyDoc = async (): Promise<RootStatusDoc> => {
       const routing = await checkRouting(d.store, name);
-      const r = routing.root;
-      return doc(root, 'Ready', 'READY', `PRIME is generation ${r.generation} (${r.digest}); ${path} routes through the store`, now, {
-        generation: r.generation,
-        digest: r.digest,
-        shortDigest: r.digest.slice(7, 19),
-      });
+      let r = routing.root;
+      const ids = { generation: r.generation, digest: r.digest, shortDigest: r.digest.slice(7, 19) };
+      if (r.reason === 'FOREIGN_WRITE') {
+        // Marked by a collapse: re-hash PRIME; the mark is lifted once its bytes are the recorded generation's again.
+        if ((await cleanDigest(routing.payloadPath, d.store.dir)) === r.digest) {
+          upsertRoot(d.store.db, { ...r, reason: null, message: null }, now);
+          r = getRoot(d.store.db, name)!;
+          d.logger.info('foreign write mark lifted: PRIME re-hashes to its recorded generation', { root: name });
+        } else {
+          const message = r.message ?? `PRIME of ${name} was changed outside any collapse`;
+          return doc(root, 'Ready', 'FOREIGN_WRITE', message, now, ids, { ok: false, message });
+        }
+      }
+      const consistent = root.status?.conditions?.some((c) => c.type === 'PrimeConsistent') ? { ok: true, message: `PRIME re-hashes to generation ${r.generation}` } : undefined;
+      return doc(root, 'Ready', 'READY', `PRIME is generation ${r.generation} (${r.digest}); ${path} routes through the store`, now, ids, consistent);
     };
 
     try {

@@ -162,6 +162,19 @@ describe('collapse evidence on a real stack', () => {
     const col = await collapse('tamper-col', 'tamper-w');
     denied(col, 'VERIFIER_EXECUTION_IDENTITY_MISMATCH');
     assert.ok(col.status.decision.reasons.includes('FOREIGN_WRITE'), 'PRIME re-hashes differently too');
+    // The Root is marked until its bytes are the recorded generation's again.
+    const marked = await s.waitFor('Root tamper PrimeConsistent=False', async () => {
+      const root = await s.get('root', 'tamper');
+      return root?.status?.conditions?.some((c: { type: string; status: string }) => c.type === 'PrimeConsistent' && c.status === 'False') ? root : undefined;
+    });
+    assert.equal(marked.status.reason, 'FOREIGN_WRITE');
+    writeFileSync(join(payload, 'checks', 'verify.sh'), 'grep -q ok README.md\n');
+    await kc(s.cp, ['annotate', 'root', 'tamper', 'worldline.dev/recheck=1', '--overwrite']);
+    const lifted = await s.waitFor('Root tamper PrimeConsistent=True', async () => {
+      const root = await s.get('root', 'tamper');
+      return root?.status?.conditions?.some((c: { type: string; status: string }) => c.type === 'PrimeConsistent' && c.status === 'True') ? root : undefined;
+    });
+    assert.equal(lifted.status.reason, 'READY');
   });
 
   test('evidence forged at rest is EVIDENCE_CONTEXT_INVALID; evidence stripped of its context is EVIDENCE_CONTEXT_MISSING', async () => {
