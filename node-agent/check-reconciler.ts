@@ -21,13 +21,16 @@ import { hasEvaluation, recordEvaluation } from './checks/evaluation-records.js'
 import { checkDefinitions, resolveRequirement, type PolicyChecksView } from './checks/policy-requirement.js';
 import { CHECK_ENV_BASE, runCheck, type CheckResult } from './checks/run-check.js';
 import { ID_RANGE, type AgentConfig } from './config.js';
-import { governingPolicy, type PolicyView } from './isolation/world-request.js';
+import { checkPolicyRecord, checkRequestRecord, governingPolicy, type PolicyView } from './isolation/world-request.js';
+import { worldGate } from './world-gate.js';
+import type { StartHooks } from './world/supervise.js';
 import { refs } from './resources.js';
-import type { CgroupLayout } from './sandbox/cgroup.js';
+import type { CgroupLayout, CgroupReadback } from './sandbox/cgroup.js';
 import type { Store } from './store/open-store.js';
 import { checkRouting } from './store/routing.js';
 import { payloadDir } from './store/store-layout.js';
 import { getGeneration, getRoot } from './store/store-records.js';
+import { AGENT_VERSION } from './version.js';
 import type { WorldAdmission } from './world-reconciler.js';
 import type { WorldObj } from './world-launch.js';
 import { acquireSlot, releaseSlot, slotBase, SlotsExhausted } from './world/id-slots.js';
@@ -212,12 +215,43 @@ export class NodeChecks {
       mkdirSync(checksDir, { recursive: true, mode: 0o711 });
       const runId = uid.replace(/[^A-Za-z0-9-]/g, '');
       const reserve = answer.reserve;
+      const env = [...CHECK_ENV_BASE, `HOME=${HOME}`, ...(definition.env ?? []).flatMap((n) => (process.env[n] !== undefined ? [`${n}=${process.env[n]}`] : []))];
+      // The check stage's isolation: observed in the sandbox before the check runs, judged against the Policy's spec.isolation.check.
+      let isolation: string | undefined;
+      const gate = (cg: CgroupReadback): StartHooks =>
+        worldGate(
+          {
+            worldUid: `check-${runId}`,
+            network: { policy: 'None', allow: [] },
+            sharedAuthorized: false,
+            policy: checkPolicyRecord(policy as PolicyView),
+            request: checkRequestRecord(subject),
+            rootPaths: checkRoots.map((r) => r.path),
+            credentialPaths: [],
+            envNames: env.map((e) => e.slice(0, e.indexOf('='))),
+            agentNs: d.agentNs,
+            wallTimeArmed: true,
+            outputLimitArmed: true,
+            backendVersion: AGENT_VERSION,
+          },
+          cg,
+          {
+            isolation: ({ decision }) => {
+              isolation = `isolation decision ${decision.outcome}${decision.reasons.length ? ` (${decision.reasons.join(', ')})` : ''}`;
+              return Promise.resolve();
+            },
+            networkRefusal: () => undefined,
+          },
+          undefined,
+          d.logger,
+        );
       const result: CheckResult = await runCheck({
         runId,
         checksDir,
         checkName,
         argv: [...definition.command],
-        env: [...CHECK_ENV_BASE, `HOME=${HOME}`, ...(definition.env ?? []).flatMap((n) => (process.env[n] !== undefined ? [`${n}=${process.env[n]}`] : []))],
+        env,
+        gate,
         cwd: first.path,
         runAsUid,
         runAsGid,
@@ -237,7 +271,7 @@ export class NodeChecks {
         agentNs: d.agentNs,
         now: () => d.clock.now(),
       });
-      if (result.verdict === 'REFUSED') throw new Refusal(result.code, result.message);
+      if (result.verdict === 'REFUSED') throw new Refusal(result.code, isolation && result.code === 'ISOLATION_INSUFFICIENT' ? `${result.message}; ${isolation}` : result.message);
       const r = result.record;
       const mismatch = r.executedVerifierIdentity !== r.verifierIdentity;
       const verdict = mismatch ? 'REFUSED' : result.verdict;

@@ -79,7 +79,7 @@ export function worldGate(plan: GatePlan, cgroup: CgroupReadback, events: GateEv
         true,
       );
       const decision = evaluate(plan.policy, plan.request, observation);
-      metrics?.isolation('agent', decision.outcome, decision.reasons[0] ?? 'NONE');
+      metrics?.isolation(plan.request.stage, decision.outcome, decision.reasons[0] ?? 'NONE');
       const sharedRuns = plan.network.policy === 'Shared' && plan.sharedAuthorized;
       await events.isolation({ decision, observation, notes, sharedAuthorized: sharedRuns });
       if (decision.outcome !== 'reported-sufficient' && !sharedRuns) {

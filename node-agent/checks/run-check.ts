@@ -4,9 +4,9 @@
 // anything else FAIL; a check that could not be set up is REFUSED with a code. Nothing the check writes
 // (report files included) is read; its scratch layer is thrown away with the rest of its directory.
 import type { NsName } from '../../native/index.js';
-import { CgroupError, WorldCgroup, type CgroupLayout, type CgroupLimits } from '../sandbox/cgroup.js';
+import { CgroupError, WorldCgroup, type CgroupLayout, type CgroupLimits, type CgroupReadback } from '../sandbox/cgroup.js';
 import { assembleRootfs, idMap, removeWorldDir, unmountLayers, unmountRootfs } from '../world/rootfs.js';
-import { ObservationRefused, startWorkload, type ExitReason, type RunningWorkload } from '../world/supervise.js';
+import { ObservationRefused, startWorkload, type ExitReason, type RunningWorkload, type StartHooks } from '../world/supervise.js';
 import { worldPaths } from '../world/world-paths.js';
 import { CheckSetupError, executedVerifierIdentity, mountCheckRoot, prepareCheckLayers, type CheckRoot } from './materialize.js';
 
@@ -42,6 +42,8 @@ export interface CheckRunSpec {
   outputFile: string;
   cgroups: CgroupLayout;
   agentNs: Record<NsName, string>;
+  /** The isolation gate between "sandbox ready" and "check runs" (world-gate.ts), given the limits read back. */
+  gate?: (cgroup: CgroupReadback) => StartHooks;
   now?: () => Date;
 }
 
@@ -67,7 +69,7 @@ export async function runCheck(spec: CheckRunSpec): Promise<CheckResult> {
   let workload: RunningWorkload | undefined;
   try {
     cgroup = WorldCgroup.create(spec.cgroups, 'worldline', `check-${spec.runId}`);
-    cgroup.applyAndVerify(spec.limits);
+    const readback = cgroup.applyAndVerify(spec.limits);
     await prepareCheckLayers(paths, spec.roots, spec.candidateDir);
     assembleRootfs({
       paths,
@@ -100,6 +102,7 @@ export async function runCheck(spec: CheckRunSpec): Promise<CheckResult> {
         wallTimeMs: spec.timeoutMs,
       },
       spec.agentNs,
+      spec.gate?.(readback),
     );
     const end = await workload.done;
     const finishedAt = now().toISOString();

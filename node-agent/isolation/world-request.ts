@@ -1,4 +1,4 @@
-// The isolation policy and request for a World's agent stage, from the Policy governing its Roots
+// The isolation policy and request for a World's agent stage (and, at the end, a check's stage), from the Policy governing its Roots
 // and the World's own spec.isolation. A World under no Policy gets the built-in rule: os-sandboxed,
 // plus the network control that its own network policy promises.
 import { canonicalControls, type IsolationControl, type IsolationLevel } from '../../core/isolation/vocabulary.js';
@@ -65,4 +65,22 @@ export function agentRequestRecord(world: WorldIsolationView): IsolationRequest 
     extraControls: canonicalControls((world.controls ?? []) as IsolationControl[]),
     hostYoloAcknowledged: world.acknowledgeHostYolo ?? false,
   };
+}
+
+/**
+ * The isolation policy for the check stage: the governing Policy's spec.isolation.check. A Policy without
+ * one leaves the stage unconfigured, which the contract decides as unsupported: checks are refused
+ * (the API says so at spec.isolation.check).
+ */
+export function checkPolicyRecord(policy: PolicyView | undefined): IsolationPolicy {
+  const c = policy?.spec?.isolation?.check;
+  const rule: StageRule | undefined = c
+    ? { stage: 'check', minimumLevel: (c.minimumLevel ?? 'os-sandboxed') as IsolationLevel, requiredControls: canonicalControls((c.controls ?? []) as IsolationControl[]), allowHostYolo: c.allowHostYolo ?? false }
+    : undefined;
+  return { schemaVersion: 1, kind: 'IsolationPolicy', stages: rule ? [rule] : [] };
+}
+
+/** What a check asks for: no more than the sandbox minimum; its subject is the candidate it examines. */
+export function checkRequestRecord(subject: string): IsolationRequest {
+  return { schemaVersion: 1, kind: 'IsolationRequest', stage: 'check', subject, target: hostTarget(), requestedMinimum: 'os-sandboxed', extraControls: [], hostYoloAcknowledged: false };
 }

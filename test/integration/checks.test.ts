@@ -27,7 +27,7 @@ const POLICY = {
   spec: {
     roots: ['proj'],
     checks: [{ name: 'verify', command: ['/bin/sh', 'checks/verify.sh'], verifiers: ['checks/**'], timeout: '1m' }],
-    isolation: { agent: { minimumLevel: 'os-sandboxed', controls: ['network-denied'] } },
+    isolation: { agent: { minimumLevel: 'os-sandboxed', controls: ['network-denied'] }, check: { minimumLevel: 'os-sandboxed', controls: ['network-denied'] } },
   },
 };
 
@@ -82,5 +82,21 @@ describe('checks on a real stack', () => {
     assert.equal(c.status.executedVerifierIdentity, c.status.verifierIdentity);
     assert.notEqual(c.status.exit.code, 0);
     await s.waitFor('World w-cheat CHECKS 0/1', async () => (await s.get('world', 'w-cheat', 'default'))?.status?.checksSummary === '0/1');
+  });
+
+  test('a Policy with no isolation rule for the check stage gets its checks refused (unsupported), not run', async () => {
+    const bare = join(s.scratch, 'bare');
+    dir(bare);
+    dir(join(bare, 'checks'));
+    put(join(bare, 'checks', 'verify.sh'), 'exit 0\n');
+    const root = await applyRoot(s, 'bare', bare);
+    assert.equal(root.status.phase, 'Ready', JSON.stringify(root.status));
+    await s.apply(JSON.stringify({ ...POLICY, metadata: { name: 'bare-policy' }, spec: { ...POLICY.spec, roots: ['bare'], isolation: { agent: POLICY.spec.isolation.agent } } }));
+    const r = await runWorld(s, 'w-bare', shWorld(['bare'], 'echo ok > README.md'));
+    assert.equal(r.status.phase, 'Captured', describeRun(r));
+    const c = await finished('w-bare-verify');
+    assert.equal(c.status.phase, 'Refused', JSON.stringify(c.status));
+    assert.equal(c.status.reason, 'ISOLATION_INSUFFICIENT');
+    assert.match(c.status.message, /isolation decision unsupported/);
   });
 });

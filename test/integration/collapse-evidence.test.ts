@@ -31,7 +31,7 @@ function policy(name: string, root: string, checks: unknown[]): string {
     apiVersion: 'worldline.dev/v1alpha1',
     kind: 'Policy',
     metadata: { name },
-    spec: { roots: [root], checks, isolation: { agent: { minimumLevel: 'os-sandboxed', controls: ['network-denied'] } } },
+    spec: { roots: [root], checks, isolation: { agent: { minimumLevel: 'os-sandboxed', controls: ['network-denied'] }, check: { minimumLevel: 'os-sandboxed', controls: ['network-denied'] } } },
   });
 }
 
