@@ -181,6 +181,7 @@ export function effectiveEvaluation(
   evaluations: readonly Evaluation[],
 ): { readonly speaks: Evaluation } | { readonly speaks: null; readonly why: 'none' | 'ambiguous' } {
   let newest: Evaluation | null = null;
+  // Stryker disable next-line BooleanLiteral: equivalent; the first evaluation always resets `tied`, and with none the loop never reads it.
   let tied = false;
   for (const e of evaluations) {
     if (!Number.isFinite(e.ordinal)) return { speaks: null, why: 'ambiguous' };
@@ -238,6 +239,7 @@ export function decide(input: DecisionInput): Decision {
 function candidateObligation(o: CandidateObligation, subject: EvidenceSubjectId, add: (r: Reason) => void): void {
   const chosen = effectiveEvaluation(o.evaluations);
   // evidence subject: the speaking evaluation's subject (evaluation record) vs the candidate digest.
+  // Stryker disable next-line StringLiteral: equivalent; an absent id is refused by presence before its kind is ever compared.
   const evidenceSubject = chosen.speaks ? chosen.speaks.subject : absentId('evidenceSubject');
   pair(evidenceSubject, subject, 'IDENTITY_ABSENT_EVIDENCE_SUBJECT', 'IDENTITY_MISMATCH_EVIDENCE_SUBJECT', add);
   measuredNone(o.verifiersModifiedByCandidate, 'VERIFIER_MODIFICATION_UNMEASURED', 'VERIFIER_MODIFIED_BY_CANDIDATE', add);
@@ -265,6 +267,7 @@ function candidateObligation(o: CandidateObligation, subject: EvidenceSubjectId,
 function checkpointObligation(o: CheckpointObligation, subject: EvidenceSubjectId, add: (r: Reason) => void): void {
   const w = o.witness;
   // evidence subject: the bytes the witness examined (witness record) vs the bytes that would go live.
+  // Stryker disable next-line StringLiteral: equivalent; an absent id is refused by presence before its kind is ever compared.
   const evidenceSubject = w ? w.subject : absentId('evidenceSubject');
   pair(evidenceSubject, subject, 'IDENTITY_ABSENT_EVIDENCE_SUBJECT', 'IDENTITY_MISMATCH_EVIDENCE_SUBJECT', add);
   if (w === null) {

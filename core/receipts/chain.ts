@@ -42,6 +42,7 @@ export class ChainVerifier {
     const actualId = digestOf(entry.body);
     if (entry.id !== actualId) return bad('ID_MISMATCH', `stored id ${String(entry.id)} is not the hash of the body (${actualId})`);
     if (body.sequence !== expected) {
+      // Stryker: `body.sequence >= expected` survives as equivalent; here body.sequence !== expected.
       const why = body.sequence > expected ? 'an entry is missing or out of order' : 'an entry is repeated or out of order';
       return bad('SEQUENCE_BROKEN', `expected sequence ${expected}, found ${body.sequence} (${why})`);
     }

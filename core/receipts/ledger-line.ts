@@ -64,6 +64,8 @@ export function parseLedgerLine(text: string): { ok: true; line: LedgerLine } | 
   const r = lineSchema.safeParse(value);
   if (!r.success) {
     const first = r.error.issues[0];
+    // Stryker: '' for '.' and for 'invalid' survive as equivalent; the line schema is flat (issue paths have at most one
+    // element) and a failed zod parse always has a first issue.
     return { ok: false, message: `${first?.path.join('.') || '(line)'}: ${first?.message ?? 'invalid'}` };
   }
   return { ok: true, line: { receipt: r.data.receipt, id: r.data.id, signature: r.data.signature, keyId: r.data.keyId } };

@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { CanonicalJsonError, canonicalJson } from '../../core/canonical-json.js';
-import { digestOf, isDigest, sha256Hex } from '../../core/digest.js';
+import { digestOf, digestOfText, isDigest, isSha256Hex, sha256Hex } from '../../core/digest.js';
 
 test('canonicalJson: accepted values', async (t) => {
   const cases: { name: string; value: unknown; want: string }[] = [
@@ -61,4 +61,45 @@ test('sha256Hex and digestOf', async (t) => {
     assert.ok(isDigest(digestOf(null)));
     assert.ok(!isDigest('sha256:ABC'));
   });
+});
+
+test('canonicalJson: refusals say why, in an error named CanonicalJsonError', async (t) => {
+  const cyclic: unknown[] = [];
+  cyclic.push(cyclic);
+  const cases: { name: string; value: unknown; message: string }[] = [
+    { name: 'NaN', value: { a: NaN }, message: 'cannot write canonical JSON at $.a: non-finite number NaN' },
+    { name: '-Infinity', value: -Infinity, message: 'cannot write canonical JSON at $: non-finite number -Infinity' },
+    { name: 'cycle', value: cyclic, message: 'cannot write canonical JSON at $[0]: cycle' },
+    { name: 'bigint', value: { n: 1n }, message: 'cannot write canonical JSON at $.n: unsupported type bigint' },
+    { name: 'top-level undefined', value: undefined, message: 'cannot write canonical JSON at $: unsupported type undefined' },
+    // An array slot is refused by its own rule, not as "unsupported type undefined".
+    { name: 'undefined in an array', value: [1, undefined], message: 'cannot write canonical JSON at $[1]: undefined (or a hole) in an array' },
+    { name: 'class instance', value: { d: new Date(0) }, message: 'cannot write canonical JSON at $.d: not a plain object' },
+  ];
+  for (const c of cases) {
+    await t.test(c.name, () => {
+      assert.throws(() => canonicalJson(c.value), (e: unknown) => e instanceof CanonicalJsonError && e.name === 'CanonicalJsonError' && e.message === c.message);
+    });
+  }
+});
+
+test('isDigest and isSha256Hex: anchored on both ends, lowercase hex of exactly 64', () => {
+  const hex = 'ab'.repeat(32);
+  assert.equal(isDigest(`sha256:${hex}`), true);
+  assert.equal(isDigest(`xsha256:${hex}`), false);
+  assert.equal(isDigest(`sha256:${hex}0`), false);
+  assert.equal(isDigest(hex), false);
+  assert.equal(isSha256Hex(hex), true);
+  assert.equal(isSha256Hex('a'), false);
+  assert.equal(isSha256Hex('g'.repeat(64)), false);
+  assert.equal(isSha256Hex(`${hex}0`), false);
+  assert.equal(isSha256Hex(`0${hex}`), false);
+  assert.equal(isSha256Hex(hex.toUpperCase()), false);
+});
+
+test('digestOfText: the digest of the concatenation, however it is split', () => {
+  const whole = 'one line\nanother line\n';
+  assert.equal(digestOfText([whole]), `sha256:${sha256Hex(whole)}`);
+  assert.equal(digestOfText(['one ', 'line\nanother', ' line\n']), `sha256:${sha256Hex(whole)}`);
+  assert.equal(digestOfText([]), `sha256:${sha256Hex('')}`);
 });

@@ -58,3 +58,32 @@ test('identity: declared and executed verifier identities compare by value, with
   assert.equal(executedMatchesDeclared(absentId('verifierDeclared'), absentId('verifierExecuted')), false);
   assert.equal(executedMatchesDeclared(presentId('verifierDeclared', 'v'), unmeasuredId('verifierExecuted')), false);
 });
+
+test('identity: refusals are IdentityErrors with a code and a message naming the kind', () => {
+  const refused = (fn: () => unknown, message: RegExp): void =>
+    assert.throws(fn, (e: unknown) => e instanceof IdentityError && e.code === 'IDENTITY_INVALID' && e.name === 'IdentityError' && message.test(e.message));
+  refused(() => presentId('delta', ''), /^identity delta: a present value must be a non-empty string$/);
+  // Untyped callers: a non-string value is refused even when it is "non-empty".
+  refused(() => presentId('delta', 5 as unknown as string), /^identity delta: /);
+  refused(() => presentId('delta', ['x'] as unknown as string), /^identity delta: /);
+  refused(() => generationId(-1), /^identity primeGeneration: -1 is not a non-negative integer$/);
+  refused(() => generationId(2 ** 53), /is not a non-negative integer$/);
+});
+
+test('identity: generation 0 is a present identity (the first generation), and idFrom keeps present values', () => {
+  assert.deepEqual(generationId(0), { kind: 'primeGeneration', present: true, value: '0' });
+  assert.deepEqual(generationId(undefined), { kind: 'primeGeneration', present: false, why: 'unmeasured' });
+  assert.deepEqual(idFrom('base', 'sha256:b'), { kind: 'base', present: true, value: 'sha256:b' });
+  assert.deepEqual(idFrom('base', undefined), { kind: 'base', present: false, why: 'absent' });
+});
+
+test('identity: executedMatchesDeclared refuses identities of the wrong kind (untyped callers)', () => {
+  const declared = presentId('verifierDeclared', 'v');
+  const executed = presentId('verifierExecuted', 'v');
+  type D = Parameters<typeof executedMatchesDeclared>[0];
+  type E = Parameters<typeof executedMatchesDeclared>[1];
+  // Swapped or otherwise mis-kinded arguments carry the same value but are not a declared/executed pair.
+  assert.equal(executedMatchesDeclared(executed as unknown as D, executed), false);
+  assert.equal(executedMatchesDeclared(declared, declared as unknown as E), false);
+  assert.equal(executedMatchesDeclared(presentId('base', 'v') as unknown as D, presentId('base', 'v') as unknown as E), false);
+});

@@ -84,3 +84,8 @@ test('transaction: the function is total on untyped input', () => {
   const r5 = transition('PREPARED', { kind: 'authorize', decision: { authorized: true, reasons: ['CONFLICT'] } });
   assert.equal(r5.ok ? 'ok' : r5.error, 'DECISION_NOT_AUTHORIZED', 'an "authorized" decision with reasons is not trusted');
 });
+
+test('transaction: exactly COMMITTED and DENIED are final', () => {
+  // Without this the "nothing leaves" test above would pass vacuously if isFinal said no to everything.
+  assert.deepEqual(TRANSACTION_STATES.filter(isFinal), ['COMMITTED', 'DENIED']);
+});

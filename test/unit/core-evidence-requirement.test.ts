@@ -49,6 +49,8 @@ test('argvPath: table', async (t) => {
     ['-c', '-c'],
     ['', null],
     ['./', null],
+    ['././', null],
+    ['./././a', 'a'],
   ];
   for (const [arg, want] of cases) await t.test(JSON.stringify(arg), () => assert.equal(argvPath(arg), want));
 });
@@ -131,4 +133,33 @@ test('requirementHash: every bound input changes it; absent optional lists hash 
   await t.test('isolation objects hash canonically (key order does not matter)', () => {
     assert.equal(requirementHash({ ...BASE, isolation: { controls: ['no-network'], minimumLevel: 'os-sandboxed' } }), base);
   });
+});
+
+test('requirementValue: the exact value hashed (format name, no network, isolation as given)', () => {
+  const lint = BASE.checks[1]!;
+  assert.deepEqual(requirementValue(BASE), {
+    format: 'worldline.requirement/v1',
+    checks: [
+      { name: 'verify', command: ['sh', 'checks/verify.sh'], verifiers: ['checks/**'], timeout: '10m', profile: 'legacy', env: ['LANG'] },
+      { name: lint.name, command: ['make', 'lint'], verifiers: [], timeout: '5m', profile: 'legacy', env: [] },
+    ],
+    verifierIdentity: BASE.verifierIdentity,
+    engineVersion: '0.1.0',
+    execution: { network: 'none', isolation: { minimumLevel: 'os-sandboxed', controls: ['no-network'] } },
+  });
+  assert.deepEqual((requirementValue({ ...BASE, isolation: undefined }) as { execution: unknown }).execution, { network: 'none', isolation: null });
+});
+
+test('verifierIdentity: the exact value hashed (format name, files in byte order)', () => {
+  const files = [{ path: 'r/b', sha256: H('b') }, { path: 'r/B', sha256: H('c') }, { path: 'r/a', sha256: H('a') }];
+  assert.equal(
+    verifierIdentity(files),
+    digestOf({ format: 'worldline.verifiers/v1', files: [{ path: 'r/B', sha256: H('c') }, { path: 'r/a', sha256: H('a') }, { path: 'r/b', sha256: H('b') }] }),
+  );
+});
+
+test('globMatches: `?` and `*` work on characters, not UTF-16 code units', () => {
+  assert.equal(globMatches('t?st.sh', 't\u{1F600}st.sh'), true);
+  assert.equal(globMatches('??', '\u{1F600}'), false);
+  assert.equal(globMatches('a/*/b', 'a/\u{1F600}/b'), true);
 });

@@ -1,7 +1,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { digestOf } from '../../core/digest.js';
-import { diffManifests, manifestDigest, manifestDigestValue, sortManifest, validateManifest, type Manifest, type ManifestEntry } from '../../core/manifest.js';
+import {
+  applyDelta, diffManifests, manifestDigest, manifestDigestValue, measuredEntry, sortManifest, validateManifest, type Manifest, type ManifestEntry, type ManifestProblem,
+} from '../../core/manifest.js';
 import { compareBytes, isCleanRelativePath } from '../../core/relative-path.js';
 
 const H = (c: string): string => c.repeat(64);
@@ -89,4 +91,60 @@ test('isCleanRelativePath: table', () => {
   const bad = ['', '/', '/a', 'a/', 'a//b', '.', '..', 'a/.', 'a/../b', 'a\0b'];
   for (const p of good) assert.ok(isCleanRelativePath(p), p);
   for (const p of bad) assert.ok(!isCleanRelativePath(p), p);
+});
+
+test('manifestDigestValue names the format; measuredEntry measures only the fields of the entry type', () => {
+  assert.equal(manifestDigestValue(base).format, 'worldline.manifest/v1');
+  assert.deepEqual(measuredEntry(dir('d')), { path: 'd', type: 'dir', mode: 0o755, uid: 0, gid: 0 });
+  assert.deepEqual(measuredEntry(link('l', 'd/f')), { path: 'l', type: 'symlink', mode: 0o777, uid: 0, gid: 0, target: 'd/f' });
+  assert.deepEqual(measuredEntry(file('f')), { path: 'f', type: 'file', mode: 0o644, uid: 1000, gid: 1000, size: 3, sha256: H('a') });
+  // Missing content fields are measured as impossible values, never as absent (so they still differ).
+  assert.deepEqual(measuredEntry(file('f', { size: undefined, sha256: undefined })), { path: 'f', type: 'file', mode: 0o644, uid: 1000, gid: 1000, size: -1, sha256: '' });
+  assert.deepEqual(measuredEntry({ path: 'l', type: 'symlink', mode: 0o777, uid: 0, gid: 0 }), { path: 'l', type: 'symlink', mode: 0o777, uid: 0, gid: 0, target: '' });
+});
+
+test('applyDelta: deletes, upserts, keeps byte order and the root attributes', () => {
+  const next = applyDelta(base, { upsert: [file('a'), file('z', { size: 9 })], deleted: ['l'] });
+  assert.deepEqual(next, { entries: [file('a'), dir('d'), file('d/f'), file('z', { size: 9 })] });
+  const rooted: Manifest = { ...base, root: { mode: 0o755, uid: 0, gid: 0 } };
+  assert.deepEqual(applyDelta(rooted, { upsert: [], deleted: [] }), rooted);
+  assert.deepEqual(applyDelta(rooted, { upsert: [], deleted: [], rootAttributes: { mode: 0o700, uid: 1, gid: 1 } }).root, { mode: 0o700, uid: 1, gid: 1 });
+  assert.deepEqual(applyDelta({ entries: [] }, { upsert: [], deleted: [], rootAttributes: { mode: 0o700, uid: 1, gid: 1 } }), { entries: [], root: { mode: 0o700, uid: 1, gid: 1 } });
+  assert.equal('root' in applyDelta(base, { upsert: [], deleted: [] }), false, 'no root attributes are invented');
+});
+
+test('validateManifest: each problem names its path and says what is wrong', async (t) => {
+  const only = (m: Manifest): ManifestProblem[] => validateManifest(m);
+  await t.test('ordering and paths', () => {
+    assert.deepEqual(only({ entries: [file('z'), file('a')] }), [{ code: 'MANIFEST_UNSORTED', path: 'a', message: 'sorts before z' }]);
+    assert.deepEqual(only({ entries: [file('a'), file('a')] }), [{ code: 'MANIFEST_DUPLICATE', path: 'a', message: 'path appears twice' }]);
+    assert.deepEqual(only({ entries: [file('d/f')] }), [{ code: 'MANIFEST_PARENT_MISSING', path: 'd/f', message: 'parent d is not a directory entry before it' }]);
+    assert.deepEqual(only({ entries: [file('a//b')] }), [{ code: 'MANIFEST_PATH_INVALID', path: 'a//b', message: 'path must be relative, /-separated, without ., .. or empty segments' }]);
+  });
+  const shape: { name: string; e: ManifestEntry; message: string | null }[] = [
+    { name: 'fractional mode', e: file('a', { mode: 0.5 }), message: 'mode must hold permission bits only' },
+    { name: 'mode 0 (no permission bits at all)', e: file('a', { mode: 0 }), message: null },
+    { name: 'negative mode beyond 32 bits', e: file('a', { mode: -(2 ** 32) }), message: 'mode must hold permission bits only' },
+    { name: 'uid at the 32-bit limit', e: file('a', { uid: 0xffffffff, gid: 0xffffffff }), message: null },
+    { name: 'uid beyond 32 bits', e: file('a', { uid: 0x100000000 }), message: 'uid and gid must be 32-bit unsigned integers' },
+    { name: 'empty file', e: file('a', { size: 0 }), message: null },
+    { name: 'negative size', e: file('a', { size: -1 }), message: 'file needs a size' },
+    { name: 'fractional size', e: file('a', { size: 1.5 }), message: 'file needs a size' },
+    { name: 'file without size', e: file('a', { size: undefined }), message: 'file needs a size' },
+    { name: 'sha256 too long', e: file('a', { sha256: H('a') + 'a' }), message: 'file needs a sha256' },
+    { name: 'sha256 with a prefix', e: file('a', { sha256: 'x' + H('a') }), message: 'file needs a sha256' },
+    { name: 'file with a target', e: file('a', { target: 'b' }), message: 'file has a target' },
+    { name: 'symlink with a sha256', e: { ...link('a', 'b'), sha256: H('a') }, message: 'symlink has content fields' },
+    { name: 'symlink with a size', e: { ...link('a', 'b'), size: 1 }, message: 'symlink has content fields' },
+    { name: 'dir with a sha256', e: dir('a', { sha256: H('a') }), message: 'dir has file or symlink fields' },
+    { name: 'dir with a size', e: dir('a', { size: 1 }), message: 'dir has file or symlink fields' },
+    { name: 'dir with a target', e: dir('a', { target: 'b' }), message: 'dir has file or symlink fields' },
+    { name: 'unknown type', e: { ...dir('a'), type: 'fifo' as 'dir' }, message: 'unknown type' },
+  ];
+  for (const s of shape) {
+    await t.test(s.name, () => {
+      const want = s.message === null ? [] : [{ code: 'MANIFEST_ENTRY_INVALID', path: 'a', message: s.message }];
+      assert.deepEqual(only({ entries: [s.e] }), want);
+    });
+  }
 });

@@ -134,3 +134,145 @@ test('ledger line: canonical form, signature message and key id', () => {
   assert.equal(keyIdOf(raw), 'ed25519:' + createHash('sha256').update(raw).digest('hex').slice(0, 16));
   assert.throws(() => keyIdOf(new Uint8Array(31)));
 });
+
+// ---- messages and the exact rules behind each refusal ---------------------------------------------------
+
+function messageOf(entries: ChainEntry[]): string {
+  const r = verifyChain(entries);
+  assert.ok(!r.ok, 'expected a fault');
+  return r.fault.message;
+}
+
+test('verifyChain: each fault says what is wrong, in words', async (t) => {
+  await t.test('a body that is not a receipt', () => {
+    assert.match(messageOf([{ body: { sequence: 1 }, id: 'x' }]), /^receipt body is not a valid worldline\.receipt\/v1 body: \S/);
+  });
+  await t.test('a stored id that is not the hash', () => {
+    const c = chain(1);
+    assert.equal(messageOf([{ ...c[0]!, id: 'sha256:bogus' }]), `stored id sha256:bogus is not the hash of the body (${c[0]!.id})`);
+  });
+  await t.test('a gap reads as missing, a step back as repeated', () => {
+    const c = chain(4);
+    assert.equal(messageOf([c[0]!, c[2]!]), 'expected sequence 2, found 3 (an entry is missing or out of order)');
+    assert.equal(messageOf([c[0]!, c[1]!, c[0]!]), 'expected sequence 3, found 1 (an entry is repeated or out of order)');
+  });
+  await t.test('a broken link names both sides', () => {
+    const first = buildReceiptBody(content(1), 1, 'sha256:' + '0'.repeat(64));
+    assert.equal(messageOf([{ body: first, id: receiptId(first) }]), `previous is sha256:${'0'.repeat(64)}, but the entry before it is none (this is the first)`);
+    const c = chain(3);
+    const body = buildReceiptBody(content(2), 2, null);
+    assert.equal(messageOf([c[0]!, { body, id: receiptId(body) }]), `previous is null, but the entry before it is ${c[0]!.id}`);
+  });
+});
+
+test('ledger line: the signature domain is fixed (changing it invalidates every signature)', () => {
+  assert.equal(SIGNATURE_DOMAIN, 'worldline.receipt.signature/v1\n');
+  assert.deepEqual([...signatureMessage('sha256:ab')], [...new TextEncoder().encode('worldline.receipt.signature/v1\nsha256:ab')]);
+});
+
+test('ledger line: key id refusal names the length', () => {
+  assert.throws(() => keyIdOf(new Uint8Array(33)), /^Error: an Ed25519 public key has 32 bytes, not 33$/);
+});
+
+test('ledger line: each refusal is named', async (t) => {
+  const c = chain(1)[0]!;
+  const good = { receipt: c.body, id: c.id, signature: 'ab'.repeat(64), keyId: 'ed25519:' + '0'.repeat(16) };
+  // A canonical line whose only fault is the shape: `over` replaces fields of a good line.
+  const lineWith = (over: Record<string, unknown>): string => formatLedgerLine({ ...good, ...over }).slice(0, -1);
+  const refusal = (text: string): string => {
+    const r = parseLedgerLine(text);
+    assert.ok(!r.ok, `expected a refusal of ${text.slice(0, 60)}`);
+    return r.message;
+  };
+  await t.test('not JSON', () => assert.match(refusal('{'), /^not JSON: \S/));
+  await t.test('JSON that has no canonical form (a number beyond double range)', () => {
+    assert.equal(refusal('{"x":1e400}'), 'not canonical JSON: cannot write canonical JSON at $.x: non-finite number Infinity');
+  });
+  await t.test('not canonical', () => {
+    assert.equal(refusal(JSON.stringify(good, null, 1)), 'not in canonical JSON form (spacing, key order, escapes or duplicate keys differ)');
+  });
+  await t.test('not an object at all', () => assert.match(refusal('[]'), /^\(line\): \S/));
+  const sigMessage = 'signature: expected 64 signature bytes as lowercase hex';
+  const keyMessage = 'keyId: expected ed25519:<16 hex>';
+  await t.test('signature: one byte too many', () => assert.equal(refusal(lineWith({ signature: 'ab'.repeat(65) })), sigMessage));
+  await t.test('signature: a prefix before 64 bytes', () => assert.equal(refusal(lineWith({ signature: 'x' + 'ab'.repeat(64) })), sigMessage));
+  await t.test('signature: upper case', () => assert.equal(refusal(lineWith({ signature: 'AB'.repeat(64) })), sigMessage));
+  await t.test('keyId: too long', () => assert.equal(refusal(lineWith({ keyId: 'ed25519:' + '0'.repeat(17) })), keyMessage));
+  await t.test('keyId: a prefix', () => assert.equal(refusal(lineWith({ keyId: 'x-ed25519:' + '0'.repeat(16) })), keyMessage));
+  await t.test('an unknown field', () => assert.match(refusal(lineWith({ extra: 1 })), /^\(line\): \S/));
+  await t.test('a missing field names it', () => {
+    const { keyId: _k, ...rest } = good;
+    assert.match(refusal(formatLedgerLine(rest as typeof good).slice(0, -1)), /^keyId: \S/);
+  });
+});
+
+test('receipt: the format name is fixed (it is part of every id)', () => {
+  assert.equal(RECEIPT_FORMAT, 'worldline.receipt/v1');
+  assert.equal(buildReceiptBody(content(1), 1, null).format, 'worldline.receipt/v1');
+});
+
+function checkpointContent(state: 'COMMITTED' | 'DENIED'): ReceiptContent {
+  const committed = state === 'COMMITTED';
+  return {
+    ...content(1, state),
+    mode: 'CheckpointReturn',
+    // A checkpoint return is not authorized on check evidence: none is named.
+    evidence: { requirementHash: null, subject: null, verifierIdentity: null, executedVerifierIdentity: null },
+    roots: [{ root: 'repo', fromGeneration: 3, toGeneration: committed ? 4 : null, beforeDigest: 'sha256:b', afterDigest: committed ? 'sha256:a' : null }],
+  };
+}
+
+test('receipt: bodies that are consistent are accepted', async (t) => {
+  const accepted: [string, ReceiptContent][] = [
+    ['committed checkpoint return without check evidence', checkpointContent('COMMITTED')],
+    ['denied checkpoint return', checkpointContent('DENIED')],
+    ['denied candidate that names no evidence', { ...content(1, 'DENIED'), evidence: { requirementHash: null, subject: null, verifierIdentity: null, executedVerifierIdentity: null } }],
+    ['committed with several roots', { ...content(1), roots: [content(1).roots[0]!, { ...content(1).roots[0]!, root: 'docs' }] }],
+  ];
+  for (const [name, c] of accepted) {
+    await t.test(name, () => {
+      const body = buildReceiptBody(c, 1, null);
+      assert.deepEqual(parseReceiptBody(body), { ok: true, body });
+    });
+  }
+  await t.test('a chain position other than the first', () => {
+    const body = buildReceiptBody(content(2), 2, 'sha256:' + 'f'.repeat(64));
+    assert.equal(parseReceiptBody(body).ok, true);
+  });
+});
+
+test('receipt: each refusal names its rule and where it applies', async (t) => {
+  const good = buildReceiptBody(content(1), 1, null);
+  const denied = buildReceiptBody(content(2, 'DENIED'), 1, null);
+  const root = good.roots[0]!;
+  const deniedRoot = denied.roots[0]!;
+  const noEvidence = (field: keyof ReceiptBody['evidence']): unknown => ({ ...good, evidence: { ...good.evidence, [field]: null } });
+  const digestMsg = 'previous: expected sha256:<64 lowercase hex>';
+  const reasonMsg = 'decision.reasons.0: expected an UPPER_SNAKE reason code';
+  const cases: [string, unknown, string][] = [
+    ['committed but not authorized', { ...good, decision: { authorized: false, reasons: ['CONFLICT'] } }, 'decision.authorized: COMMITTED exactly when the decision authorized'],
+    ['authorized with a reason', { ...good, decision: { authorized: true, reasons: ['CONFLICT'] } }, 'decision.reasons: an authorized decision has no reasons; a refusal has at least one'],
+    ['committed that moved nothing', { ...good, roots: [] }, 'roots: a committed transaction moved at least one root'],
+    ['committed root without its new generation', { ...good, roots: [{ ...root, toGeneration: null }] }, 'roots.0: a committed root names its new generation and digest'],
+    ['committed root without its new digest', { ...good, roots: [{ ...root, afterDigest: null }] }, 'roots.0: a committed root names its new generation and digest'],
+    ['the second root is the bad one', { ...good, roots: [root, { ...root, root: 'docs', afterDigest: null }] }, 'roots.1: a committed root names its new generation and digest'],
+    ['denied that names a new generation', { ...denied, roots: [{ ...deniedRoot, toGeneration: 5 }] }, 'roots.0: a denied transaction moved nothing'],
+    ['denied that names a new digest', { ...denied, roots: [{ ...deniedRoot, afterDigest: 'sha256:after' }] }, 'roots.0: a denied transaction moved nothing'],
+    ['committed candidate without requirement', noEvidence('requirementHash'), 'evidence: a committed candidate names the evidence it was authorized on'],
+    ['committed candidate without subject', noEvidence('subject'), 'evidence: a committed candidate names the evidence it was authorized on'],
+    ['committed candidate without verifier identity', noEvidence('verifierIdentity'), 'evidence: a committed candidate names the evidence it was authorized on'],
+    ['committed candidate without executed verifier identity', noEvidence('executedVerifierIdentity'), 'evidence: a committed candidate names the evidence it was authorized on'],
+    ['previous with a prefix', { ...good, sequence: 2, previous: 'xsha256:' + 'a'.repeat(64) }, digestMsg],
+    ['previous too long', { ...good, sequence: 2, previous: 'sha256:' + 'a'.repeat(65) }, digestMsg],
+    ['reason with a lower-case prefix', { ...denied, decision: { authorized: false, reasons: ['xCONFLICT'] } }, reasonMsg],
+    ['reason with a lower-case suffix', { ...denied, decision: { authorized: false, reasons: ['CONFLICTx'] } }, reasonMsg],
+  ];
+  for (const [name, body, message] of cases) {
+    await t.test(name, () => assert.deepEqual(parseReceiptBody(body), { ok: false, message }));
+  }
+  await t.test('a value that is not an object at all', () => {
+    const r = parseReceiptBody(null);
+    assert.ok(!r.ok);
+    assert.match(r.message, /^\(body\): \S/);
+  });
+});
