@@ -20,6 +20,8 @@ export interface ControllerProcess {
   waitForLog(pred: (rec: Record<string, unknown>) => boolean, timeoutMs?: number): Promise<Record<string, unknown>>;
   metrics(): Promise<string>;
   kill(signal?: NodeJS.Signals): Promise<number | null>;
+  /** Resolves once the process has exited, by itself or killed, with its exit code and the signal that ended it. */
+  waitExit(): Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 }
 
 export async function startController(opts: { kubeconfig: string; identity: string; namespace?: string; leaseDurationSeconds?: number; extraArgs?: string[] }): Promise<ControllerProcess> {
@@ -102,6 +104,11 @@ export async function startComponent(component: 'controller' | 'node-agent', ide
       const [code] = (await exited) as [number | null];
       running.delete(child);
       return code;
+    },
+    async waitExit() {
+      const [code, signal] = (await exited) as [number | null, NodeJS.Signals | null];
+      running.delete(child);
+      return { code, signal };
     },
   };
 }
