@@ -181,7 +181,8 @@ function isId(n: number): boolean {
 }
 
 function entryShapeProblem(e: ManifestEntry): string | null {
-  if (!Number.isInteger(e.mode) || e.mode < 0 || (e.mode & ~PERMISSION_MASK) !== 0) return 'mode must hold permission bits only';
+  // The range check first: bitwise operators see only the low 32 bits (2**32 + 0o644 would pass them).
+  if (!Number.isInteger(e.mode) || e.mode < 0 || e.mode > PERMISSION_MASK || (e.mode & ~PERMISSION_MASK) !== 0) return 'mode must hold permission bits only';
   if (!isId(e.uid) || !isId(e.gid)) return 'uid and gid must be 32-bit unsigned integers';
   switch (e.type) {
     case 'file':

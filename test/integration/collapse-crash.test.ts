@@ -218,7 +218,15 @@ describe('collapse crash injection on a real stack', () => {
     const hooked = s.agent;
     await s.apply(collapseManifest(name, name));
     collapses++;
-    const exit = await bounded(hooked.waitExit(), 60_000, `the agent killing itself at ${step}`);
+    let exit: Awaited<ReturnType<typeof hooked.waitExit>>;
+    try {
+      exit = await bounded(hooked.waitExit(), 120_000, `the agent killing itself at ${step}`);
+    } catch (e) {
+      // Say where the collapse was instead: its status and what the agent warned about.
+      const seen = await s.get('collapse', name, 'default');
+      const logs = hooked.logs.filter((r) => r.level === 'warn' || r.level === 'error' || String(r.msg).includes('collapse'));
+      throw new Error(`${(e as Error).message}\ncollapse status: ${JSON.stringify(seen?.status)}\nagent: ${logs.map((r) => JSON.stringify(r)).join('\n')}`);
+    }
     assert.equal(exit.signal, 'SIGKILL', `the agent ended by its own SIGKILL at ${step}: ${JSON.stringify(exit)}`);
     const atKill = await s.get('collapse', name, 'default');
     assert.ok(['Preparing', 'Authorized'].includes(atKill?.status?.phase), `no final status was published before the kill: ${JSON.stringify(atKill?.status)}`);

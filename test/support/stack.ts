@@ -37,13 +37,38 @@ export async function startStack(opts: { nodeName?: string; agentArgs?: string[]
   const scratch = mkdtempSync(join(tmpdir(), 'worldline-stack-'));
   const storeDir = join(scratch, 'store');
   const cp = await startControlPlane({ crdDir: 'crds' });
-  await kc(cp, ['create', 'namespace', 'worldline-system']);
-  const controller = await startController({ kubeconfig: cp.kubeconfigPath, identity: 'stack-controller' });
+  let controller: ControllerProcess | undefined;
+  try {
+    await kc(cp, ['create', 'namespace', 'worldline-system']);
+    controller = await startController({ kubeconfig: cp.kubeconfigPath, identity: 'stack-controller' });
+    return await assembleStack(opts, nodeName, scratch, storeDir, cp, controller);
+  } catch (e) {
+    // Nothing of a half-started stack may outlive the failure (the caller never gets a stop()).
+    await controller?.kill('SIGKILL').catch(() => undefined);
+    await cp.stop().catch(() => undefined);
+    removeScratch(scratch);
+    throw e;
+  }
+}
+
+async function assembleStack(
+  opts: { agentArgs?: string[]; agentWrapper?: string[] },
+  nodeName: string,
+  scratch: string,
+  storeDir: string,
+  cp: ControlPlane,
+  controller: ControllerProcess,
+): Promise<Stack> {
   let agentArgs = opts.agentArgs;
   let agentEnv: Record<string, string> = {};
   const startAgent = (): Promise<ControllerProcess> => startNodeAgent({ kubeconfig: cp.kubeconfigPath, nodeName, storeDir, env: agentEnv, ...(agentArgs ? { extraArgs: agentArgs } : {}), ...(opts.agentWrapper ? { wrapper: opts.agentWrapper } : {}) });
   let agent = await startAgent();
-  await agent.waitForLog((r) => r.msg === 'node-agent started');
+  try {
+    await agent.waitForLog((r) => r.msg === 'node-agent started');
+  } catch (e) {
+    await agent.kill('SIGKILL').catch(() => undefined);
+    throw e;
+  }
   const stack: Stack = {
     cp,
     controller,

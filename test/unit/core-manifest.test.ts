@@ -125,6 +125,7 @@ test('validateManifest: each problem names its path and says what is wrong', asy
     { name: 'fractional mode', e: file('a', { mode: 0.5 }), message: 'mode must hold permission bits only' },
     { name: 'mode 0 (no permission bits at all)', e: file('a', { mode: 0 }), message: null },
     { name: 'negative mode beyond 32 bits', e: file('a', { mode: -(2 ** 32) }), message: 'mode must hold permission bits only' },
+    { name: 'permission bits above 32 bits (bitwise operators would see 0o644)', e: file('a', { mode: 2 ** 32 + 0o644 }), message: 'mode must hold permission bits only' },
     { name: 'uid at the 32-bit limit', e: file('a', { uid: 0xffffffff, gid: 0xffffffff }), message: null },
     { name: 'uid beyond 32 bits', e: file('a', { uid: 0x100000000 }), message: 'uid and gid must be 32-bit unsigned integers' },
     { name: 'empty file', e: file('a', { size: 0 }), message: null },
