@@ -11,7 +11,7 @@ import type { Database } from 'better-sqlite3';
 import type { DecisionInput } from '../../core/collapse/decide.js';
 import { absentId, idFrom, presentId, unmeasuredId } from '../../core/collapse/identity.js';
 import { digestOf } from '../../core/digest.js';
-import { verifierIdentity } from '../../core/evidence/requirement.js';
+import { globToRegExp, verifierIdentity } from '../../core/evidence/requirement.js';
 import { applyDelta, manifestDigest, validateManifest } from '../../core/manifest.js';
 import { evaluationsFor } from '../checks/evaluation-records.js';
 import { readCandidate, verifierModifiedByCandidate } from '../checks/materialize.js';
@@ -163,7 +163,14 @@ export async function measureCandidate(
 
   // The requirement CURRENT PRIME imposes: the Policy now, its verifiers read in PRIME's generation now.
   const resolved = resolveRequirement(policy, world.roots, (name) => manifests.get(name));
-  for (const r of roots) modifiedVerifiers.push(...verifierModifiedByCandidate(resolved?.bound.get(r.name) ?? [], r.delta).map((p) => `${r.name}/${p}`));
+  // A bound verifier the candidate rewrites, deletes or shadows; and any path it adds or removes where the
+  // Policy declares verifiers (a new file a verifier might source is a redirection, bound or not).
+  const globs = (resolved?.definitions ?? []).flatMap((d) => (d.verifiers ?? []).map(globToRegExp));
+  for (const r of roots) {
+    const hits = new Set(verifierModifiedByCandidate(resolved?.bound.get(r.name) ?? [], r.delta));
+    for (const p of r.delta ? [...r.delta.upsert.filter((e) => e.type !== 'dir').map((e) => e.path), ...r.delta.deleted] : []) if (globs.some((g) => g.test(p))) hits.add(p);
+    modifiedVerifiers.push(...[...hits].sort().map((p) => `${r.name}/${p}`));
+  }
 
   const evaluations = candidateDigest ? kernelEvaluations(evaluationsFor(db, world.uid, candidateDigest)) : [];
   if (resolved && resolved.definitions.length === 0 && stored) {

@@ -119,6 +119,11 @@ describe('collapse evidence on a real stack', () => {
     assert.equal(r.status.phase, 'Captured', describeRun(r));
     assert.equal((await checkDone('cheat-w-verify')).status.phase, 'Passed', 'PRIME verifier ran and passed');
     denied(await collapse('cheat-col', 'cheat-w'), 'VERIFIER_MODIFIED_BY_CANDIDATE');
+    // Adding a file where the Policy declares verifiers (one a verifier could source) is refused the same way.
+    const added = await runWorld(s, 'cheat-add', shWorld(['cheat'], 'echo ok > README.md && echo "exit 0" > checks/helper.sh'));
+    assert.equal(added.status.phase, 'Captured', describeRun(added));
+    assert.equal((await checkDone('cheat-add-verify')).status.phase, 'Passed');
+    denied(await collapse('cheat-add-col', 'cheat-add'), 'VERIFIER_MODIFIED_BY_CANDIDATE');
   });
 
   test('a Policy changed after the checks ran makes the evidence stale; a revalidation under it commits', async () => {
