@@ -1,14 +1,22 @@
 // npm run bench — runs every benchmark and prints a table. Not a test: nothing here asserts a time.
-//   --only controller,fork,capture,admission   which benchmarks (default: all)
+//   --only controller,fork,capture,admission,collapse,receipts   which benchmarks (default: all)
 //   --worlds N                        Worlds for the controller benchmark (default 1000)
-//   --sizes 1000,10000,100000         root sizes in files for fork and capture
-//   --reps N                          rounds per size (default 5, 3 from 100k files up); fork runs 3 worlds a round
+//   --sizes 1000,10000,100000         root sizes in files for fork, capture and collapse
+//   --reps N                          rounds per size (default 5, 3 from 100k files up; collapse 10, 3 from 100k up);
+//                                     fork runs 3 worlds a round
+//   --collapse-paths stack,node       collapse on a real stack (API → Committed) and/or the node-level path alone
+//   --receipts N                      receipts in the ledger the receipts benchmark verifies (default 100000)
+//   --receipt-appends N               receipts appended one by one, per ledger configuration (default 10000)
+//   --sig-ops N                       operations per round of each raw Ed25519 rate (default 2000; 3 rounds)
 //   --dir /var/tmp                    where the scratch store and trees go
 //   --admission-samples N             admit() calls per level for the admission benchmark (default 2000)
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { benchAdmission } from './admission.bench.js';
+import { noNodeCollapseSamples, nodeCollapseResult, nodeCollapseRound, type NodeCollapseSamples } from './collapse-node.bench.js';
+import { noStackCollapseSamples, openCollapseStack, stackCollapseResult, type CollapseTarget, type StackCollapseSamples } from './collapse.bench.js';
 import { benchController } from './controller-throughput.bench.js';
+import { benchReceipts } from './receipts.bench.js';
 import { generateGitRepo } from './tree-fixtures.js';
 import { captureResult, captureRound, noCaptureSamples, type CaptureSamples } from './world-capture.bench.js';
 import { openWorldEnv, TREE_OWNER, type WorldEnv } from './world-env.js';
@@ -16,16 +24,20 @@ import { FORKS_PER_ROUND, forkResult, forkRound, noForkSamples, type ForkSamples
 
 const { values } = parseArgs({
   options: {
-    only: { type: 'string', default: 'controller,fork,capture,admission' },
+    only: { type: 'string', default: 'controller,fork,capture,admission,collapse,receipts' },
     worlds: { type: 'string', default: '1000' },
     sizes: { type: 'string', default: '1000,10000,100000' },
     reps: { type: 'string' },
     dir: { type: 'string', default: '/var/tmp' },
     'admission-samples': { type: 'string', default: '2000' },
+    'collapse-paths': { type: 'string', default: 'stack,node' },
+    receipts: { type: 'string', default: '100000' },
+    'receipt-appends': { type: 'string', default: '10000' },
+    'sig-ops': { type: 'string', default: '2000' },
   },
 });
 
-const BENCHES = ['controller', 'fork', 'capture', 'admission'] as const;
+const BENCHES = ['controller', 'fork', 'capture', 'admission', 'collapse', 'receipts'] as const;
 type Bench = (typeof BENCHES)[number];
 
 function parseList(flag: string, raw: string): string[] {
@@ -45,7 +57,12 @@ const only = new Set(parseList('only', values.only).map((b) => {
   return b as Bench;
 }));
 const sizes = parseList('sizes', values.sizes).map((s) => positiveInt('sizes', s));
+const collapsePaths = new Set(parseList('collapse-paths', values['collapse-paths']).map((p) => {
+  if (p !== 'stack' && p !== 'node') throw new Error(`--collapse-paths: unknown path "${p}" (have stack, node)`);
+  return p;
+}));
 const repsFor = (files: number): number => (values.reps !== undefined ? positiveInt('reps', values.reps) : files >= 100_000 ? 3 : 5);
+const collapseRepsFor = (files: number): number => (values.reps !== undefined ? positiveInt('reps', values.reps) : files >= 100_000 ? 3 : 10);
 
 async function controller(): Promise<void> {
   const n = Number(values.worlds);
@@ -153,27 +170,134 @@ async function admission(): Promise<void> {
   })));
 }
 
-async function main(): Promise<void> {
-  if (only.has('controller')) await controller();
-  if (only.has('admission')) {
-    if (only.has('controller')) console.log('');
-    await admission();
-  }
-  if (!only.has('fork') && !only.has('capture')) return;
-  if (only.has('controller') || only.has('admission')) console.log('');
+const perS = (x: number): string => x.toFixed(x < 100 ? 1 : 0);
+
+async function collapseOnStack(): Promise<void> {
+  console.log(`collapse on a real stack (kube-apiserver + etcd, controller, node-agent): Roots of ${sizes.join(', ')} files, each World a 10-file change (5 modified, 5 added); no Policy, so no checks run`);
+  const env = await openCollapseStack();
+  await guarded(() => env.close(), async () => {
+    const targets: (CollapseTarget & { s: StackCollapseSamples })[] = [];
+    for (const files of sizes) {
+      const root = `bench-${files}`;
+      const t = performance.now();
+      const hostPath = await env.adopt(root, files);
+      console.log(`  ${files} files: generated + adopted by the node-agent in ${((performance.now() - t) / 1000).toFixed(1)} s; ${collapseRepsFor(files)} collapses`);
+      targets.push({ files, root, hostPath, s: noStackCollapseSamples() });
+    }
+    const rounds = Math.max(...sizes.map(collapseRepsFor));
+    for (let round = 0; round < rounds; round++) {
+      for (const t of targets) if (round < collapseRepsFor(t.files)) await env.round(t, t.s);
+    }
+    const rs = targets.map((t) => stackCollapseResult(t.files, t.s));
+    console.log('\ncollapse latency on the stack: Collapse created → status.phase Committed as a watch delivers it (medians unless p90), ms');
+    console.table(rs.map((r) => ({
+      files: r.files,
+      runs: r.runs,
+      'Committed': ms(r.totalMs),
+      'Committed p90': ms(r.totalP90Ms),
+      '→ bound': ms(r.boundMs),
+      '→ Preparing': ms(r.preparingMs),
+      '→ Authorized': ms(r.authorizedMs),
+      'cp -a 10 files': ms(r.cpMs),
+      'sha256sum 10': ms(r.sha256sumMs),
+      'API create': ms(r.apiCreateMs),
+      'create → watch': ms(r.apiSeenMs),
+      'Committed / (cp + sha256sum)': times(r.totalMs / (r.cpMs + r.sha256sumMs)),
+    })));
+  });
+}
+
+async function collapseOnNode(): Promise<void> {
+  console.log(`collapse, node-level path (no Kubernetes): a scratch node store in ${values.dir}, Roots of ${sizes.join(', ')} files, the same 10-file change captured by a real World`);
   const env = await openWorldEnv(values.dir);
+  await guarded(() => env.cleanup(), async () => {
+    const targets: (CollapseTarget & { s: NodeCollapseSamples })[] = [];
+    for (const files of sizes) {
+      const root = `bench-${files}`;
+      const t = performance.now();
+      const hostPath = await env.adopt(root, files);
+      console.log(`  ${files} files: generated + adopted in ${((performance.now() - t) / 1000).toFixed(1)} s; ${collapseRepsFor(files)} collapses`);
+      targets.push({ files, root, hostPath, s: noNodeCollapseSamples() });
+    }
+    const rounds = Math.max(...sizes.map(collapseRepsFor));
+    for (let round = 0; round < rounds; round++) {
+      for (const t of targets) if (round < collapseRepsFor(t.files)) await nodeCollapseRound(env, t, t.s);
+    }
+    const rs = targets.map((t) => nodeCollapseResult(t.files, t.s));
+    console.log('\nnode-level collapse: cleanDigest of PRIME (the prepare step\'s re-hash) and collapseRoot (stage + commit), medians unless p90, ms');
+    console.table(rs.map((r) => ({
+      files: r.files,
+      runs: r.runs,
+      'PRIME walk': ms(r.walkMs),
+      collapseRoot: ms(r.collapseMs),
+      'collapseRoot p90': ms(r.collapseP90Ms),
+      'cp -a 10 files': ms(r.cpMs),
+      'sha256sum 10': ms(r.sha256sumMs),
+      'collapseRoot / (cp + sha256sum)': times(r.collapseMs / (r.cpMs + r.sha256sumMs)),
+    })));
+  });
+}
+
+async function collapse(): Promise<void> {
+  if (collapsePaths.has('stack')) await collapseOnStack();
+  if (collapsePaths.has('stack') && collapsePaths.has('node')) console.log('');
+  if (collapsePaths.has('node')) await collapseOnNode();
+}
+
+async function receipts(): Promise<void> {
+  const n = positiveInt('receipts', values.receipts);
+  const appends = Math.min(n, positiveInt('receipt-appends', values['receipt-appends']));
+  const sigOps = positiveInt('sig-ops', values['sig-ops']);
+  const rounds = 3;
+  console.log(`receipts: ${appends} appends through the node-agent's ledger (openCollapseLedger on a node store under ${values.dir}) and ${appends} through a file-only ledger; a ledger of ${n} receipts verified with verifyLedger (\`worldline receipts verify\`, median of ${rounds}); raw Ed25519 rates: ${sigOps} ops × ${rounds} rounds, median`);
+  const r = await benchReceipts({ dir: values.dir, receipts: n, appends, sigOps, rounds });
+  const us = (x: number): string => x.toFixed(x < 100 ? 1 : 0);
+  console.table([
+    { measure: 'append, node-agent ledger (sign, write, fsync, store row)', 'ops/s': perS(r.append.perS), 'median µs': us(r.append.medianUs), 'p99 µs': us(r.append.p99Us) },
+    { measure: 'append, file-only ledger (sign, write, fsync)', 'ops/s': perS(r.appendFileOnly.perS), 'median µs': us(r.appendFileOnly.medianUs), 'p99 µs': us(r.appendFileOnly.p99Us) },
+    { measure: `write + fsync of a ${r.lineBytes}-byte line`, 'ops/s': perS(r.fsyncPerS) },
+    { measure: '@noble/ed25519 sign', 'ops/s': perS(r.raw.nobleSignPerS) },
+    { measure: 'Node crypto Ed25519 sign', 'ops/s': perS(r.raw.nodeSignPerS) },
+    { measure: `verifyLedger, ${r.receipts} receipts in ${r.verifySeconds.toFixed(2)} s`, 'ops/s': perS(r.verifyPerS) },
+    { measure: `Node crypto verify of the same ${r.receipts} signatures alone`, 'ops/s': perS(r.sameSignaturesPerS) },
+    { measure: 'Node crypto Ed25519 verify', 'ops/s': perS(r.raw.nodeVerifyPerS) },
+    { measure: '@noble/ed25519 verify', 'ops/s': perS(r.raw.nobleVerifyPerS) },
+  ]);
+}
+
+/** Runs `fn`, then `cleanup`; on SIGINT/SIGTERM runs `cleanup` and exits. */
+async function guarded(cleanup: () => unknown, fn: () => Promise<void>): Promise<void> {
   const onSignal = (sig: NodeJS.Signals): void => {
-    env.cleanup();
-    process.exit(sig === 'SIGINT' ? 130 : 143);
+    void Promise.resolve()
+      .then(cleanup)
+      .finally(() => process.exit(sig === 'SIGINT' ? 130 : 143));
   };
   process.once('SIGINT', onSignal);
   process.once('SIGTERM', onSignal);
   try {
-    await worlds(env);
+    await fn();
   } finally {
-    env.cleanup();
+    await cleanup();
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
+  }
+}
+
+async function main(): Promise<void> {
+  const sections: (() => Promise<void> | void)[] = [];
+  if (only.has('controller')) sections.push(controller);
+  if (only.has('admission')) sections.push(admission);
+  if (only.has('fork') || only.has('capture')) {
+    sections.push(async () => {
+      const env = await openWorldEnv(values.dir);
+      await guarded(() => env.cleanup(), () => worlds(env));
+    });
+  }
+  if (only.has('collapse')) sections.push(collapse);
+  if (only.has('receipts')) sections.push(receipts);
+  for (const [i, section] of sections.entries()) {
+    if (i > 0) console.log('');
+    await section();
   }
 }
 

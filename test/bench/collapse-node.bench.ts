@@ -1,0 +1,79 @@
+// Benchmark: the node-level collapse path, no Kubernetes. On a scratch node store (world-env.ts), a World
+// over a Root of N files makes the same 10-file change as the stack benchmark and is captured (untimed);
+// then, timed apart: the walk of PRIME the node-agent makes to decide (cleanDigest, as the collapse
+// reconciler's prepare step does), and collapseRoot — intent, stage the next generation (and walk it and
+// the base), walk PRIME and the staged payload again at the commit boundary, exchange, database — which
+// is what moves PRIME. The decision kernel itself (run by the agent at prepare and, through collapseRoot's
+// `authorize`, at the commit boundary on the walks already made) is database reads and is left out.
+// Next to it the same `cp -a` + `sha256sum` of the 10 changed files.
+import { join } from 'node:path';
+import { collapseRoot } from '../../node-agent/collapse/index.js';
+import { cleanDigest } from '../../node-agent/collapse/collapse-walk.js';
+import { checkRouting } from '../../node-agent/store/routing.js';
+import type { Candidate } from '../../node-agent/world/candidate.js';
+import { changeCommand, copyAndHash, tenFileChange, type CollapseTarget } from './collapse.bench.js';
+import { median, percentile, settle } from './stats.js';
+import type { WorldEnv } from './world-env.js';
+
+export interface NodeCollapseSamples {
+  /** cleanDigest of PRIME (the prepare step's re-hash). */
+  walkMs: number[];
+  /** collapseRoot: stage + commit. */
+  collapseMs: number[];
+  cpMs: number[];
+  sha256sumMs: number[];
+}
+
+export const noNodeCollapseSamples = (): NodeCollapseSamples => ({ walkMs: [], collapseMs: [], cpMs: [], sha256sumMs: [] });
+
+export async function nodeCollapseRound(env: WorldEnv, t: CollapseTarget, s: NodeCollapseSamples): Promise<void> {
+  const rep = s.collapseMs.length;
+  const spec = await env.spec(t.root, `collapse-${t.files}-${rep}`, changeCommand(t.files, rep));
+  let candidate: Candidate | undefined;
+  await env.run(spec, (e) => {
+    if (e.type === 'captured') candidate = e.candidate;
+  });
+  const r = candidate?.roots[0];
+  if (!candidate || !r || candidate.modified !== 5 || candidate.added !== 5 || candidate.deleted !== 0) {
+    throw new Error(`the world did not capture the 10-file change: ${JSON.stringify(candidate)}`);
+  }
+
+  settle();
+  const prime = (await checkRouting(env.store, t.root)).payloadPath;
+  const t0 = performance.now();
+  const digest = await cleanDigest(prime, env.store.dir);
+  const t1 = performance.now();
+  if (digest !== r.baseDigest) throw new Error(`PRIME of ${t.root} does not walk clean to its base digest`);
+  const result = await collapseRoot(env.store, { rootName: t.root, candidateDir: candidate.dir, base: { generation: r.baseGeneration, digest: r.baseDigest } });
+  const t2 = performance.now();
+  if (result.toGeneration !== r.baseGeneration + 1) throw new Error(`collapse of ${t.root} went to generation ${result.toGeneration}`);
+  s.walkMs.push(t1 - t0);
+  s.collapseMs.push(t2 - t1);
+
+  const c = tenFileChange(t.files, rep);
+  const b = copyAndHash(t.hostPath, [...c.modified, ...c.added], join(env.dir, 'copies'));
+  s.cpMs.push(b.cpMs);
+  s.sha256sumMs.push(b.sha256sumMs);
+}
+
+export interface NodeCollapseResult {
+  files: number;
+  runs: number;
+  walkMs: number;
+  collapseMs: number;
+  collapseP90Ms: number;
+  cpMs: number;
+  sha256sumMs: number;
+}
+
+export function nodeCollapseResult(files: number, s: NodeCollapseSamples): NodeCollapseResult {
+  return {
+    files,
+    runs: s.collapseMs.length,
+    walkMs: median(s.walkMs),
+    collapseMs: median(s.collapseMs),
+    collapseP90Ms: percentile(s.collapseMs, 90),
+    cpMs: median(s.cpMs),
+    sha256sumMs: median(s.sha256sumMs),
+  };
+}
