@@ -3,7 +3,8 @@
 // (sharedWithinStore), which lifts EXTERNAL_HARDLINK for trees under the store's generations/ and
 // staging/ only. Every other walk problem refuses.
 import { manifestDigest, type Manifest } from '../../core/manifest.js';
-import { walkTree, type WalkProblem } from '../store/walk-tree.js';
+import type { KnownHash } from '../store/walk-tree-sync.js';
+import { walkTree, walkTrees, type WalkProblem } from '../store/walk-tree.js';
 
 export interface CollapseWalk {
   manifest: Manifest;
@@ -13,9 +14,18 @@ export interface CollapseWalk {
 }
 
 /** Walk a payload under the store at `storeDir` (a generation or a staged payload). */
-export async function collapseWalk(path: string, storeDir: string): Promise<CollapseWalk> {
-  const w = await walkTree(path, { sharedWithinStore: storeDir });
+export async function collapseWalk(path: string, storeDir: string, inodeHashes?: Map<string, KnownHash>): Promise<CollapseWalk> {
+  const w = await walkTree(path, { sharedWithinStore: storeDir, ...(inodeHashes ? { inodeHashes } : {}) });
   return { manifest: w.manifest, digest: manifestDigest(w.manifest), problems: w.problems };
+}
+
+/**
+ * The clean digests of several payloads, walked together so an inode they share (an unchanged file
+ * hard-linked into a staged generation) is read once; undefined for a payload whose walk has a problem.
+ */
+export async function cleanDigests(paths: readonly string[], storeDir: string): Promise<(string | undefined)[]> {
+  const walks = await walkTrees(paths, { sharedWithinStore: storeDir });
+  return walks.map((w) => (w.problems.length > 0 ? undefined : manifestDigest(w.manifest)));
 }
 
 /** The digest of the payload at `path`, or undefined when the walk has a problem a payload may not have. */

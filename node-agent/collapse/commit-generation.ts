@@ -14,7 +14,7 @@ import { generationDir, liveLinkTarget, payloadDir } from '../store/store-layout
 import { deleteIntent, getRoot, insertGeneration, upsertRoot, type RootRecord } from '../store/store-records.js';
 import { CollapseError } from './collapse-errors.js';
 import { nextLinkPath, type CollapseHooks } from './collapse-intent.js';
-import { cleanDigest } from './collapse-walk.js';
+import { cleanDigests } from './collapse-walk.js';
 import { exchangeLiveMapping, removeNextMapping } from './exchange-live.js';
 import type { StagedGeneration } from './stage-generation.js';
 
@@ -98,19 +98,23 @@ async function commitSerialized(store: Store, items: readonly CommitItem[], opti
     await fsyncPath(store.layout.generations);
     await step('after-marker-sync');
 
-    // The commit boundary: every walk immediately before the exchange.
-    const hashes: BoundaryHashes = { prime: new Map(), staged: new Map() };
-    for (const { rootName, staged } of items) {
-      let primePath: string;
+    // The commit boundary: every walk immediately before the exchange — live PRIME and the staged payload
+    // of each Root, in one pass that reads each shared inode once.
+    const primePaths: string[] = [];
+    for (const { rootName } of items) {
       try {
-        primePath = (await checkRouting(store, rootName)).payloadPath;
+        primePaths.push((await checkRouting(store, rootName)).payloadPath);
       } catch (e) {
         if (isStoreError(e, 'LIVE_MAPPING_BROKEN')) throw new CollapseError('LIVE_MAPPING_BROKEN', e.message, { cause: e });
         throw e;
       }
-      hashes.prime.set(rootName, await cleanDigest(primePath, store.dir));
-      hashes.staged.set(rootName, await cleanDigest(payloadDir(store.layout, staged.generationId), store.dir));
     }
+    const digests = await cleanDigests([...primePaths, ...items.map(({ staged }) => payloadDir(store.layout, staged.generationId))], store.dir);
+    const hashes: BoundaryHashes = { prime: new Map(), staged: new Map() };
+    items.forEach(({ rootName }, n) => {
+      hashes.prime.set(rootName, digests[n]);
+      hashes.staged.set(rootName, digests[items.length + n]);
+    });
     await options.authorize?.(hashes);
     for (const { rootName, staged, expectedBase } of items) {
       if (hashes.prime.get(rootName) !== expectedBase.digest) {

@@ -1,16 +1,17 @@
 // Staging the next generation of a root: its payload built from the base payload and the candidate's
 // delta for that root, then walked and required to have exactly the digest the delta gives.
 //
-// Cost (this first version): O(entries of the next manifest) metadata operations — every unchanged file
-// is one link(2) to the base payload's inode (no bytes copied; generations share them inside the store),
-// every directory and symlink is re-created, and only the changed files' bytes are copied (from the
-// candidate) — plus one full walk of the staged payload, which hashes every byte (O(root size)). An
-// O(change) version would clone directories lazily; not done here.
+// Cost: O(entries of the next manifest) metadata operations — every unchanged file is one link(2) to the
+// base payload's inode (no bytes copied; generations share them inside the store), every directory and
+// symlink is re-created, and only the changed files' bytes are copied (from the candidate) — plus one
+// walk of the staged payload that hashes only the copied files (linked inodes carry the base manifest's
+// hash; the commit boundary re-hashes PRIME, which they are, for real). An O(change) version would clone
+// directories lazily; not done here.
 //
 // Sharing inodes has two consequences: a walk of one payload sees files with more links than it finds
 // (collapse-walk.ts accepts that), and a file changed in place in PRIME changes the same file in every
 // older generation that shares it (so an older generation is history, not a verified backup).
-import { chmodSync, chownSync, closeSync, copyFileSync, fsyncSync, lchownSync, linkSync, mkdirSync, openSync, symlinkSync } from 'node:fs';
+import { chmodSync, chownSync, closeSync, copyFileSync, fsyncSync, lchownSync, linkSync, lstatSync, mkdirSync, openSync, symlinkSync } from 'node:fs';
 import { readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { randomUUID } from 'node:crypto';
@@ -19,6 +20,7 @@ import { generationIdFor } from '../../core/root-key.js';
 import type { Store } from '../store/open-store.js';
 import { payloadDir } from '../store/store-layout.js';
 import { getGeneration, getGenerationManifest, getRoot } from '../store/store-records.js';
+import type { KnownHash } from '../store/walk-tree-sync.js';
 import type { StoredDelta } from '../world/candidate.js';
 import { CollapseError } from './collapse-errors.js';
 import type { CollapseHooks } from './collapse-intent.js';
@@ -98,15 +100,18 @@ export async function stageGeneration(store: Store, rootName: string, candidateD
   await rm(stagingDir, { recursive: true, force: true });
   mkdirSync(stagingDir, { mode: 0o700 });
   let counts: { linked: number; copied: number };
+  const seed = new Map<string, KnownHash>();
   try {
-    counts = await buildPayload(payloadPath, manifest, new Set(delta.upsert.map((e) => e.path)), basePayload, join(candidateDir, 'roots', root.rootKey));
+    counts = await buildPayload(payloadPath, manifest, new Set(delta.upsert.map((e) => e.path)), basePayload, join(candidateDir, 'roots', root.rootKey), seed);
   } catch (e) {
     await rm(stagingDir, { recursive: true, force: true });
     throw new CollapseError('STAGED_UNTESTED', `building the payload of generation ${generation} of ${rootName} failed: ${String(e)}`, { cause: e });
   }
   await options.hooks?.afterStep?.('after-stage');
 
-  const walk = await collapseWalk(payloadPath, store.dir);
+  // Linked files are taken at the base manifest's word here (the commit boundary re-hashes PRIME, whose
+  // inodes they are, for real); the copied files, the structure, owners and modes are measured now.
+  const walk = await collapseWalk(payloadPath, store.dir, seed);
   if (walk.problems.length > 0 || walk.digest !== digest) {
     await rm(stagingDir, { recursive: true, force: true });
     // Unchanged files are links to PRIME's own: a write to PRIME since capture shows up here first.
@@ -134,7 +139,14 @@ export async function stageGeneration(store: Store, rootName: string, candidateD
 }
 
 /** Entries in byte order, so each parent directory exists before what it holds. */
-export async function buildPayload(payload: string, manifest: Manifest, changed: ReadonlySet<string>, basePayload: string, candidateRoot: string): Promise<{ linked: number; copied: number }> {
+export async function buildPayload(
+  payload: string,
+  manifest: Manifest,
+  changed: ReadonlySet<string>,
+  basePayload: string,
+  candidateRoot: string,
+  seed?: Map<string, KnownHash>,
+): Promise<{ linked: number; copied: number }> {
   mkdirSync(payload, { mode: 0o700 });
   const dirs = [payload];
   let linked = 0;
@@ -157,6 +169,10 @@ export async function buildPayload(payload: string, manifest: Manifest, changed:
       copied++;
     } else {
       linkSync(join(basePayload, e.path), to); // the base inode: its owners and mode are already the entry's
+      if (seed && e.sha256 !== undefined) {
+        const st = lstatSync(to, { bigint: true });
+        seed.set(`${st.dev}:${st.ino}`, { size: st.size, mtimeNs: st.mtimeNs, ctimeNs: st.ctimeNs, sha256: e.sha256 });
+      }
       linked++;
     }
   }

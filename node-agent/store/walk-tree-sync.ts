@@ -25,6 +25,21 @@ export interface WalkSyncOptions {
    * <store>/generations or <store>/staging. Never set for a host directory being adopted.
    */
   sharedWithinStore?: string;
+  /**
+   * Hashes already known per inode (`dev:ino`), used instead of reading a file whose lstat still shows
+   * the same size, mtime and ctime (a write changes ctime). Filled with every file this walk hashes, so
+   * walks sharing one map read a shared inode once: a collapse's boundary walks PRIME and the staged
+   * payload, which hard-links PRIME's unchanged files, together.
+   */
+  inodeHashes?: Map<string, KnownHash>;
+}
+
+/** A file's hash as of one lstat (nanosecond times): valid while size, mtime and ctime are unchanged. */
+export interface KnownHash {
+  size: bigint;
+  mtimeNs: bigint;
+  ctimeNs: bigint;
+  sha256: string;
 }
 
 /** True when `realRoot` lies under <store>/generations or <store>/staging (see WalkSyncOptions.sharedWithinStore). */
@@ -64,10 +79,17 @@ export function walkTreeSync(rootPath: string, options: WalkSyncOptions = {}): W
       entries.push({ ...base, type: 'dir' });
       pending.push(rel);
     } else if (st.isFile()) {
-      const h = hashFileSync(abs, st, buffer);
-      if (!h.ok) return problem('CHANGED_DURING_WALK', rel, h.reason);
-      bytes += h.size;
-      entries.push({ ...base, type: 'file', size: h.size, sha256: h.sha256 });
+      const key = `${st.dev}:${st.ino}`;
+      const known = options.inodeHashes?.get(key);
+      if (known && known.size === st.size && known.mtimeNs === st.mtimeNs && known.ctimeNs === st.ctimeNs) {
+        entries.push({ ...base, type: 'file', size: Number(st.size), sha256: known.sha256 });
+      } else {
+        const h = hashFileSync(abs, st, buffer);
+        if (!h.ok) return problem('CHANGED_DURING_WALK', rel, h.reason);
+        bytes += h.size;
+        options.inodeHashes?.set(key, { size: st.size, mtimeNs: st.mtimeNs, ctimeNs: st.ctimeNs, sha256: h.sha256 });
+        entries.push({ ...base, type: 'file', size: h.size, sha256: h.sha256 });
+      }
       if (st.nlink > 1n) countLink(links, `${st.dev}:${st.ino}`, st.nlink, rel);
     } else if (st.isSymbolicLink()) {
       let target: string;

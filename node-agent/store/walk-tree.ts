@@ -1,24 +1,33 @@
 // Walk a tree off the main thread: walkTreeSync in a worker thread, so hashing 100k files does not stall
 // the agent's event loop (health probes, metrics, watches). See walk-tree-sync.ts for what is measured.
 import { Worker } from 'node:worker_threads';
+import type { KnownHash } from './walk-tree-sync.js';
 import type { WalkResult } from './walk-types.js';
 
 export type { WalkProblem, WalkProblemCode, WalkResult } from './walk-types.js';
 
-type WorkerReply = { ok: true; result: WalkResult } | { ok: false; error: { name: string; message: string; code?: string; errno?: number; syscall?: string; path?: string } };
+type WorkerReply = { ok: true; results: WalkResult[] } | { ok: false; error: { name: string; message: string; code?: string; errno?: number; syscall?: string; path?: string } };
 
 export interface WalkOptions {
   /** See WalkSyncOptions.sharedWithinStore: the store directory, for walks of store payloads only. */
   sharedWithinStore?: string;
+  /** See WalkSyncOptions.inodeHashes: hashes known before the walk (copied to the worker, not updated). */
+  inodeHashes?: Map<string, KnownHash>;
 }
 
-export function walkTree(rootPath: string, options: WalkOptions = {}): Promise<WalkResult> {
+export async function walkTree(rootPath: string, options: WalkOptions = {}): Promise<WalkResult> {
+  return (await walkTrees([rootPath], options))[0]!;
+}
+
+/** Walks several trees in one worker, in order, each file inode read at most once across them. */
+export function walkTrees(rootPaths: readonly string[], options: WalkOptions = {}): Promise<WalkResult[]> {
   return new Promise((resolve, reject) => {
-    const worker = new Worker(new URL('./walk-worker.js', import.meta.url), { workerData: { rootPath, sharedWithinStore: options.sharedWithinStore } });
+    const workerData = { rootPaths: [...rootPaths], sharedWithinStore: options.sharedWithinStore, inodeHashes: options.inodeHashes };
+    const worker = new Worker(new URL('./walk-worker.js', import.meta.url), { workerData });
     let replied = false;
     worker.once('message', (reply: WorkerReply) => {
       replied = true;
-      if (reply.ok) return resolve(reply.result);
+      if (reply.ok) return resolve(reply.results);
       reject(Object.assign(new Error(reply.error.message), reply.error));
     });
     worker.once('error', (e) => {

@@ -1,10 +1,13 @@
-// Worker-thread entry of walk-tree.ts: walks the tree named in workerData and posts the result.
+// Worker-thread entry of walk-tree.ts: walks the trees named in workerData, in order, with one shared
+// inode hash map (see WalkSyncOptions.inodeHashes), and posts the results.
 import { parentPort, workerData } from 'node:worker_threads';
-import { walkTreeSync } from './walk-tree-sync.js';
+import { walkTreeSync, type KnownHash } from './walk-tree-sync.js';
 
-const { rootPath, sharedWithinStore } = workerData as { rootPath: string; sharedWithinStore?: string };
+const { rootPaths, sharedWithinStore, inodeHashes } = workerData as { rootPaths: string[]; sharedWithinStore?: string; inodeHashes?: Map<string, KnownHash> };
 try {
-  parentPort!.postMessage({ ok: true, result: walkTreeSync(rootPath, sharedWithinStore === undefined ? {} : { sharedWithinStore }) });
+  const hashes = inodeHashes ?? new Map<string, KnownHash>();
+  const results = rootPaths.map((p) => walkTreeSync(p, { inodeHashes: hashes, ...(sharedWithinStore === undefined ? {} : { sharedWithinStore }) }));
+  parentPort!.postMessage({ ok: true, results });
 } catch (e) {
   const err = e as NodeJS.ErrnoException;
   parentPort!.postMessage({ ok: false, error: { name: err.name, message: err.message, code: err.code, errno: err.errno, syscall: err.syscall, path: err.path } });

@@ -5,8 +5,8 @@ import { renameSync, symlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { sha256Hex } from '../../core/digest.js';
 import { manifestDigest, validateManifest } from '../../core/manifest.js';
-import { walkTree } from '../../node-agent/store/walk-tree.js';
-import { walkTreeSync } from '../../node-agent/store/walk-tree-sync.js';
+import { walkTree, walkTrees } from '../../node-agent/store/walk-tree.js';
+import { walkTreeSync, type KnownHash } from '../../node-agent/store/walk-tree-sync.js';
 import { makeSampleTree, needsRoot, scratch } from './store-fixtures.js';
 
 test('walk: a valid manifest, the same from the worker and in-thread', needsRoot, async (t) => {
@@ -122,4 +122,27 @@ test('walk digest ignores timestamps', needsRoot, async (t) => {
   await rename(join(s.dir, 'empty'), join(s.dir, 'empty2'));
   await rename(join(s.dir, 'empty2'), join(s.dir, 'empty'));
   assert.equal(manifestDigest(walkTreeSync(s.dir).manifest), d1);
+});
+
+test('walk: trees walked together read a shared inode once; a write to it (new ctime) is read again', needsRoot, async (t) => {
+  const s = await scratch(t);
+  const a = join(s.dir, 'a');
+  const b = join(s.dir, 'b');
+  await mkdir(a);
+  await mkdir(b);
+  await writeFile(join(a, 'shared'), 'x'.repeat(4096));
+  await link(join(a, 'shared'), join(b, 'shared'));
+  await writeFile(join(b, 'own'), 'own bytes');
+
+  const [wa, wb] = await walkTrees([a, b]);
+  assert.equal(wa!.bytes, 4096);
+  assert.equal(wb!.bytes, 9, 'only the file b does not share is read');
+  assert.deepEqual(wb!.manifest, walkTreeSync(b).manifest, 'the shared hash is the one a fresh walk computes');
+
+  const known = new Map<string, KnownHash>();
+  walkTreeSync(a, { inodeHashes: known });
+  await writeFile(join(a, 'shared'), 'y'.repeat(4096)); // same size; ctime (and mtime) move
+  const again = walkTreeSync(b, { inodeHashes: known });
+  assert.equal(again.bytes, 4096 + 9, 'the written inode is hashed again');
+  assert.equal(again.manifest.entries.find((e) => e.path === 'shared')?.sha256, sha256Hex('y'.repeat(4096)));
 });
