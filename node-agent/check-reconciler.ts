@@ -24,6 +24,7 @@ import { ID_RANGE, type AgentConfig } from './config.js';
 import { checkPolicyRecord, checkRequestRecord, governingPolicy, type PolicyView } from './isolation/world-request.js';
 import { worldGate } from './world-gate.js';
 import type { StartHooks } from './world/supervise.js';
+import type { AgentMetrics } from './metrics.js';
 import { refs } from './resources.js';
 import type { CgroupLayout, CgroupReadback } from './sandbox/cgroup.js';
 import type { Store } from './store/open-store.js';
@@ -65,6 +66,7 @@ export interface NodeChecksDeps {
   clock: Clock;
   logger: Logger;
   metrics: ReconcileMetrics;
+  agentMetrics?: AgentMetrics;
 }
 
 class Refusal extends Error {
@@ -139,6 +141,7 @@ export class NodeChecks {
     const refuse = async (code: string, message: string): Promise<void> => {
       status = { ...status, phase: 'Refused', verdict: 'REFUSED', reason: code, message, finishedAt: d.clock.now().toISOString() };
       recordEvaluation(d.store.db, { checkUid: uid, worldUid: world.metadata?.uid ?? '', checkName, verdict: 'REFUSED', reason: code, subject, ...ids(status) }, d.clock.now());
+      d.agentMetrics?.checkVerdict('REFUSED', code);
       await this.apply(c, status);
       d.events.warning(c, 'CheckRefused', `${code}: ${message}`);
     };
@@ -286,6 +289,7 @@ export class NodeChecks {
         finishedAt: r.finishedAt,
       };
       recordEvaluation(d.store.db, { checkUid: uid, worldUid: world.metadata?.uid ?? '', checkName, verdict, subject, ...ids(status), ...(mismatch ? { reason: 'VERIFIER_EXECUTION_IDENTITY_MISMATCH' } : {}) }, d.clock.now());
+      d.agentMetrics?.checkVerdict(verdict, mismatch ? 'VERIFIER_EXECUTION_IDENTITY_MISMATCH' : undefined);
       await this.apply(c, status);
       const msg = `check ${checkName} on ${subject}: ${verdict} (exit ${r.exit.code ?? r.exit.signal ?? r.exit.reason})`;
       if (verdict === 'PASS') d.events.normal(c, 'CheckPassed', msg);

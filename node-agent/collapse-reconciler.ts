@@ -35,6 +35,7 @@ import type { Store } from './store/open-store.js';
 import { checkRouting } from './store/routing.js';
 import { isStoreError } from './store/store-errors.js';
 import { getRoot, upsertRoot } from './store/store-records.js';
+import type { AgentMetrics } from './metrics.js';
 import type { WorldObj } from './world-launch.js';
 import { getWorldRecord, putWorldRecord } from './world/world-records.js';
 import { collapsedStatus, type AgentWorldStatus } from './world/world-status.js';
@@ -72,6 +73,7 @@ export interface CollapseReconcilerDeps {
   /** Puts a World back on the agent's World queue, so its status shows phase Collapsed. */
   requeueWorld: (key: string) => void;
   hooks?: CollapseTestHooks;
+  agentMetrics?: AgentMetrics;
 }
 
 /** A refusal before the decision or at the commit boundary: the reasons and a message. */
@@ -175,6 +177,7 @@ export function makeNodeCollapseReconciler(d: CollapseReconcilerDeps): (key: str
 
   /** Final state reached: persist, receipt, persist the receipt, status, event. */
   const finish = async (c: CollapseObj, t: TransactionRow): Promise<void> => {
+    const firstTime = !t.data.receipt;
     putTransaction(db, t, d.clock.now());
     if (t.state === 'COMMITTED') await hooks.at('after-committed-row');
     const r = receiptFor(t, c.spec?.mode === 'CheckpointReturn' ? 'CheckpointReturn' : 'Candidate');
@@ -186,6 +189,10 @@ export function makeNodeCollapseReconciler(d: CollapseReconcilerDeps): (key: str
     await hooks.at('after-receipt-row');
     d.logger.info('collapse receipt appended', { collapse: objectName(c), transaction: t.id, state: t.state, sequence: receipt.sequence, receipt: receipt.id });
     if (t.state === 'COMMITTED') markWorldCollapsed(t, c);
+    if (firstTime) {
+      const started = t.data.startedAt ? Date.parse(t.data.startedAt) : NaN;
+      d.agentMetrics?.collapse(t.data.mode ?? 'Candidate', t.state, t.data.status.reason, Number.isFinite(started) ? Math.max(0, (d.clock.now().getTime() - started) / 1000) : 0);
+    }
     await applyStatus(c, t.data.status);
     if (t.state === 'COMMITTED') d.events.normal(c, 'Committed', t.data.status.message ?? '');
     else d.events.warning(c, t.data.status.reason ?? 'Denied', t.data.status.message ?? '');
@@ -255,6 +262,8 @@ export function makeNodeCollapseReconciler(d: CollapseReconcilerDeps): (key: str
       state: 'PREPARED',
       data: {
         world: { namespace: ns, name: c.spec?.worldRef ?? '', uid: world?.metadata?.uid ?? 'unknown' },
+        mode: c.spec?.mode === 'CheckpointReturn' ? 'CheckpointReturn' : 'Candidate',
+        startedAt: d.clock.now().toISOString(),
         roots: [],
         evidence: { requirementHash: null, subject: null, verifierIdentity: null, executedVerifierIdentity: null },
         status: { phase: 'Preparing', transaction: { id, state: 'PREPARED' }, reason: 'PREPARING', message: 'measuring PRIME, the candidate and its evidence', conditions: conditions(c, 'Unknown', 'Preparing', 'the collapse is being prepared') },
@@ -304,7 +313,6 @@ export function makeNodeCollapseReconciler(d: CollapseReconcilerDeps): (key: str
         },
       };
     }
-    t = { ...t, data: { ...t.data, mode } };
 
     // The live route first: a broken mapping refuses before anything is read through it.
     for (const name of roots) {
@@ -393,6 +401,7 @@ export interface NodeCollapsesOptions {
   metrics?: ReconcileMetrics;
   requeueRoot: (name: string) => void;
   requeueWorld: (key: string) => void;
+  agentMetrics?: AgentMetrics;
   /** Where the ledger is mirrored (--receipts-export). */
   receiptsExport?: string;
 }
@@ -420,6 +429,7 @@ export function startNodeCollapses(o: NodeCollapsesOptions): { start(): Promise<
     requeueRoot: o.requeueRoot,
     requeueWorld: o.requeueWorld,
     hooks: collapseTestHooks(o.store.dir),
+    ...(o.agentMetrics ? { agentMetrics: o.agentMetrics } : {}),
   });
   const runner = new ControllerRunner({ kind: 'NodeCollapse', reconcile, workers: 1, ...(o.metrics ? { metrics: o.metrics } : {}), logger: o.logger });
   const enqueue = (c: CollapseObj): void => runner.enqueue(objectKey(c));

@@ -24,6 +24,9 @@ export interface AgentMetrics {
   readonly worlds: Gauge<'phase'>;
   readonly forkDuration: Histogram;
   readonly captureDuration: Histogram;
+  readonly checkVerdicts: Counter<'verdict' | 'reason'>;
+  readonly collapses: Counter<'mode' | 'state' | 'reason'>;
+  readonly collapseDuration: Histogram<'state'>;
 
   /** Count one admission answer. */
   admission(stage: AdmissionStage, outcome: AdmissionOutcome): void;
@@ -38,6 +41,10 @@ export interface AgentMetrics {
   /** Time a fork (or capture): call the returned function when it ends; it records seconds. */
   timeFork(): () => number;
   timeCapture(): () => number;
+  /** Count one finished check run: verdict PASS, FAIL or REFUSED, and its reason code when it has one. */
+  checkVerdict(verdict: string, reason?: string): void;
+  /** Count one final collapse transaction (COMMITTED or DENIED, its first reason) and its duration in seconds. */
+  collapse(mode: string, state: string, reason: string | undefined, seconds: number): void;
 }
 
 function getOrCreate<T>(registry: Registry, name: string, create: () => T): T {
@@ -74,11 +81,25 @@ export function createAgentMetrics(registry: Registry): AgentMetrics {
     new Histogram({ name: 'worldline_capture_duration_seconds', help: 'Time to capture a world\'s candidate.', buckets: DURATION_BUCKETS, registers }),
   );
 
+  const checkVerdicts = getOrCreate(registry, 'worldline_check_verdicts_total', () =>
+    new Counter({ name: 'worldline_check_verdicts_total', help: 'Finished check runs by verdict and reason code (none for a plain PASS or FAIL).', labelNames: ['verdict', 'reason'] as const, registers }),
+  );
+  const collapses = getOrCreate(registry, 'worldline_collapses_total', () =>
+    new Counter({ name: 'worldline_collapses_total', help: 'Final collapse transactions by mode, state (COMMITTED, DENIED) and first reason code.', labelNames: ['mode', 'state', 'reason'] as const, registers }),
+  );
+  const collapseDuration = getOrCreate(registry, 'worldline_collapse_duration_seconds', () =>
+    new Histogram({ name: 'worldline_collapse_duration_seconds', help: 'Time from taking a Collapse to its final state, by state.', labelNames: ['state'] as const, buckets: DURATION_BUCKETS, registers }),
+  );
+
   // Every bounded series exists from the start, so a rate over it has a zero to start from.
   for (const stage of ADMISSION_STAGES) for (const outcome of ADMISSION_OUTCOMES) admissionDecisions.inc({ stage, outcome }, 0);
   for (const resource of NODE_RESOURCES) admissionReserved.set({ resource }, 0);
   for (const phase of WORLD_PHASES) worlds.set({ phase }, 0);
   networkRefusals.inc(0);
+  for (const verdict of ['PASS', 'FAIL', 'REFUSED']) checkVerdicts.inc({ verdict, reason: 'none' }, 0);
+  for (const mode of ['Candidate', 'CheckpointReturn']) {
+    collapses.inc({ mode, state: 'COMMITTED', reason: 'none' }, 0);
+  }
 
   const stageLabel = (s: string): string => ((ADMISSION_STAGES as readonly string[]).includes(s) ? s : 'unknown');
   const set = (g: Gauge<'resource'>, values: Record<NodeResource, number>): void => {
@@ -104,5 +125,14 @@ export function createAgentMetrics(registry: Registry): AgentMetrics {
     },
     timeFork: () => forkDuration.startTimer(),
     timeCapture: () => captureDuration.startTimer(),
+    checkVerdicts,
+    collapses,
+    collapseDuration,
+    checkVerdict: (verdict, reason) => checkVerdicts.inc({ verdict: ['PASS', 'FAIL', 'REFUSED'].includes(verdict) ? verdict : 'other', reason: reason === undefined ? 'none' : REASON_CODE.test(reason) ? reason : 'other' }),
+    collapse: (mode, state, reason, seconds) => {
+      const st = state === 'COMMITTED' || state === 'DENIED' ? state : 'other';
+      collapses.inc({ mode: mode === 'Candidate' || mode === 'CheckpointReturn' ? mode : 'other', state: st, reason: reason === undefined || st === 'COMMITTED' ? 'none' : REASON_CODE.test(reason) ? reason : 'other' });
+      collapseDuration.observe({ state: st }, seconds);
+    },
   };
 }

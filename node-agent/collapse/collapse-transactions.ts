@@ -47,6 +47,8 @@ export interface TransactionData {
   world: { namespace: string; name: string; uid: string };
   /** Candidate or CheckpointReturn (rows written before modes were recorded are Candidate). */
   mode?: 'Candidate' | 'CheckpointReturn';
+  /** When the agent took the Collapse (ISO time), for the duration metric. */
+  startedAt?: string;
   roots: TransactionRoot[];
   evidence: ReceiptContent['evidence'];
   receipt?: StatusReceipt;

@@ -111,6 +111,12 @@ describe('collapse evidence on a real stack', () => {
     await kc(s.cp, ['wait', '--for=condition=ChecksPassed=False', '--timeout=60s', 'world/bad-w', '-n', 'default']);
     denied(await collapse('bad-col', 'bad-w'), 'CHECK_NOT_PASSED');
     assert.equal(readFileSync(join(path, 'README.md'), 'utf8'), 'not yet\n');
+    // Both show in the agent's metrics (the first test committed one; this one was denied by name).
+    const text = await s.agent.metrics();
+    assert.match(text, /worldline_collapses_total\{mode="Candidate",state="DENIED",reason="CHECK_NOT_PASSED"\} [1-9]/);
+    assert.match(text, /worldline_collapses_total\{mode="Candidate",state="COMMITTED",reason="none"\} [1-9]/);
+    assert.match(text, /worldline_check_verdicts_total\{verdict="FAIL",reason="none"\} [1-9]/);
+    assert.match(text, /worldline_collapse_duration_seconds_count\{state="COMMITTED"\} [1-9]/);
   });
 
   test('a candidate that rewrites its verifier is denied (VERIFIER_MODIFIED_BY_CANDIDATE) even though the check passed', async () => {
