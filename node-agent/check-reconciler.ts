@@ -120,6 +120,11 @@ export class NodeChecks {
     if (FINAL.has(c.status?.phase ?? '') || this.inflight.has(uid) || hasEvaluation(this.d.store.db, uid)) return;
     const world = this.d.worlds.get(`${c.metadata?.namespace ?? ''}/${c.spec?.worldRef ?? ''}`);
     const candidate = world?.status?.candidate as { digest?: string } | undefined;
+    if (world?.status?.phase === 'Collapsed') {
+      // Its candidate is PRIME's history now: nothing left to check (a Check never runs twice anyway).
+      await this.apply(c, { phase: 'Refused', verdict: 'REFUSED', reason: 'WORLD_ALREADY_COLLAPSED', message: `World ${c.spec?.worldRef ?? ''} was already collapsed; its candidate is not checked any more` });
+      return;
+    }
     if (!world || world.status?.phase !== 'Captured' || !candidate?.digest) {
       await this.apply(c, { phase: 'Pending', reason: 'CANDIDATE_MISSING', message: `World ${c.spec?.worldRef ?? ''} has no captured candidate on this node (yet)` });
       return { requeueAfterMs: WAIT_MS };

@@ -99,8 +99,12 @@ describe('collapse evidence on a real stack', () => {
     const cond = (w.status.conditions as { type: string; status: string }[]).find((x) => x.type === 'Collapsed');
     assert.equal(cond?.status, 'True');
     await s.waitFor('CHECKS stays 1/1 once Collapsed', async () => (await s.get('world', 'ok-w', 'default'))?.status?.checksSummary === '1/1');
-    // The World's candidate is PRIME now: a second Collapse of it is refused by name.
+    // The World's candidate is PRIME now: a second Collapse of it is refused by name, and so is a revalidation.
     denied(await collapse('ok-col-again', 'ok-w'), 'WORLD_ALREADY_COLLAPSED');
+    await s.apply(JSON.stringify({ apiVersion: 'worldline.dev/v1alpha1', kind: 'Check', metadata: { name: 'ok-w-late', namespace: 'default' }, spec: { worldRef: 'ok-w', name: 'verify', revalidate: true } }));
+    const late = await checkDone('ok-w-late');
+    assert.equal(late.status.phase, 'Refused');
+    assert.equal(late.status.reason, 'WORLD_ALREADY_COLLAPSED');
   });
 
   test('a failing check denies the collapse (CHECK_NOT_PASSED) and PRIME is untouched', async () => {
