@@ -232,7 +232,7 @@ export class NodeChecks {
             worldUid: `check-${runId}`,
             network: { policy: 'None', allow: [] },
             sharedAuthorized: false,
-            policy: checkPolicyRecord(policy as PolicyView),
+            policy: checkPolicyRecord(policy),
             request: checkRequestRecord(subject),
             rootPaths: checkRoots.map((r) => r.path),
             credentialPaths: [],

@@ -22,6 +22,7 @@ import { Informer } from '../kube/informer.js';
 import { objectKey } from '../kube/resource-ref.js';
 import { statusEqual, type StatusWriter } from '../kube/status-writer.js';
 import type { PolicyChecksView } from './checks/policy-requirement.js';
+import { governingPolicy } from './isolation/world-request.js';
 import { collapseRoots, isCollapseError, type BoundaryHashes, type CollapseRootRequest } from './collapse/index.js';
 import { cleanDigest } from './collapse/collapse-walk.js';
 import { getTransaction, listTransactions, putTransaction, type AgentCollapseStatus, type StatusReceipt, type TransactionRow } from './collapse/collapse-transactions.js';
@@ -84,11 +85,6 @@ class Denial extends Error {
   ) {
     super(message);
   }
-}
-
-/** The governing Policy: the first whose Roots include one of the World's. */
-function policyFor(policies: readonly CollapsePolicyView[], roots: readonly string[]): CollapsePolicyView | undefined {
-  return policies.find((p) => (p.spec?.roots ?? []).some((r) => roots.includes(r)));
 }
 
 /** The kernel's decision plus the summary reason PRIME_MOVED when PRIME is not where the collapse starts from. */
@@ -280,7 +276,7 @@ export function makeNodeCollapseReconciler(d: CollapseReconcilerDeps): (key: str
     const roots = world.spec?.roots ?? [];
     const ws = wrec.status as AgentWorldStatus;
     const view: WorldView = { uid: world.metadata?.uid ?? '', roots, base: ws.base ?? [], candidateDigest: ws.candidate?.digest };
-    const policy = policyFor(d.policies(), roots);
+    const policy = governingPolicy(d.policies(), roots);
 
     // What is measured, and how each Root is staged, by mode.
     let plan: Plan;

@@ -25,7 +25,7 @@ export interface PolicyChecksView {
   spec?: {
     roots?: string[];
     checks?: { name: string; command: string[]; verifiers?: string[]; timeout?: string; profile?: string; env?: string[] }[];
-    isolation?: { check?: unknown };
+    isolation?: { check?: { minimumLevel?: string; controls?: string[]; allowHostYolo?: boolean } };
   };
 }
 

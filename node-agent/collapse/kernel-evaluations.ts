@@ -45,10 +45,12 @@ function toEvaluation(rows: EvaluationRow[]): Evaluation {
   const executedVerifier =
     executed.size > 1 ? presentId('verifierExecuted', `inconsistent:${[...executed].map(String).sort().join(',')}`) : idFrom('verifierExecuted', only);
 
-  const latest = new Map<string, EvaluationRow>();
-  for (const r of rows) latest.set(r.checkName, r);
-  const executions: ExecutionRecord[] = [...latest.values()].map((r) => {
-    const c = readContext(r);
+  // The newest run of each check, with its context (read once above).
+  const latest = new Map<string, number>();
+  rows.forEach((r, i) => latest.set(r.checkName, i));
+  const executions: ExecutionRecord[] = [...latest.values()].map((i) => {
+    const r = rows[i]!;
+    const c = contexts[i]!;
     // Provenance: the runner recorded what it executed, and the row's context is intact.
     return { check: r.checkName, provenanceEstablished: r.executedIdentity !== undefined && c.present && c.intact, verdict: (VERDICTS.has(r.verdict) ? r.verdict : 'REFUSED') as Verdict };
   });

@@ -7,13 +7,13 @@
 // inodes, so a file written in place since would change it), which must equal the checkpoint the World
 // recorded at fork time. Each identity pair is fed from two different records, named at each field.
 import type { DecisionInput } from '../../core/collapse/decide.js';
-import { absentId, idFrom, presentId, unmeasuredId } from '../../core/collapse/identity.js';
-import { digestOf } from '../../core/digest.js';
+import { idFrom, presentId, unmeasuredId } from '../../core/collapse/identity.js';
 import { manifestDigest } from '../../core/manifest.js';
 import type { Store } from '../store/open-store.js';
 import { payloadDir } from '../store/store-layout.js';
 import { getGeneration, getGenerationManifest, getRoot, type RootRecord } from '../store/store-records.js';
 import { cleanDigest } from './collapse-walk.js';
+import { composite, primeGenerations, rootSetIds, type Part } from './composite-id.js';
 import type { BoundaryHashes, WorldView } from './measure-collapse.js';
 
 /** Per Root: what the World's committed Candidate collapse made of it (collapse transaction record). */
@@ -33,13 +33,6 @@ export interface CheckpointMeasurement {
   evidence: { requirementHash: null; subject: string | null; verifierIdentity: null; executedVerifierIdentity: null };
 }
 
-type Part = [string, string | null | undefined];
-
-function composite(parts: readonly Part[]): string | null {
-  if (parts.length === 0 || parts.some(([, v]) => v === null || v === undefined)) return null;
-  return parts.length === 1 ? (parts[0]![1] as string) : digestOf(parts.map(([k, v]) => [k, v]));
-}
-
 export async function measureCheckpointReturn(
   store: Store,
   world: WorldView,
@@ -52,7 +45,7 @@ export async function measureCheckpointReturn(
   let candidateValid = world.roots.length > 0;
   let foreignMeasured = true;
   const foreign: string[] = [];
-  const start: Part[] = [];
+  const start = primeGenerations(db, world.roots);
   const storePrime: Part[] = [];
   const collapsedTo: Part[] = [];
   const primeRehash: Part[] = [];
@@ -67,7 +60,6 @@ export async function measureCheckpointReturn(
     const root = getRoot(db, name);
     const checkpoint = world.base.find((b) => b.root === name);
     const made = collapsed.get(name);
-    start.push([name, root ? String(root.generation) : null]);
     recorded.push([name, checkpoint?.digest]);
     if (!root || !checkpoint) {
       candidateValid = false;
@@ -92,10 +84,7 @@ export async function measureCheckpointReturn(
     collapsedDigest.push([name, made?.digest]);
     roots.push({ name, prime: { generation: root.generation, digest: root.digest }, checkpoint: { generation: checkpoint.generation, digest: checkpoint.digest } });
   }
-  const end = world.roots.map((name): Part => {
-    const r = getRoot(db, name);
-    return [name, r ? String(r.generation) : null];
-  });
+  const end = primeGenerations(db, world.roots);
   const complete = roots.length === world.roots.length;
   const witnessValue = composite(witness);
 
@@ -112,7 +101,7 @@ export async function measureCheckpointReturn(
     base: { primeRehash: idFrom('base', composite(primeRehash)), world: idFrom('base', composite(collapsedDigest)) },
     // delta: the checkpoint the World recorded at fork time vs the checkpoint generation's store record.
     delta: { captured: idFrom('delta', composite(recorded)), stored: idFrom('delta', composite(stored)) },
-    rootSet: { world: world.roots.length > 0 ? presentId('rootSet', world.roots.join('\n')) : absentId('rootSet'), store: storeRoots.length > 0 ? presentId('rootSet', storeRoots.join('\n')) : absentId('rootSet') },
+    rootSet: rootSetIds(world.roots, storeRoots),
     // staged root (commit only): the staged payload re-hashed vs the checkpoint the World recorded.
     stagedRoot: boundary ? { staged: idFrom('stagedRoot', composite(staged)), tested: idFrom('stagedRoot', composite(recorded)) } : { staged: unmeasuredId('stagedRoot'), tested: unmeasuredId('stagedRoot') },
     // The bytes that would go live: the checkpoint as the World recorded it.

@@ -9,8 +9,7 @@
 // lands meanwhile revokes — is read again.
 import type { Database } from 'better-sqlite3';
 import type { DecisionInput } from '../../core/collapse/decide.js';
-import { absentId, idFrom, presentId, unmeasuredId } from '../../core/collapse/identity.js';
-import { digestOf } from '../../core/digest.js';
+import { idFrom, presentId, unmeasuredId } from '../../core/collapse/identity.js';
 import { globToRegExp, verifierIdentity } from '../../core/evidence/requirement.js';
 import { applyDelta, manifestDigest, validateManifest } from '../../core/manifest.js';
 import { evaluationsFor } from '../checks/evaluation-records.js';
@@ -20,6 +19,7 @@ import type { Store } from '../store/open-store.js';
 import { getGeneration, getGenerationManifest, getRoot, type RootRecord } from '../store/store-records.js';
 import type { StoredDelta } from '../world/candidate.js';
 import { generationManifest } from '../world/world-records.js';
+import { composite, primeGenerations, rootSetIds, type Part } from './composite-id.js';
 import { kernelEvaluations } from './kernel-evaluations.js';
 import { join } from 'node:path';
 
@@ -75,12 +75,6 @@ function conflictsOf(db: Database, root: RootRecord, baseGeneration: number, del
   return { measured: true, found };
 }
 
-/** A set of per-Root values as one identity value (Roots in the World's order); absent if any is. */
-function composite(parts: readonly (readonly [string, string | null | undefined])[]): string | null {
-  if (parts.length === 0 || parts.some(([, v]) => v === null || v === undefined)) return null;
-  return parts.length === 1 ? (parts[0]![1] as string) : digestOf(parts.map(([k, v]) => [k, v]));
-}
-
 /**
  * Measures a Candidate-mode collapse. `walkPrime(root)` re-hashes live PRIME of a Root (undefined: the
  * walk found a problem, or the live route is broken) and is only called at `prepare`.
@@ -108,14 +102,13 @@ export async function measureCandidate(
   let foreignMeasured = true;
   const conflicts: string[] = [];
   let conflictsMeasured = true;
-  const primeRehash: [string, string | undefined][] = [];
-  const stagedRehash: [string, string | undefined][] = [];
-  const startGenerations: [string, string | null][] = [];
-  const endGenerations: [string, string | null][] = [];
-  const storePrime: [string, string | null][] = [];
-  const candidateBase: [string, string | null][] = [];
-  const worldBase: [string, string | null][] = [];
-  const tested: [string, string | null][] = [];
+  const primeRehash: Part[] = [];
+  const stagedRehash: Part[] = [];
+  const startGenerations = primeGenerations(db, world.roots);
+  const storePrime: Part[] = [];
+  const candidateBase: Part[] = [];
+  const worldBase: Part[] = [];
+  const tested: Part[] = [];
   const storeRoots: string[] = [];
   const modifiedVerifiers: string[] = [];
 
@@ -125,10 +118,8 @@ export async function measureCandidate(
     const base = world.base.find((b) => b.root === name);
     if (!root || !base) {
       candidateValid = false;
-      startGenerations.push([name, null]);
       continue;
     }
-    startGenerations.push([name, String(root.generation)]);
     if (root.state === 'Ready') storeRoots.push(name);
     manifests.set(name, generationManifest(db, root.rootKey, root.generation));
     const delta = stored?.deltas.get(root.rootKey) ?? null;
@@ -185,7 +176,7 @@ export async function measureCandidate(
       executions: [],
     });
   }
-  for (const name of world.roots) endGenerations.push([name, getRoot(db, name) ? String(getRoot(db, name)!.generation) : null]);
+  const endGenerations = primeGenerations(db, world.roots);
   const speaking = evaluations.reduce<(typeof evaluations)[number] | undefined>((a, e) => (!a || e.ordinal > a.ordinal ? e : a), undefined);
 
   const input: DecisionInput = {
@@ -204,8 +195,7 @@ export async function measureCandidate(
     base: { primeRehash: idFrom('base', composite(primeRehash)), world: idFrom('base', composite(worldBase)) },
     // delta: the digest the World's capture recorded vs the stored candidate re-hashed (candidate.json hashes to its name).
     delta: { captured: idFrom('delta', candidateDigest), stored: idFrom('delta', stored?.digest) },
-    // root set: the Roots the World names vs the Roots the store holds Ready for them.
-    rootSet: { world: world.roots.length > 0 ? presentId('rootSet', world.roots.join('\n')) : absentId('rootSet'), store: storeRoots.length > 0 ? presentId('rootSet', storeRoots.join('\n')) : absentId('rootSet') },
+    rootSet: rootSetIds(world.roots, storeRoots),
     // staged root (commit only): the staged payload re-hashed vs what the tested candidate gives.
     stagedRoot: boundary
       ? { staged: idFrom('stagedRoot', composite(stagedRehash)), tested: idFrom('stagedRoot', composite(tested)) }

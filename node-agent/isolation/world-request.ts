@@ -28,7 +28,7 @@ export function networkControl(policy: WorldIsolationView['network']): Isolation
 }
 
 /** The Policy that governs a World: the one naming any of its Roots (the controller refuses overlaps). */
-export function governingPolicy(policies: readonly PolicyView[], roots: readonly string[]): PolicyView | undefined {
+export function governingPolicy<P extends { spec?: { roots?: string[] } }>(policies: readonly P[], roots: readonly string[]): P | undefined {
   return policies.find((p) => (p.spec?.roots ?? []).some((r) => roots.includes(r)));
 }
 
