@@ -29,13 +29,15 @@ export function checkObjectName(world: string, check: string): string {
   return `${world}-${check}`;
 }
 
+/** The controller-created Check of a World's required check, when it is the one for that World and check. */
+function requiredCheck(checks: Informer<KubernetesObject>, namespace: string, world: string, name: string): CheckView | undefined {
+  const c: CheckView | undefined = checks.get(`${namespace}/${checkObjectName(world, name)}`);
+  return c?.spec?.worldRef === world && c.spec.name === name ? c : undefined;
+}
+
 /** "passed/required" over the controller-created Checks of the World (revalidations are not counted). */
 export function checksSummary(checks: Informer<KubernetesObject>, namespace: string, world: string, required: readonly string[]): string {
-  let passed = 0;
-  for (const name of required) {
-    const c: CheckView | undefined = checks.get(`${namespace}/${checkObjectName(world, name)}`);
-    if (c?.spec?.worldRef === world && c.spec.name === name && c.status?.verdict === 'PASS') passed++;
-  }
+  const passed = required.filter((name) => requiredCheck(checks, namespace, world, name)?.status?.verdict === 'PASS').length;
   return `${passed}/${required.length}`;
 }
 
@@ -94,8 +96,8 @@ export function checksPassedCondition(
   if (required.length === 0) return { status: 'True', reason: 'NoChecksRequired', message: 'the governing Policy requires no check' };
   const pending: string[] = [];
   for (const name of required) {
-    const c: CheckView | undefined = checks.get(`${namespace}/${checkObjectName(world, name)}`);
-    const verdict = c?.spec?.worldRef === world && c.spec.name === name && c.status?.subject === candidate ? c.status?.verdict : undefined;
+    const c = requiredCheck(checks, namespace, world, name);
+    const verdict = c?.status?.subject === candidate ? c?.status?.verdict : undefined;
     if (verdict === 'FAIL') return { status: 'False', reason: 'CheckFailed', message: `check ${name} failed on candidate ${candidate ?? ''}` };
     if (verdict === 'REFUSED') return { status: 'False', reason: 'CheckRefused', message: `check ${name} was refused on candidate ${candidate ?? ''}` };
     if (verdict !== 'PASS') pending.push(name);

@@ -65,22 +65,19 @@ export function makeWorldReconciler(d: WorldReconcilerDeps): (key: string) => Pr
     }
     const now = d.clock.now();
     const computed = computeWorldStatus({ world, roots, nodeAgentPresent: (n) => d.caches.nodeAgentPresent(n, now), now });
-    // A captured candidate needs one Check per check of the governing Policy; the CHECKS column counts the passed ones.
-    const required = world.status?.phase === 'Captured' ? requiredChecks(d.caches.policies.list(), world.spec?.roots ?? []) : [];
-    if (required.length > 0 && world.metadata.uid) {
-      const made = await ensureChecks(d.createCheck, d.caches.checks, { name, namespace: ns, uid: world.metadata.uid }, required);
+    // A captured candidate needs one Check per check of the governing Policy (created while Captured);
+    // the CHECKS column and ChecksPassed follow them, and stay once the World is Collapsed.
+    const phase = world.status?.phase;
+    const policyChecks = phase === 'Captured' || phase === 'Collapsed' ? requiredChecks(d.caches.policies.list(), world.spec?.roots ?? []) : [];
+    if (phase === 'Captured' && policyChecks.length > 0 && world.metadata.uid) {
+      const made = await ensureChecks(d.createCheck, d.caches.checks, { name, namespace: ns, uid: world.metadata.uid }, policyChecks);
       if (made.length > 0) d.events.normal(world, 'ChecksCreated', `created Check ${made.join(', ')} for the captured candidate`);
     }
-    const phase = world.status?.phase;
-    // The CHECKS column stays once the World is Collapsed (its Checks are not re-created then).
-    const counted = phase === 'Collapsed' ? requiredChecks(d.caches.policies.list(), world.spec?.roots ?? []) : required;
-    let desired = counted.length > 0 ? { ...computed, checksSummary: checksSummary(d.caches.checks, ns, name, counted) } : computed;
+    let desired = policyChecks.length > 0 ? { ...computed, checksSummary: checksSummary(d.caches.checks, ns, name, policyChecks) } : computed;
     if (phase === 'Captured' || phase === 'Collapsed') {
-      // ChecksPassed (controller-owned) from the Checks on the current candidate; kept once the World is Collapsed.
-      const all = requiredChecks(d.caches.policies.list(), world.spec?.roots ?? []);
       const candidate = (world.status?.candidate as { digest?: string } | undefined)?.digest;
       const prev = findCondition(world.status?.conditions, 'ChecksPassed');
-      const cond = phase === 'Collapsed' && prev ? { status: prev.status, reason: prev.reason, message: prev.message } : checksPassedCondition(d.caches.checks, ns, name, all, candidate);
+      const cond = phase === 'Collapsed' && prev ? { status: prev.status, reason: prev.reason, message: prev.message } : checksPassedCondition(d.caches.checks, ns, name, policyChecks, candidate);
       desired = { ...desired, conditions: setCondition([...desired.conditions, ...(prev ? [prev] : [])], { type: 'ChecksPassed', ...cond }, world.metadata.generation, now) };
     }
 
