@@ -3,22 +3,9 @@
 // it on exactly the candidate's bytes with the verifiers staged from the World's base generation.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { chownSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { startStack, type Stack } from '../support/stack.js';
-import { applyRoot, describeRun, runWorld, shWorld } from '../support/worlds.js';
-
-const OWNER = 1000;
-
-function put(path: string, content: string): void {
-  writeFileSync(path, content, { mode: 0o644 });
-  chownSync(path, OWNER, OWNER);
-}
-
-function dir(path: string): void {
-  mkdirSync(path, { mode: 0o755 });
-  chownSync(path, OWNER, OWNER);
-}
+import { applyRoot, describeRun, ownedDir, ownedFile, runWorld, shWorld } from '../support/worlds.js';
 
 const POLICY = {
   apiVersion: 'worldline.dev/v1alpha1',
@@ -37,10 +24,10 @@ describe('checks on a real stack', () => {
   before(async () => {
     s = await startStack({ nodeName: 'check-node' });
     const proj = join(s.scratch, 'proj');
-    dir(proj);
-    dir(join(proj, 'checks'));
-    put(join(proj, 'checks', 'verify.sh'), 'grep -q ok README.md\n');
-    put(join(proj, 'README.md'), 'not yet\n');
+    ownedDir(proj);
+    ownedDir(join(proj, 'checks'));
+    ownedFile(join(proj, 'checks', 'verify.sh'), 'grep -q ok README.md\n');
+    ownedFile(join(proj, 'README.md'), 'not yet\n');
     const root = await applyRoot(s, 'proj', proj);
     assert.equal(root.status.phase, 'Ready', JSON.stringify(root.status));
     await s.apply(JSON.stringify(POLICY));
@@ -86,9 +73,9 @@ describe('checks on a real stack', () => {
 
   test('a Policy with no isolation rule for the check stage gets its checks refused (unsupported), not run', async () => {
     const bare = join(s.scratch, 'bare');
-    dir(bare);
-    dir(join(bare, 'checks'));
-    put(join(bare, 'checks', 'verify.sh'), 'exit 0\n');
+    ownedDir(bare);
+    ownedDir(join(bare, 'checks'));
+    ownedFile(join(bare, 'checks', 'verify.sh'), 'exit 0\n');
     const root = await applyRoot(s, 'bare', bare);
     assert.equal(root.status.phase, 'Ready', JSON.stringify(root.status));
     await s.apply(JSON.stringify({ ...POLICY, metadata: { name: 'bare-policy' }, spec: { ...POLICY.spec, roots: ['bare'], isolation: { agent: POLICY.spec.isolation.agent } } }));

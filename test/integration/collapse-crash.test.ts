@@ -26,6 +26,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
 import { COLLAPSE_TEST_STEPS, type CollapseTestStep } from '../../node-agent/collapse/test-hooks.js';
+import { collapseManifest, waitCollapse } from '../support/collapses.js';
 import { startStack, type Stack } from '../support/stack.js';
 import { getJson } from '../support/wait.js';
 import { FINAL_PHASES, outputOf, rootKeyOf, rootManifest, shWorld, worldManifest } from '../support/worlds.js';
@@ -82,10 +83,6 @@ async function bounded<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
   } finally {
     clearTimeout(timer);
   }
-}
-
-function collapseManifest(name: string, worldRef: string): string {
-  return JSON.stringify({ apiVersion: 'worldline.dev/v1alpha1', kind: 'Collapse', metadata: { name, namespace: 'default' }, spec: { worldRef, mode: 'Candidate' } });
 }
 
 interface LedgerEntry {
@@ -150,19 +147,6 @@ describe('collapse crash injection on a real stack', () => {
   after(async () => {
     await s?.stop();
   });
-
-  const finalCollapse = async (name: string): Promise<Record<string, any>> => {
-    try {
-      return await s.waitFor(`Collapse ${name} Committed or Denied`, async () => {
-        const c = await s.get('collapse', name, 'default');
-        return c?.status?.phase === 'Committed' || c?.status?.phase === 'Denied' ? c : undefined;
-      }, 60_000);
-    } catch (e) {
-      const c = await s.get('collapse', name, 'default');
-      const logs = s.agent.logs.filter((r) => r.level === 'warn' || r.level === 'error' || String(r.msg).includes('collapse'));
-      throw new Error(`${(e as Error).message}\n${JSON.stringify(c?.status)}\n${logs.map((r) => JSON.stringify(r)).join('\n')}`);
-    }
-  };
 
   /** One run's fixture, prepared before any kill: its Root (adopted) and its World (captured). */
   interface Fixture {
@@ -232,7 +216,7 @@ describe('collapse crash injection on a real stack', () => {
     assert.ok(['Preparing', 'Authorized'].includes(atKill?.status?.phase), `no final status was published before the kill: ${JSON.stringify(atKill?.status)}`);
 
     await s.restartAgent({ signal: 'SIGTERM' });
-    const c = await finalCollapse(name);
+    const c = await waitCollapse(s, name);
     const phase = c.status.phase as string;
     outcomes.set(name, phase);
 

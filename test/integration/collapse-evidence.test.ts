@@ -6,25 +6,15 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { chownSync, existsSync, mkdirSync, readdirSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { startStack, type Stack } from '../support/stack.js';
 import { kc } from '../support/wait.js';
-import { applyRoot, describeRun, runWorld, shWorld } from '../support/worlds.js';
+import { collapseManifest, waitCollapse } from '../support/collapses.js';
+import { applyRoot, describeRun, ownedDir, ownedFile, runWorld, shWorld } from '../support/worlds.js';
 
-const OWNER = 1000;
 const CHECK = { name: 'verify', command: ['/bin/sh', 'checks/verify.sh'], verifiers: ['checks/**'], timeout: '1m' };
-
-function put(path: string, content: string): void {
-  writeFileSync(path, content, { mode: 0o644 });
-  chownSync(path, OWNER, OWNER);
-}
-
-function dir(path: string): void {
-  mkdirSync(path, { mode: 0o755 });
-  chownSync(path, OWNER, OWNER);
-}
 
 function policy(name: string, root: string, checks: unknown[]): string {
   return JSON.stringify({
@@ -33,10 +23,6 @@ function policy(name: string, root: string, checks: unknown[]): string {
     metadata: { name },
     spec: { roots: [root], checks, isolation: { agent: { minimumLevel: 'os-sandboxed', controls: ['network-denied'] }, check: { minimumLevel: 'os-sandboxed', controls: ['network-denied'] } } },
   });
-}
-
-function collapseManifest(name: string, worldRef: string): string {
-  return JSON.stringify({ apiVersion: 'worldline.dev/v1alpha1', kind: 'Collapse', metadata: { name, namespace: 'default' }, spec: { worldRef, mode: 'Candidate' } });
 }
 
 describe('collapse evidence on a real stack', () => {
@@ -52,11 +38,11 @@ describe('collapse evidence on a real stack', () => {
   /** A Root whose checks/verify.sh passes when README.md says ok, under a Policy with `checks`. */
   const project = async (name: string, checks: unknown[] | null = [CHECK]): Promise<string> => {
     const path = join(s.scratch, name);
-    dir(path);
-    dir(join(path, 'checks'));
-    put(join(path, 'checks', 'verify.sh'), 'grep -q ok README.md\n');
-    put(join(path, 'checks', 'slow.sh'), 'sleep 40\n');
-    put(join(path, 'README.md'), 'not yet\n');
+    ownedDir(path);
+    ownedDir(join(path, 'checks'));
+    ownedFile(join(path, 'checks', 'verify.sh'), 'grep -q ok README.md\n');
+    ownedFile(join(path, 'checks', 'slow.sh'), 'sleep 40\n');
+    ownedFile(join(path, 'README.md'), 'not yet\n');
     const root = await applyRoot(s, name, path);
     assert.equal(root.status.phase, 'Ready', JSON.stringify(root.status));
     if (checks) await s.apply(policy(`${name}-policy`, name, checks));
@@ -71,10 +57,7 @@ describe('collapse evidence on a real stack', () => {
 
   const collapse = async (name: string, world: string): Promise<Record<string, any>> => {
     await s.apply(collapseManifest(name, world));
-    return s.waitFor(`Collapse ${name} Committed or Denied`, async () => {
-      const c = await s.get('collapse', name, 'default');
-      return c?.status?.phase === 'Committed' || c?.status?.phase === 'Denied' ? c : undefined;
-    }, 60_000);
+    return waitCollapse(s, name);
   };
 
   const denied = (c: Record<string, any>, reason: string): void => {
@@ -231,10 +214,7 @@ describe('collapse evidence on a real stack', () => {
     assert.equal(dirs.length, 1, dirs.join(','));
     writeFileSync(join(staging, dirs[0]!, 'payload', 'README.md'), 'ok, and something nobody tested\n');
     rmSync(flag);
-    const c = await s.waitFor('Collapse staged-col final', async () => {
-      const x = await s.get('collapse', 'staged-col', 'default');
-      return x?.status?.phase === 'Committed' || x?.status?.phase === 'Denied' ? x : undefined;
-    }, 60_000);
+    const c = await waitCollapse(s, 'staged-col');
     denied(c, 'STAGED_UNTESTED');
     assert.equal(readFileSync(join(path, 'README.md'), 'utf8'), 'not yet\n');
     await s.restartAgent({ signal: 'SIGTERM' });

@@ -14,6 +14,7 @@ import { execFileSync } from 'node:child_process';
 import { chownSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { collapseManifest } from '../support/collapses.js';
 import { startStack, type Stack } from '../support/stack.js';
 import { getJson } from '../support/wait.js';
 import { applyRoot, FINAL_PHASES, outputOf, shWorld, worldManifest } from '../support/worlds.js';
@@ -28,10 +29,6 @@ function labelled(manifest: string, rep: number): Record<string, any> {
   const o = JSON.parse(manifest) as Record<string, any>;
   o.metadata.labels = { 'race-rep': String(rep) };
   return o;
-}
-
-function collapseManifest(name: string, worldRef: string): string {
-  return JSON.stringify({ apiVersion: 'worldline.dev/v1alpha1', kind: 'Collapse', metadata: { name, namespace: 'default' }, spec: { worldRef, mode: 'Candidate' } });
 }
 
 const contentOf = (world: string): string => `written by ${world}\n`;

@@ -10,14 +10,11 @@ import { chownSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'nod
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startStack, type Stack } from '../support/stack.js';
+import { collapseManifest, waitCollapse } from '../support/collapses.js';
 import { applyRoot, describeRun, runWorld, shWorld } from '../support/worlds.js';
 
 const OWNER = 1000;
 const CLI = fileURLToPath(new URL('../../cli/worldline.js', import.meta.url));
-
-function collapseManifest(name: string, worldRef: string, mode: 'Candidate' | 'CheckpointReturn' = 'Candidate'): string {
-  return JSON.stringify({ apiVersion: 'worldline.dev/v1alpha1', kind: 'Collapse', metadata: { name, namespace: 'default' }, spec: { worldRef, mode } });
-}
 
 describe('collapse on a real stack', () => {
   let s: Stack;
@@ -29,19 +26,7 @@ describe('collapse on a real stack', () => {
     await s?.stop();
   });
 
-  /** Waits for a final phase; a timeout explains itself with the Collapse and the agent's warnings. */
-  const waitCollapse = async (name: string): Promise<Record<string, any>> => {
-    try {
-      return await s.waitFor(`Collapse ${name} Committed or Denied`, async () => {
-        const c = await s.get('collapse', name, 'default');
-        return c?.status?.phase === 'Committed' || c?.status?.phase === 'Denied' ? c : undefined;
-      }, 30_000);
-    } catch (e) {
-      const c = await s.get('collapse', name, 'default');
-      const logs = s.agent.logs.filter((r) => r.level === 'warn' || r.level === 'error' || String(r.msg).includes('collapse'));
-      throw new Error(`${(e as Error).message}\n${JSON.stringify(c?.status)}\n${logs.map((r) => JSON.stringify(r)).join('\n')}`);
-    }
-  };
+  const final = (name: string): Promise<Record<string, any>> => waitCollapse(s, name, 30_000);
 
   test('a captured candidate is committed with a signed receipt; a stale fork of the same file is denied', async () => {
     // b.txt stays unchanged: generation 2 shares it with generation 1 by hard link.
@@ -61,7 +46,7 @@ describe('collapse on a real stack', () => {
     assert.equal(readFileSync(join(hostPath, 'a.txt'), 'utf8'), 'alpha\n', 'PRIME is untouched before any collapse');
 
     await s.apply(collapseManifest('first-col', 'first'));
-    const c1 = await waitCollapse('first-col');
+    const c1 = await final('first-col');
     assert.equal(c1.status.phase, 'Committed', JSON.stringify(c1.status));
     assert.equal(c1.status.transaction.state, 'COMMITTED');
     assert.deepEqual(c1.status.decision, { authorized: true, reasons: [] });
@@ -88,7 +73,7 @@ describe('collapse on a real stack', () => {
 
     // The second World's base is generation 1: PRIME moved and the same file changed on both sides.
     await s.apply(collapseManifest('second-col', 'second'));
-    const c2 = await waitCollapse('second-col');
+    const c2 = await final('second-col');
     assert.equal(c2.status.phase, 'Denied', JSON.stringify(c2.status));
     assert.equal(c2.status.transaction.state, 'DENIED');
     assert.equal(c2.status.decision.authorized, false);
@@ -121,7 +106,7 @@ describe('collapse on a real stack', () => {
     const w = await runWorld(s, 'multi', shWorld(['multi-a', 'multi-b'], `echo a >> ${paths[0]}/f.txt && echo b >> ${paths[1]}/f.txt`));
     assert.equal(w.status.phase, 'Captured', describeRun(w));
     await s.apply(collapseManifest('multi-col', 'multi'));
-    const c = await waitCollapse('multi-col');
+    const c = await final('multi-col');
     assert.equal(c.status.phase, 'Committed', JSON.stringify(c.status));
     assert.deepEqual(c.status.result.map((r: { root: string; fromGeneration: number; toGeneration: number }) => [r.root, r.fromGeneration, r.toGeneration]), [['multi-a', 1, 2], ['multi-b', 1, 2]]);
     assert.equal(readFileSync(join(paths[0]!, 'f.txt'), 'utf8'), 'base\na\n');
@@ -149,17 +134,17 @@ describe('collapse on a real stack', () => {
 
     const none = await (async () => {
       await s.apply(collapseManifest('ret-never-back', 'ret-never', 'CheckpointReturn'));
-      return waitCollapse('ret-never-back');
+      return final('ret-never-back');
     })();
     assert.equal(none.status.phase, 'Denied', JSON.stringify(none.status));
     assert.deepEqual(none.status.decision.reasons, ['CHECKPOINT_NOT_COLLAPSED']);
 
     await s.apply(collapseManifest('ret-col', 'ret-w'));
-    assert.equal((await waitCollapse('ret-col')).status.phase, 'Committed');
+    assert.equal((await final('ret-col')).status.phase, 'Committed');
     assert.equal(readFileSync(join(hostPath, 'keep.txt'), 'utf8'), 'changed\n');
 
     await s.apply(collapseManifest('ret-back', 'ret-w', 'CheckpointReturn'));
-    const back = await waitCollapse('ret-back');
+    const back = await final('ret-back');
     assert.equal(back.status.phase, 'Committed', JSON.stringify(back.status));
     assert.deepEqual(back.status.result.map((r: { fromGeneration: number; toGeneration: number }) => [r.fromGeneration, r.toGeneration]), [[2, 3]]);
     assert.equal(back.status.result[0].digest, w.status.base[0].digest, 'PRIME has the checkpoint\'s digest again');
@@ -171,7 +156,7 @@ describe('collapse on a real stack', () => {
 
     // PRIME is no longer what the World's collapse made: a second return would discard generation 3's history.
     await s.apply(collapseManifest('ret-back-again', 'ret-w', 'CheckpointReturn'));
-    const again = await waitCollapse('ret-back-again');
+    const again = await final('ret-back-again');
     assert.equal(again.status.phase, 'Denied', JSON.stringify(again.status));
     assert.ok(again.status.decision.reasons.includes('PRIME_MOVED'), JSON.stringify(again.status.decision));
     assert.equal(readFileSync(join(hostPath, 'keep.txt'), 'utf8'), 'original\n');

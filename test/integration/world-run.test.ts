@@ -5,7 +5,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { chownSync, existsSync, lstatSync, mkdirSync, readFileSync, readlinkSync, symlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, lstatSync, readFileSync, readlinkSync, symlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { startStack, type Stack } from '../support/stack.js';
 import { kc } from '../support/wait.js';
@@ -15,6 +15,8 @@ import {
   hashTree,
   mountsBelow,
   outputLogPath,
+  ownedDir,
+  ownedFile,
   processesInRange,
   rootKeyOf,
   runWorld,
@@ -28,17 +30,6 @@ import {
 const OWNER = 1000;
 const OTHER = 1001;
 
-/** Writes a file owned by uid:gid with the given mode. */
-function put(path: string, content: string, uid = OWNER, mode = 0o644): void {
-  writeFileSync(path, content, { mode });
-  chownSync(path, uid, uid);
-}
-
-function dir(path: string, uid = OWNER): void {
-  mkdirSync(path, { mode: 0o755 });
-  chownSync(path, uid, uid);
-}
-
 describe('worlds on a real stack: ordinary behaviour', () => {
   let s: Stack;
   let projPath: string;
@@ -47,13 +38,13 @@ describe('worlds on a real stack: ordinary behaviour', () => {
   before(async () => {
     s = await startStack({ nodeName: 'run-node' });
     projPath = join(s.scratch, 'proj');
-    dir(projPath);
-    put(join(projPath, 'a.txt'), 'alpha\n');
-    put(join(projPath, 'b.txt'), 'bravo\n');
-    dir(join(projPath, 'sub'));
-    put(join(projPath, 'sub', 'c.txt'), 'charlie\n');
-    put(join(projPath, 'sub', 'd.txt'), 'delta\n');
-    put(join(projPath, 'other.txt'), 'owned by someone else\n', OTHER);
+    ownedDir(projPath);
+    ownedFile(join(projPath, 'a.txt'), 'alpha\n');
+    ownedFile(join(projPath, 'b.txt'), 'bravo\n');
+    ownedDir(join(projPath, 'sub'));
+    ownedFile(join(projPath, 'sub', 'c.txt'), 'charlie\n');
+    ownedFile(join(projPath, 'sub', 'd.txt'), 'delta\n');
+    ownedFile(join(projPath, 'other.txt'), 'owned by someone else\n', OTHER);
     const root = await applyRoot(s, 'proj', projPath);
     assert.equal(root.status.phase, 'Ready', JSON.stringify(root.status));
     rootKey = rootKeyOf(projPath);
@@ -269,7 +260,7 @@ describe('worlds on a real stack: ordinary behaviour', () => {
 
     test('a path that is a file: ROOT_PATH_NOT_DIRECTORY', async () => {
       const path = join(s.scratch, 'a-file');
-      put(path, 'just a file\n');
+      ownedFile(path, 'just a file\n');
       const before = hashTree(path);
       const store = storeSnapshot(s.storeDir);
       const root = await applyRoot(s, 'bad-file', path);
@@ -282,8 +273,8 @@ describe('worlds on a real stack: ordinary behaviour', () => {
 
     test('a directory holding an escaping symlink: EXTERNAL_SYMLINK', async () => {
       const path = join(s.scratch, 'with-escape');
-      dir(path);
-      put(join(path, 'ok.txt'), 'fine\n');
+      ownedDir(path);
+      ownedFile(join(path, 'ok.txt'), 'fine\n');
       symlinkSync('/etc/passwd', join(path, 'passwd-link'));
       const before = hashTree(path);
       const store = storeSnapshot(s.storeDir);

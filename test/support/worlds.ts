@@ -44,6 +44,18 @@ export async function applyRoot(s: Stack, name: string, path: string, timeoutMs 
   }, timeoutMs);
 }
 
+/** Writes a host file owned by uid:uid with `mode` (a Root's content, before adoption). */
+export function ownedFile(path: string, content: string, uid = 1000, mode = 0o644): void {
+  writeFileSync(path, content, { mode });
+  chownSync(path, uid, uid);
+}
+
+/** Makes a host directory (0755) owned by uid:uid. */
+export function ownedDir(path: string, uid = 1000): void {
+  mkdirSync(path, { mode: 0o755 });
+  chownSync(path, uid, uid);
+}
+
 /** Creates <scratch>/<name> with one file, both owned by `owner`, and adopts it as a Ready Root. */
 export async function adoptSmallRoot(s: Stack, name: string, owner: number): Promise<Record<string, any>> {
   const path = join(s.scratch, name);
