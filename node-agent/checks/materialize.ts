@@ -10,9 +10,8 @@
 // holds parent directories with store-private modes), and every file's bytes are re-hashed against the
 // candidate's entry before they are used.
 import { execFile } from 'node:child_process';
-import { createHash } from 'node:crypto';
 import {
-  chmodSync, chownSync, closeSync, constants as fsc, copyFileSync, existsSync, lchownSync, lstatSync, mkdirSync, openSync, readdirSync, readFileSync, readSync,
+  chmodSync, chownSync, closeSync, constants as fsc, copyFileSync, existsSync, lchownSync, lstatSync, mkdirSync, openSync, readdirSync, readFileSync,
   readlinkSync, symlinkSync,
 } from 'node:fs';
 import { basename, join } from 'node:path';
@@ -22,6 +21,7 @@ import { qualifiedVerifierPath, verifierIdentity, type VerifierFile } from '../.
 import { compareBytes, isCleanRelativePath, parentOf } from '../../core/relative-path.js';
 import type { ManifestEntry } from '../../core/manifest.js';
 import * as native from '../../native/index.js';
+import { hashOpenFile } from '../store/hash-file.js';
 import type { StoredDelta } from '../world/candidate.js';
 import type { RootMount } from '../world/rootfs.js';
 import { layerPaths, type LayerPaths, type WorldPaths } from '../world/world-paths.js';
@@ -128,14 +128,7 @@ function statAttrs(abs: string): { mode: number; uid: number; gid: number } | un
 function hashFile(abs: string): string {
   const fd = openSync(abs, fsc.O_RDONLY | fsc.O_NOFOLLOW);
   try {
-    const hash = createHash('sha256');
-    const buf = Buffer.allocUnsafe(1 << 16);
-    for (;;) {
-      const n = readSync(fd, buf, 0, buf.length, null);
-      if (n === 0) break;
-      hash.update(buf.subarray(0, n));
-    }
-    return hash.digest('hex');
+    return hashOpenFile(fd, Buffer.allocUnsafe(1 << 16)).sha256;
   } finally {
     closeSync(fd);
   }

@@ -26,20 +26,26 @@ export function hashFileSync(absPath: string, seen: BigIntStats, buffer: Buffer)
     if (st.dev !== seen.dev || st.ino !== seen.ino || !st.isFile()) return { ok: false, reason: 'replaced between lstat and open' };
     const named = readlinkSync(`/proc/self/fd/${fd}`);
     if (named !== absPath) return { ok: false, reason: `opened as ${named}` };
-    const hash = createHash('sha256');
-    let size = 0;
-    for (;;) {
-      const n = readSync(fd, buffer, 0, buffer.length, null);
-      if (n === 0) break;
-      hash.update(buffer.subarray(0, n));
-      size += n;
-    }
+    const { sha256, size } = hashOpenFile(fd, buffer);
     const after = fstatSync(fd, { bigint: true });
     if (BigInt(size) !== seen.size || after.size !== seen.size || after.ctimeNs !== seen.ctimeNs) {
       return { ok: false, reason: 'content changed while it was read' };
     }
-    return { ok: true, sha256: hash.digest('hex'), size };
+    return { ok: true, sha256, size };
   } finally {
     closeSync(fd);
   }
+}
+
+/** SHA-256 (hex) and size of everything left to read from an open descriptor; `buffer` is scratch space. */
+export function hashOpenFile(fd: number, buffer: Buffer): { sha256: string; size: number } {
+  const hash = createHash('sha256');
+  let size = 0;
+  for (;;) {
+    const n = readSync(fd, buffer, 0, buffer.length, null);
+    if (n === 0) break;
+    hash.update(buffer.subarray(0, n));
+    size += n;
+  }
+  return { sha256: hash.digest('hex'), size };
 }
