@@ -6,12 +6,33 @@ import { httpClientFor, type KubeHttpClient } from './http.js';
 import { nullLogger, type Logger } from './logger.js';
 import { apiVersionOf, type ResourceRef } from './resource-ref.js';
 
-export { statusEqual } from './status-equal.js';
+import { statusEqual } from './status-equal.js';
+
+export { statusEqual };
 
 export const APPLY_PATCH_CONTENT_TYPE = 'application/apply-patch+yaml';
 
 export interface ApplyTarget {
   metadata: { name: string; namespace?: string };
+}
+
+/** The status fields one manager owns: top-level keys, and (when it owns any) condition types. */
+export interface OwnedStatus {
+  keys: readonly string[];
+  conditionTypes?: ReadonlySet<string>;
+}
+
+type Observed = { metadata?: { name?: string; namespace?: string }; status?: Record<string, unknown> };
+
+/** The owned part of a status document (undefined keys dropped; conditions filtered to the owned types). */
+function ownedPart(status: Record<string, unknown> | undefined, owned: OwnedStatus): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const k of owned.keys) if (status?.[k] !== undefined) out[k] = status[k];
+  if (owned.conditionTypes) {
+    const conditions = (status?.conditions ?? []) as { type: string }[];
+    out.conditions = conditions.filter((c) => owned.conditionTypes!.has(c.type));
+  }
+  return out;
 }
 
 export class StatusWriter {
@@ -38,6 +59,19 @@ export class StatusWriter {
     };
     this.log.debug('applying status', { kind: resource.kind, name, namespace });
     return this.apply<T>(statusPath(resource, name, namespace), body);
+  }
+
+  /**
+   * Applies `status` — this manager's whole document — unless `obj` already shows it over the owned
+   * keys and condition types (compared with statusEqual). Returns whether it wrote.
+   */
+  async applyOwnedStatus(resource: ResourceRef, obj: Observed, status: object, owned: OwnedStatus): Promise<boolean> {
+    const clean = JSON.parse(JSON.stringify(status)) as Record<string, unknown>;
+    const want = ownedPart(clean, owned);
+    if (owned.conditionTypes) want.conditions = clean.conditions ?? [];
+    if (statusEqual(ownedPart(obj.status, owned), want)) return false;
+    await this.applyStatus(resource, { metadata: { name: obj.metadata?.name ?? '', namespace: obj.metadata?.namespace ?? '' }, status: clean });
+    return true;
   }
 
   /** Applies a partial object (our finalizers, labels, ownerReferences entries, ...) to the main resource. */

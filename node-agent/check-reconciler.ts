@@ -14,7 +14,7 @@ import { Informer } from '../kube/informer.js';
 import type { Logger } from '../kube/logger.js';
 import { ControllerRunner, type ReconcileMetrics, type ReconcileResult } from '../kube/reconcile.js';
 import { objectKey } from '../kube/resource-ref.js';
-import { statusEqual, type StatusWriter } from '../kube/status-writer.js';
+import type { StatusWriter } from '../kube/status-writer.js';
 import type { NsName } from '../native/index.js';
 import { readCandidate, type CheckRoot } from './checks/materialize.js';
 import { hasEvaluation, recordEvaluation } from './checks/evaluation-records.js';
@@ -106,11 +106,7 @@ export class NodeChecks {
   }
 
   private async apply(c: CheckObj, s: AgentCheckStatus): Promise<void> {
-    const clean = JSON.parse(JSON.stringify(s)) as Record<string, unknown>;
-    const cur: Record<string, unknown> = {};
-    for (const k of OWNED_KEYS) if (c.status?.[k] !== undefined) cur[k] = c.status[k];
-    if (statusEqual(cur, clean)) return;
-    await this.d.status.applyStatus(refs.Check, { metadata: { name: c.metadata?.name ?? '', namespace: c.metadata?.namespace ?? '' }, status: clean });
+    await this.d.status.applyOwnedStatus(refs.Check, c, s, { keys: OWNED_KEYS });
   }
 
   async reconcile(key: string): Promise<ReconcileResult> {

@@ -20,7 +20,7 @@ import type { Logger } from '../kube/logger.js';
 import { ControllerRunner, type ReconcileMetrics, type ReconcileResult } from '../kube/reconcile.js';
 import { Informer } from '../kube/informer.js';
 import { objectKey } from '../kube/resource-ref.js';
-import { statusEqual, type StatusWriter } from '../kube/status-writer.js';
+import type { StatusWriter } from '../kube/status-writer.js';
 import type { PolicyChecksView } from './checks/policy-requirement.js';
 import { governingPolicy } from './isolation/world-request.js';
 import { collapseRoots, isCollapseError, type BoundaryHashes, type CollapseRootRequest } from './collapse/index.js';
@@ -120,15 +120,7 @@ export function makeNodeCollapseReconciler(d: CollapseReconcilerDeps): (key: str
   const hooks: CollapseTestHooks = d.hooks ?? { at: () => Promise.resolve() };
 
   const applyStatus = async (c: CollapseObj, s: AgentCollapseStatus): Promise<void> => {
-    const clean = JSON.parse(JSON.stringify(s)) as AgentCollapseStatus;
-    const cur: Record<string, unknown> = {};
-    for (const k of OWNED_KEYS) if (c.status?.[k] !== undefined) cur[k] = c.status[k];
-    cur.conditions = (c.status?.conditions ?? []).filter((x) => OWNED_CONDITIONS.has(x.type));
-    const want: Record<string, unknown> = {};
-    for (const k of OWNED_KEYS) if (clean[k] !== undefined) want[k] = clean[k];
-    want.conditions = clean.conditions;
-    if (statusEqual(cur, want)) return;
-    await d.status.applyStatus(refs.Collapse, { metadata: { name: c.metadata?.name ?? '', namespace: c.metadata?.namespace ?? '' }, status: clean as unknown as Record<string, unknown> });
+    await d.status.applyOwnedStatus(refs.Collapse, c, s, { keys: OWNED_KEYS, conditionTypes: OWNED_CONDITIONS });
   };
 
   /** Committed (the transaction's outcome) and Collapsed (what `kubectl wait --for=condition=Collapsed` waits for). */

@@ -10,7 +10,7 @@ import type { Informer } from '../kube/informer.js';
 import type { Logger } from '../kube/logger.js';
 import type { ObjectDeleter } from '../kube/object-deleter.js';
 import type { ReconcileResult } from '../kube/reconcile.js';
-import { statusEqual, type StatusWriter } from '../kube/status-writer.js';
+import type { StatusWriter } from '../kube/status-writer.js';
 import { ID_RANGE, type AgentConfig } from './config.js';
 import { NODE_CLEANUP_FINALIZER, refs } from './resources.js';
 import type { CgroupReadback } from './sandbox/cgroup.js';
@@ -70,15 +70,7 @@ export class NodeWorlds {
 
   /** Applies the agent's whole status document if it differs from what the World shows. */
   private async applyStatus(w: WorldObj, s: AgentWorldStatus): Promise<void> {
-    const clean = JSON.parse(JSON.stringify(s)) as AgentWorldStatus;
-    const cur: Record<string, unknown> = {};
-    for (const k of OWNED_KEYS) if (w.status?.[k] !== undefined) cur[k] = w.status[k];
-    cur.conditions = (w.status?.conditions ?? []).filter((c) => OWNED_CONDITIONS.has(c.type));
-    const want: Record<string, unknown> = {};
-    for (const k of OWNED_KEYS) if (clean[k] !== undefined) want[k] = clean[k];
-    want.conditions = clean.conditions;
-    if (statusEqual(cur, want)) return;
-    await this.d.status.applyStatus(refs.World, { metadata: { name: w.metadata?.name ?? '', namespace: w.metadata?.namespace ?? '' }, status: clean });
+    await this.d.status.applyOwnedStatus(refs.World, w, s, { keys: OWNED_KEYS, conditionTypes: OWNED_CONDITIONS });
   }
 
   private persist(w: WorldObj, state: WorldState, s: AgentWorldStatus): void {

@@ -103,6 +103,21 @@ test('StatusWriter: server-side apply by two field managers on a CRD status', as
     assert.deepEqual(managers, ['worldline-controller', 'worldline-node-agent']);
   });
 
+  await t.test("applyOwnedStatus writes only when the owned keys or condition types differ from what the object shows", async () => {
+    const owned = { keys: ['nodeName'], conditionTypes: new Set(['Running']) };
+    const seen = await get();
+    const mine = { nodeName: seen.status?.nodeName, conditions: seen.status?.conditions?.filter((c) => c.type === 'Running') };
+    assert.equal(await agent.applyOwnedStatus(gadgets, seen, mine, owned), false, 'nothing to write: the object shows it');
+    assert.equal((await get()).metadata.resourceVersion, seen.metadata.resourceVersion);
+    // The other manager's fields do not count: the agent's view is still unchanged.
+    assert.equal(await agent.applyOwnedStatus(gadgets, { ...seen, status: { ...seen.status, phase: 'Other' } }, mine, owned), false);
+    assert.equal(await agent.applyOwnedStatus(gadgets, seen, { ...mine, nodeName: 'node-2' }, owned), true);
+    assert.equal((await get()).status?.nodeName, 'node-2');
+    const after = await get();
+    assert.equal(await agent.applyOwnedStatus(gadgets, after, { ...mine, nodeName: 'node-1' }, owned), true);
+    assert.equal((await get()).status?.nodeName, 'node-1');
+  });
+
   await t.test('applyObject: each manager adds its own finalizer and label; neither removes the other', async () => {
     await controller.applyObject(gadgets, { metadata: { ...meta, finalizers: ['worldline.dev/controller'], labels: { 'worldline.dev/node': 'node-1' } } });
     await agent.applyObject(gadgets, { metadata: { ...meta, finalizers: ['worldline.dev/node-agent'] } });
