@@ -131,7 +131,7 @@ export function decide(
   reservations: readonly ReservedAmounts[],
 ): Decision {
   // 1. policy (node and request)
-  const policy = policyProblems(ceilings, perWorld).map((p) => `${p.problem} (${p.field})`);
+  const policy = policyProblems(ceilings, perWorld).map((p) => p.problem);
   const req = requestProblems(request);
   if (policy.length > 0 || req.length > 0) {
     return { outcome: 'RESOURCE_POLICY_INVALID', message: [...policy, ...req].join('; ') };

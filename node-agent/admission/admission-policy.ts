@@ -161,19 +161,19 @@ export function policyProblems(ceilings: NodeCeilings, perWorld: PerWorldPolicy)
   const out: { field: string; problem: string }[] = [];
   for (const f of ['cpuMillis', 'memoryBytes', 'pids', 'worlds'] as const) {
     const v = ceilings?.[f];
-    if (!Number.isSafeInteger(v) || v < 0) out.push({ field: NODE_KEYS[f].key, problem: `node ceiling ${f} is ${String(v)}, not a non-negative integer` });
+    if (!Number.isSafeInteger(v) || v < 0) out.push({ field: NODE_KEYS[f].key, problem: `${NODE_KEYS[f].key}: node ceiling ${f} is ${String(v)}, not a non-negative integer` });
   }
   for (const part of ['limits', 'defaults'] as const) {
     for (const f of WORLD_RESOURCE_FIELDS) {
       const v = perWorld?.[part]?.[f];
-      if (!Number.isSafeInteger(v) || v < 1) out.push({ field: WORLD_KEYS[part][f].key, problem: `per-world ${part === 'limits' ? 'limit' : 'default'} ${f} is ${String(v)}, not a positive integer` });
+      if (!Number.isSafeInteger(v) || v < 1) out.push({ field: WORLD_KEYS[part][f].key, problem: `${WORLD_KEYS[part][f].key}: per-world ${part === 'limits' ? 'limit' : 'default'} ${f} is ${String(v)}, not a positive integer` });
     }
   }
   if (out.length === 0) {
     for (const f of WORLD_RESOURCE_FIELDS) {
       const d = perWorld.defaults[f];
       const l = perWorld.limits[f];
-      if (d > l) out.push({ field: WORLD_KEYS.defaults[f].key, problem: `per-world default ${f} ${d} is above its limit ${l}` });
+      if (d > l) out.push({ field: WORLD_KEYS.defaults[f].key, problem: `${WORLD_KEYS.defaults[f].key}: per-world default ${f} ${d} is above its limit ${l} (${WORLD_KEYS.limits[f].key})` });
     }
   }
   return out;

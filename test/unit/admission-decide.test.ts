@@ -155,6 +155,8 @@ const malformed: [string, Record<string, string | undefined>, RegExp][] = [
   ['world-pids', { 'world-pids': '0' }, /world-pids "0" must be at least 1/],
   ['world-default-memory', { 'world-default-memory': '5Gi', 'world-memory': '4Gi' }, /default memoryBytes 5368709120 is above its limit/],
   ['node-memory', { 'node-memory': '1e400' }, /node-memory "1e400" is too large/],
+  // a default derived from nothing but the host's ceiling still names the key at fault (found by the property below)
+  ['world-default-cpu', { 'world-default-cpu': '5' }, /world-default-cpu: per-world default cpuMillis 5000 is above its limit 4000 \(world-cpu\)/],
 ];
 
 for (const [field, raw, message] of malformed) {
