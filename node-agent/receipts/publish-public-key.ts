@@ -1,8 +1,9 @@
 // Publishes this node's receipt public key as the ConfigMap worldline-receipts-<node> in the agent's
 // namespace (data: public-key.pem, the SPKI PEM of <store>/keys; key-id; node), so that whoever may read
 // it can fetch the key that verifies the node's receipts without access to the node. Applied (server-side
-// apply, field manager worldline-node-agent) at every agent start; a failure is logged and retried with
-// backoff until it succeeds or the agent stops, and never stops the agent.
+// apply, field manager worldline-node-agent) at agent start and again every `refreshMs` (default 10
+// minutes) while the agent runs, so a deleted or edited ConfigMap is restored within that time. A failure
+// is logged and retried with backoff, and never stops the agent.
 //
 // The ConfigMap helps find the key; it does not vouch for it: anyone who can write ConfigMaps in the
 // namespace can replace it. A verifier that has seen the key once should pin its key-id.
@@ -47,12 +48,16 @@ export interface PublishPublicKeyOptions {
   keyDir: string;
   clock: Clock;
   logger: Logger;
-  /** Delays between attempts; default 1 s doubling up to 5 minutes. */
+  /** Delays between failed attempts; default 1 s doubling up to 5 minutes. */
   backoff?: BackoffOptions;
+  /** Time between re-applies after a success; default 10 minutes. */
+  refreshMs?: number;
 }
 
+export const DEFAULT_PUBLIC_KEY_REFRESH_MS = 10 * 60_000;
+
 export interface PublicKeyPublisher {
-  /** Settles when the key is published (true) or the publisher was stopped first (false); never rejects. */
+  /** Settles when the key is first published (true) or the publisher was stopped first (false); never rejects. */
   readonly done: Promise<boolean>;
   stop(): Promise<void>;
 }
@@ -64,7 +69,10 @@ export function publishReceiptsPublicKey(o: PublishPublicKeyOptions): PublicKeyP
   const name = receiptsConfigMapName(o.nodeName);
   const log = o.logger.child({ configMap: `${o.namespace}/${name}` });
   const backoff = new Backoff(o.backoff ?? { initialMs: 1000, maxMs: 5 * 60_000 });
-  const done = (async (): Promise<boolean> => {
+  let firstPublished: (ok: boolean) => void = () => undefined;
+  const done = new Promise<boolean>((resolve) => (firstPublished = resolve));
+  const loop = (async (): Promise<void> => {
+    let published = 0;
     while (!abort.signal.aborted) {
       try {
         const key = loadOrCreateSigningKey(o.keyDir);
@@ -76,8 +84,14 @@ export function publishReceiptsPublicKey(o: PublishPublicKeyOptions): PublicKeyP
           contentType: APPLY_PATCH_CONTENT_TYPE,
           signal: abort.signal,
         });
-        log.info('receipts public key published', { keyId: key.keyId });
-        return true;
+        backoff.reset();
+        if (published++ === 0) {
+          log.info('receipts public key published', { keyId: key.keyId });
+          firstPublished(true);
+        } else {
+          log.debug('receipts public key re-applied', { keyId: key.keyId });
+        }
+        await o.clock.sleep(o.refreshMs ?? DEFAULT_PUBLIC_KEY_REFRESH_MS, abort.signal);
       } catch (err) {
         if (abort.signal.aborted) break;
         const delay = backoff.next();
@@ -86,13 +100,13 @@ export function publishReceiptsPublicKey(o: PublishPublicKeyOptions): PublicKeyP
         await o.clock.sleep(delay, abort.signal);
       }
     }
-    return false;
+    firstPublished(false);
   })();
   return {
     done,
     stop: async () => {
       abort.abort();
-      await done;
+      await loop;
     },
   };
 }

@@ -1,8 +1,9 @@
 // The receipts public key published on a real stack (kube-apiserver + etcd, controller, node-agent as
 // root): the node-agent applies ConfigMap worldline-receipts-<node> holding the public key of its store's
 // signing key, `worldline receipts verify` accepts a ledger signed by that key with the published PEM (and
-// refuses one signed by another key), a stale ConfigMap is corrected at the next start, and a publish that
-// fails is retried until it succeeds.
+// refuses one signed by another key), a stale ConfigMap is corrected at the next start and, while the agent
+// runs, at the next refresh (a deleted one is made again), and a publish that fails is retried until it
+// succeeds.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
@@ -135,5 +136,39 @@ describe('the receipts public key in a ConfigMap', () => {
     const cm = await s.get('configmap', receiptsConfigMapName('elsewhere'), namespace);
     assert.equal(cm?.data[PUBLIC_KEY_DATA.pem], readFileSync(join(work, 'elsewhere-keys', PUBLIC_PEM_FILE), 'utf8'));
     assert.equal(records.filter((r) => r.msg === 'receipts public key published').length, 1);
+  });
+
+  test('while the publisher runs, an edited or deleted ConfigMap is restored at the next refresh', async () => {
+    const records: { level: string; msg: string; fields: Record<string, unknown> }[] = [];
+    const nodeName = 'refreshing';
+    const keyDir = join(work, 'refreshing-keys');
+    const publisher = publishReceiptsPublicKey({
+      kubeConfig: loadKubeConfig({ kubeconfig: s.cp.kubeconfigPath }),
+      namespace: NAMESPACE,
+      nodeName,
+      keyDir,
+      clock: systemClock,
+      logger: recordingLogger(records),
+      refreshMs: 200,
+    });
+    const name = receiptsConfigMapName(nodeName);
+    const pem = (): Promise<unknown> => s.get('configmap', name, NAMESPACE).then((cm) => cm?.data?.[PUBLIC_KEY_DATA.pem]);
+    try {
+      assert.equal(await publisher.done, true);
+      const want = readFileSync(join(keyDir, PUBLIC_PEM_FILE), 'utf8');
+      assert.equal(await pem(), want);
+      await kc(s.cp, ['patch', 'configmap', name, '-n', NAMESPACE, '--type=merge', '-p', JSON.stringify({ data: { [PUBLIC_KEY_DATA.pem]: 'edited' } })]);
+      await s.waitFor('the edited PEM restored', async () => (await pem()) === want);
+      await kc(s.cp, ['delete', 'configmap', name, '-n', NAMESPACE]);
+      await s.waitFor('the deleted ConfigMap made again', async () => (await pem()) === want);
+    } finally {
+      await publisher.stop();
+    }
+    assert.equal(records.filter((r) => r.msg === 'receipts public key published').length, 1, 'the first publish is logged once');
+    assert.ok(records.some((r) => r.msg === 'receipts public key re-applied'), 'later applies are logged at debug');
+    // Stopped: nothing applies it any more.
+    await kc(s.cp, ['delete', 'configmap', name, '-n', NAMESPACE]);
+    await new Promise((r) => setTimeout(r, 600));
+    assert.equal(await s.get('configmap', name, NAMESPACE), undefined, 'a stopped publisher does not re-apply');
   });
 });
