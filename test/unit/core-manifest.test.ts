@@ -1,8 +1,10 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import fc from 'fast-check';
+import { canonicalJson } from '../../core/canonical-json.js';
 import { digestOf } from '../../core/digest.js';
 import {
-  applyDelta, diffManifests, manifestDigest, manifestDigestValue, measuredEntry, sortManifest, validateManifest, type Manifest, type ManifestEntry, type ManifestProblem,
+  applyDelta, diffManifests, manifestDigest, manifestDigestValue, measuredEntry, measuredEntryJson, sortManifest, validateManifest, type Manifest, type ManifestEntry, type ManifestProblem,
 } from '../../core/manifest.js';
 import { compareBytes, isCleanRelativePath } from '../../core/relative-path.js';
 
@@ -38,6 +40,41 @@ test('manifestDigest measures every field it claims to, and only those', async (
       }
     }
   });
+});
+
+test('measuredEntryJson writes exactly what canonicalJson(measuredEntry) writes, and refuses what it refuses', () => {
+  const number = fc.oneof(fc.integer(), fc.nat({ max: 0o177777 }), fc.double(), fc.constant(-0), fc.constant(2 ** 53));
+  const text = fc.oneof(fc.string(), fc.string({ unit: 'binary' }), fc.constantFrom('a"b', 'back\\slash', '\u2028', '\ud800', 'ü/ß'));
+  const entry = fc.record(
+    {
+      path: text,
+      type: fc.constantFrom('file', 'dir', 'symlink', 'fifo'),
+      mode: number,
+      uid: number,
+      gid: number,
+      size: number,
+      sha256: text,
+      target: text,
+    },
+    { requiredKeys: ['path', 'type', 'mode', 'uid', 'gid'] },
+  ) as fc.Arbitrary<ManifestEntry>;
+  fc.assert(
+    fc.property(entry, (e) => {
+      let want: string | Error;
+      try {
+        want = canonicalJson(measuredEntry(e));
+      } catch (err) {
+        want = err as Error;
+      }
+      if (typeof want === 'string') assert.equal(measuredEntryJson(e), want);
+      else assert.throws(() => measuredEntryJson(e), { name: want.name, code: 'CANONICAL_JSON_INVALID' } as object);
+    }),
+    { numRuns: 3000 },
+  );
+  // Values only reachable past the type system take the generic path and agree with it too.
+  for (const odd of [{ ...file('x'), size: '3' }, { ...file('x'), uid: '0' }, { ...link('l', 't'), target: 7 }, { ...dir('d'), mode: '755' }]) {
+    assert.equal(measuredEntryJson(odd as unknown as ManifestEntry), canonicalJson(measuredEntry(odd as unknown as ManifestEntry)));
+  }
 });
 
 test('diffManifests: table', async (t) => {
