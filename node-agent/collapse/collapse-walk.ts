@@ -4,7 +4,7 @@
 // staging/ only. Every other walk problem refuses.
 import { manifestDigest, type Manifest } from '../../core/manifest.js';
 import type { KnownHash } from '../store/walk-tree-sync.js';
-import { walkTree, walkTrees, type WalkProblem } from '../store/walk-tree.js';
+import { walkTree, walkTreeDigests, type WalkProblem } from '../store/walk-tree.js';
 
 export interface CollapseWalk {
   manifest: Manifest;
@@ -19,17 +19,22 @@ export async function collapseWalk(path: string, storeDir: string, inodeHashes?:
   return { manifest: w.manifest, digest: manifestDigest(w.manifest), problems: w.problems };
 }
 
+/** collapseWalk without the manifest (digested in the walk's worker): for checks that compare digests. */
+export async function collapseWalkDigest(path: string, storeDir: string, inodeHashes?: Map<string, KnownHash>): Promise<Omit<CollapseWalk, 'manifest'>> {
+  const [w] = await walkTreeDigests([path], { sharedWithinStore: storeDir, ...(inodeHashes ? { inodeHashes } : {}) });
+  return { digest: w!.digest, problems: w!.problems };
+}
+
 /**
  * The clean digests of several payloads, walked together so an inode they share (an unchanged file
  * hard-linked into a staged generation) is read once; undefined for a payload whose walk has a problem.
  */
 export async function cleanDigests(paths: readonly string[], storeDir: string): Promise<(string | undefined)[]> {
-  const walks = await walkTrees(paths, { sharedWithinStore: storeDir });
-  return walks.map((w) => (w.problems.length > 0 ? undefined : manifestDigest(w.manifest)));
+  const walks = await walkTreeDigests(paths, { sharedWithinStore: storeDir });
+  return walks.map((w) => (w.problems.length > 0 ? undefined : w.digest));
 }
 
 /** The digest of the payload at `path`, or undefined when the walk has a problem a payload may not have. */
 export async function cleanDigest(path: string, storeDir: string): Promise<string | undefined> {
-  const w = await collapseWalk(path, storeDir);
-  return w.problems.length > 0 ? undefined : w.digest;
+  return (await cleanDigests([path], storeDir))[0];
 }

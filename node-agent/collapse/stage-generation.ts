@@ -24,7 +24,7 @@ import type { KnownHash } from '../store/walk-tree-sync.js';
 import type { StoredDelta } from '../world/candidate.js';
 import { CollapseError } from './collapse-errors.js';
 import type { CollapseHooks } from './collapse-intent.js';
-import { cleanDigest, collapseWalk } from './collapse-walk.js';
+import { cleanDigest, collapseWalkDigest } from './collapse-walk.js';
 
 export interface StagedGeneration {
   rootName: string;
@@ -111,7 +111,7 @@ export async function stageGeneration(store: Store, rootName: string, candidateD
 
   // Linked files are taken at the base manifest's word here (the commit boundary re-hashes PRIME, whose
   // inodes they are, for real); the copied files, the structure, owners and modes are measured now.
-  const walk = await collapseWalk(payloadPath, store.dir, seed);
+  const walk = await collapseWalkDigest(payloadPath, store.dir, seed);
   if (walk.problems.length > 0 || walk.digest !== digest) {
     await rm(stagingDir, { recursive: true, force: true });
     // Unchanged files are links to PRIME's own: a write to PRIME since capture shows up here first.

@@ -12,7 +12,7 @@ import type { Store } from '../store/open-store.js';
 import { payloadDir } from '../store/store-layout.js';
 import { getGeneration, getGenerationManifest, getRoot } from '../store/store-records.js';
 import { CollapseError } from './collapse-errors.js';
-import { collapseWalk } from './collapse-walk.js';
+import { collapseWalkDigest } from './collapse-walk.js';
 import { buildPayload, type StageOptions, type StagedGeneration } from './stage-generation.js';
 
 export async function stageReturn(store: Store, rootName: string, fromGeneration: number, checkpointGeneration: number, options: StageOptions = {}): Promise<StagedGeneration> {
@@ -37,7 +37,7 @@ export async function stageReturn(store: Store, rootName: string, fromGeneration
     throw new CollapseError('STAGED_UNTESTED', `building generation ${generation} of ${rootName} from checkpoint ${checkpointGeneration} failed: ${String(e)}`, { cause: e });
   }
   await options.hooks?.afterStep?.('after-stage');
-  const walk = await collapseWalk(payloadPath, store.dir);
+  const walk = await collapseWalkDigest(payloadPath, store.dir);
   if (walk.problems.length > 0 || walk.digest !== digest) {
     await rm(stagingDir, { recursive: true, force: true });
     throw new CollapseError('STAGED_UNTESTED', `the checkpoint of ${rootName} (generation ${checkpointGeneration}) no longer has its recorded digest`);

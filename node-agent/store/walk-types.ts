@@ -19,3 +19,11 @@ export interface WalkResult {
   /** File bytes hashed. */
   bytes: number;
 }
+
+/** A WalkResult with its manifest reduced to the manifest's digest (walkTreeDigests). */
+export interface WalkDigest extends Omit<WalkResult, 'manifest'> {
+  /** manifestDigest of the walk's manifest. */
+  digest: string;
+  /** How many entries the manifest has. */
+  entries: number;
+}

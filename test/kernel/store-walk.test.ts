@@ -1,11 +1,11 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { link, mkdir, rename, symlink, writeFile } from 'node:fs/promises';
+import { link, mkdir, rename, rm, symlink, writeFile } from 'node:fs/promises';
 import { renameSync, symlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { sha256Hex } from '../../core/digest.js';
 import { manifestDigest, validateManifest } from '../../core/manifest.js';
-import { walkTree, walkTrees } from '../../node-agent/store/walk-tree.js';
+import { walkTree, walkTreeDigests, walkTrees } from '../../node-agent/store/walk-tree.js';
 import { walkTreeSync, type KnownHash } from '../../node-agent/store/walk-tree-sync.js';
 import { makeSampleTree, needsRoot, scratch } from './store-fixtures.js';
 
@@ -138,6 +138,19 @@ test('walk: trees walked together read a shared inode once; a write to it (new c
   assert.equal(wa!.bytes, 4096);
   assert.equal(wb!.bytes, 9, 'only the file b does not share is read');
   assert.deepEqual(wb!.manifest, walkTreeSync(b).manifest, 'the shared hash is the one a fresh walk computes');
+
+  // The digest-only walk: the same trees, the same sharing, each manifest's digest in place of its entries.
+  const [da, db] = await walkTreeDigests([a, b]);
+  assert.equal(da!.digest, manifestDigest(wa!.manifest));
+  assert.equal(db!.digest, manifestDigest(wb!.manifest));
+  assert.equal(db!.entries, wb!.manifest.entries.length);
+  assert.equal(db!.bytes, 9, 'a digest-only walk reads a shared inode once too');
+  assert.ok(!('manifest' in db!), 'no entries cross the thread boundary');
+  await symlink('/etc/passwd', join(b, 'out'));
+  const [, withProblem] = await walkTreeDigests([a, b]);
+  assert.ok(withProblem!.problems.some((p) => p.code === 'EXTERNAL_SYMLINK' && p.path === 'out'), 'problems come back with the digest');
+  assert.deepEqual(withProblem!.problems, walkTreeSync(b).problems);
+  await rm(join(b, 'out'));
 
   const known = new Map<string, KnownHash>();
   walkTreeSync(a, { inodeHashes: known });
