@@ -1,31 +1,34 @@
-// Read and hash one regular file found by a walk, making sure it is the file the walk saw: opened
-// without following a final link and without blocking on a FIFO, the descriptor's dev/ino equal to the
-// lstat's, the kernel's own name for the descriptor equal to the expected path (which catches a parent
-// directory swapped for a link), and size and ctime unchanged after reading.
+// Read and hash one regular file found by a walk, making sure it is the file the walk saw: opened beneath
+// the walked root's directory descriptor (openat2 with RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
+// RESOLVE_NO_MAGICLINKS, native/files.ts), so neither the file nor any directory on the way to it may be
+// a link and the kernel keeps the lookup inside the root; without following a final link and without
+// blocking on a FIFO; the descriptor's dev/ino equal to the lstat's; size and ctime unchanged after
+// reading. A parent directory swapped for a link between the walk's lstat and the open fails the open
+// (ELOOP), where a path-based open would have followed it.
 // Synchronous on purpose: the walk runs in a worker thread (see walk-tree.ts).
 import { createHash } from 'node:crypto';
-import { closeSync, constants, fstatSync, openSync, readSync, readlinkSync, type BigIntStats } from 'node:fs';
+import { closeSync, constants, fstatSync, readSync, type BigIntStats } from 'node:fs';
+import { openBeneath } from '../../native/index.js';
 import { errnoCode } from './store-errors.js';
 
 const OPEN_FLAGS = constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK | constants.O_NOCTTY;
+const NOT_THE_SAME_FILE = new Set(['ELOOP', 'ENOENT', 'ENXIO', 'ENOTDIR', 'EXDEV']);
 
 export type HashResult = { ok: true; sha256: string; size: number } | { ok: false; reason: string };
 
-/** `buffer` is scratch space reused across calls (one per walk). */
-export function hashFileSync(absPath: string, seen: BigIntStats, buffer: Buffer): HashResult {
+/** `rootFd` is the walked root's directory, `relPath` the file's path in it; `buffer` is scratch space reused across calls (one per walk). */
+export function hashFileSync(rootFd: number, relPath: string, seen: BigIntStats, buffer: Buffer): HashResult {
   let fd: number;
   try {
-    fd = openSync(absPath, OPEN_FLAGS);
+    fd = openBeneath(rootFd, relPath, OPEN_FLAGS);
   } catch (e) {
     const code = errnoCode(e);
-    if (code === 'ELOOP' || code === 'ENOENT' || code === 'ENXIO' || code === 'ENOTDIR') return { ok: false, reason: `could not open it again (${code})` };
+    if (code !== undefined && NOT_THE_SAME_FILE.has(code)) return { ok: false, reason: `could not open it again beneath the root (${code})` };
     throw e;
   }
   try {
     const st = fstatSync(fd, { bigint: true });
     if (st.dev !== seen.dev || st.ino !== seen.ino || !st.isFile()) return { ok: false, reason: 'replaced between lstat and open' };
-    const named = readlinkSync(`/proc/self/fd/${fd}`);
-    if (named !== absPath) return { ok: false, reason: `opened as ${named}` };
     const { sha256, size } = hashOpenFile(fd, buffer);
     const after = fstatSync(fd, { bigint: true });
     if (BigInt(size) !== seen.size || after.size !== seen.size || after.ctimeNs !== seen.ctimeNs) {
