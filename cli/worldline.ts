@@ -3,12 +3,15 @@
 import { realpathSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { runReceiptsVerify, type Output } from './receipts-verify.js';
+import { runReceiptsVerifyStatus } from './receipts-verify-status.js';
 
 export const USAGE = `usage: worldline <command> [options]
 
 Commands:
   receipts verify --ledger FILE --public-key KEY
                   verify a signed receipt ledger: hash chain and every Ed25519 signature
+  receipts verify-status --collapse FILE --public-key KEY [--ledger FILE]
+                  verify the receipt a Collapse shows in its status (kubectl get collapse -o json)
   --help          show this help
 
 Run 'worldline <command> --help' for a command's options.
@@ -26,6 +29,7 @@ export function main(args: readonly string[], io: Output): number {
   }
   if (first === 'receipts') {
     if (second === 'verify') return runReceiptsVerify(rest, io);
+    if (second === 'verify-status') return runReceiptsVerifyStatus(rest, io);
     if (second === undefined || second === '--help' || second === '-h') {
       io.out(USAGE);
       return second === undefined ? 2 : 0;

@@ -113,6 +113,10 @@ step "verify the node's receipt ledger against the public key published in Confi
 echo "key id: $("$kubectl" -n worldline-system get configmap "worldline-receipts-$node" -o jsonpath='{.data.key-id}')"
 node dist/cli/worldline.js receipts verify --ledger "$store/receipts/ledger.jsonl" --public-key "$tmp/receipts.pub.pem"
 
+step "verify the receipt Collapse hello-collapse shows in its status: the published key signed it, and the ledger's receipt says what the status says"
+k get collapse hello-collapse -o json >"$tmp/hello-collapse.json"
+node dist/cli/worldline.js receipts verify-status --collapse "$tmp/hello-collapse.json" --public-key "$tmp/receipts.pub.pem" --ledger "$store/receipts/ledger.jsonl"
+
 step "run World hello-broken: this agent implements --shout wrongly"
 cp -a "$repo/." "$tmp/after"
 k apply -f examples/world-failing.yaml

@@ -2,14 +2,17 @@
 // captured World promotes its candidate into PRIME atomically (the host path shows it, the Root moves to
 // generation 2) and appends a signed receipt that `worldline receipts verify` accepts; a second World
 // forked from the old generation and touching the same file is denied by name, with its own receipt,
-// and PRIME keeps the first change.
+// and PRIME keeps the first change; each Collapse's status receipt verifies with the key published in
+// the node's ConfigMap and against the ledger (`worldline receipts verify-status`).
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { chownSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { receiptsConfigMapName } from '../../node-agent/receipts/publish-public-key.js';
 import { startStack, type Stack } from '../support/stack.js';
+import { getJson } from '../support/wait.js';
 import { collapseManifest, waitCollapse } from '../support/collapses.js';
 import { applyRoot, describeRun, runWorld, shWorld } from '../support/worlds.js';
 
@@ -92,6 +95,18 @@ describe('collapse on a real stack', () => {
     const out = execFileSync(process.execPath, [CLI, 'receipts', 'verify', '--ledger', ledger, '--public-key', publicKey], { encoding: 'utf8' });
     assert.ok(out.length > 0);
     assert.equal(readFileSync(ledger, 'utf8').trim().split('\n').length, 2);
+
+    // Each Collapse's status receipt, as kubectl prints the object, verifies with the key the node
+    // published in its ConfigMap (no node access), and against the ledger: it says what the status says.
+    const cm = await s.waitFor('the receipts ConfigMap', () => s.get('configmap', receiptsConfigMapName('collapse-node'), 'worldline-system'));
+    const publishedPem = join(s.scratch, 'published.pem');
+    writeFileSync(publishedPem, cm.data['public-key.pem'] as string);
+    for (const name of ['first-col', 'second-col']) {
+      const json = join(s.scratch, `${name}.json`);
+      writeFileSync(json, JSON.stringify(await getJson(s.cp, ['get', 'collapse', name, '-n', 'default'])));
+      const verified = execFileSync(process.execPath, [CLI, 'receipts', 'verify-status', '--collapse', json, '--public-key', publishedPem, '--ledger', ledger], { encoding: 'utf8' });
+      assert.match(verified, new RegExp(`^OK collapse default/${name}: receipt sha256:[0-9a-f]{64} .*and it says what the status says`));
+    }
   });
 
   test('a World with two Roots collapses both in one transaction; the World is Collapsed', async () => {
