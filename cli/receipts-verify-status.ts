@@ -12,6 +12,7 @@
 // ledger verifier, never node-agent/.
 import { verify, type KeyObject } from 'node:crypto';
 import { readFileSync } from 'node:fs';
+import { isDigest } from '../core/digest.js';
 import { parseLedgerLine, signatureMessage } from '../core/receipts/ledger-line.js';
 import { loadPublicKey, verifyLedger, type Output } from './receipts-verify.js';
 
@@ -47,9 +48,9 @@ function statusReceipt(collapse: unknown): StatusReceipt | string {
   const r = isObj(collapse.status) ? collapse.status.receipt : undefined;
   if (!isObj(r)) return 'the Collapse has no status.receipt (it has not reached Committed or Denied)';
   const { id, sequence, previous, signature, keyId } = r;
-  if (typeof id !== 'string' || !/^sha256:[0-9a-f]{64}$/.test(id)) return 'status.receipt.id is not sha256:<64 hex>';
+  if (typeof id !== 'string' || !isDigest(id)) return 'status.receipt.id is not sha256:<64 hex>';
   if (typeof sequence !== 'number' || !Number.isSafeInteger(sequence) || sequence < 1) return 'status.receipt.sequence is not a positive integer';
-  if (previous != null && (typeof previous !== 'string' || !/^sha256:[0-9a-f]{64}$/.test(previous))) return 'status.receipt.previous is not sha256:<64 hex>';
+  if (previous != null && (typeof previous !== 'string' || !isDigest(previous))) return 'status.receipt.previous is not sha256:<64 hex>';
   if (typeof signature !== 'string' || !/^[0-9a-f]{128}$/.test(signature)) return 'status.receipt.signature is not 64 bytes of lowercase hex';
   if (typeof keyId !== 'string') return 'status.receipt.keyId is missing';
   return { id, sequence, signature, keyId, ...(typeof previous === 'string' ? { previous } : {}) };
