@@ -13,8 +13,8 @@
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { benchAdmission } from './admission.bench.js';
-import { noNodeCollapseSamples, nodeCollapseResult, nodeCollapseRound, type NodeCollapseSamples } from './collapse-node.bench.js';
-import { noStackCollapseSamples, openCollapseStack, stackCollapseResult, type CollapseTarget, type StackCollapseSamples } from './collapse.bench.js';
+import { noNodeCollapseSamples, nodeCollapseResult, nodeCollapseRound } from './collapse-node.bench.js';
+import { noStackCollapseSamples, openCollapseStack, stackCollapseResult, type CollapseTarget } from './collapse.bench.js';
 import { benchController } from './controller-throughput.bench.js';
 import { benchReceipts } from './receipts.bench.js';
 import { generateGitRepo } from './tree-fixtures.js';
@@ -172,22 +172,37 @@ async function admission(): Promise<void> {
 
 const perS = (x: number): string => x.toFixed(x < 100 ? 1 : 0);
 
+/**
+ * The collapse benchmarks' schedule: adopt a Root of each size (timed, reported as `adopted`), then run
+ * the collapses in rounds, one per size per round while it has repetitions left, so each size's samples
+ * spread over the whole run instead of meeting one stretch of machine load.
+ */
+async function collapseRounds<S>(
+  adopted: string,
+  adopt: (root: string, files: number) => Promise<string>,
+  samples: () => S,
+  round: (t: CollapseTarget & { s: S }) => Promise<void>,
+): Promise<(CollapseTarget & { s: S })[]> {
+  const targets: (CollapseTarget & { s: S })[] = [];
+  for (const files of sizes) {
+    const root = `bench-${files}`;
+    const t = performance.now();
+    const hostPath = await adopt(root, files);
+    console.log(`  ${files} files: ${adopted} in ${((performance.now() - t) / 1000).toFixed(1)} s; ${collapseRepsFor(files)} collapses`);
+    targets.push({ files, root, hostPath, s: samples() });
+  }
+  const rounds = Math.max(...sizes.map(collapseRepsFor));
+  for (let r = 0; r < rounds; r++) {
+    for (const t of targets) if (r < collapseRepsFor(t.files)) await round(t);
+  }
+  return targets;
+}
+
 async function collapseOnStack(): Promise<void> {
   console.log(`collapse on a real stack (kube-apiserver + etcd, controller, node-agent): Roots of ${sizes.join(', ')} files, each World a 10-file change (5 modified, 5 added); no Policy, so no checks run`);
   const env = await openCollapseStack();
   await guarded(() => env.close(), async () => {
-    const targets: (CollapseTarget & { s: StackCollapseSamples })[] = [];
-    for (const files of sizes) {
-      const root = `bench-${files}`;
-      const t = performance.now();
-      const hostPath = await env.adopt(root, files);
-      console.log(`  ${files} files: generated + adopted by the node-agent in ${((performance.now() - t) / 1000).toFixed(1)} s; ${collapseRepsFor(files)} collapses`);
-      targets.push({ files, root, hostPath, s: noStackCollapseSamples() });
-    }
-    const rounds = Math.max(...sizes.map(collapseRepsFor));
-    for (let round = 0; round < rounds; round++) {
-      for (const t of targets) if (round < collapseRepsFor(t.files)) await env.round(t, t.s);
-    }
+    const targets = await collapseRounds('generated + adopted by the node-agent', (root, files) => env.adopt(root, files), noStackCollapseSamples, (t) => env.round(t, t.s));
     const rs = targets.map((t) => stackCollapseResult(t.files, t.s));
     console.log('\ncollapse latency on the stack: Collapse created → status.phase Committed as a watch delivers it (medians unless p90), ms');
     console.table(rs.map((r) => ({
@@ -211,18 +226,7 @@ async function collapseOnNode(): Promise<void> {
   console.log(`collapse, node-level path (no Kubernetes): a scratch node store in ${values.dir}, Roots of ${sizes.join(', ')} files, the same 10-file change captured by a real World`);
   const env = await openWorldEnv(values.dir);
   await guarded(() => env.cleanup(), async () => {
-    const targets: (CollapseTarget & { s: NodeCollapseSamples })[] = [];
-    for (const files of sizes) {
-      const root = `bench-${files}`;
-      const t = performance.now();
-      const hostPath = await env.adopt(root, files);
-      console.log(`  ${files} files: generated + adopted in ${((performance.now() - t) / 1000).toFixed(1)} s; ${collapseRepsFor(files)} collapses`);
-      targets.push({ files, root, hostPath, s: noNodeCollapseSamples() });
-    }
-    const rounds = Math.max(...sizes.map(collapseRepsFor));
-    for (let round = 0; round < rounds; round++) {
-      for (const t of targets) if (round < collapseRepsFor(t.files)) await nodeCollapseRound(env, t, t.s);
-    }
+    const targets = await collapseRounds('generated + adopted', (root, files) => env.adopt(root, files), noNodeCollapseSamples, (t) => nodeCollapseRound(env, t, t.s));
     const rs = targets.map((t) => nodeCollapseResult(t.files, t.s));
     console.log('\nnode-level collapse: cleanDigest of PRIME (the prepare step\'s re-hash) and collapseRoot (stage + commit), medians unless p90, ms');
     console.table(rs.map((r) => ({
