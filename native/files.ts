@@ -31,6 +31,14 @@ export function openBeneath(rootDirFd: number, relPath: string, flags: number, m
   );
 }
 
+/**
+ * Closes an fd that openat2 or openBeneath returned. Use it rather than fs.closeSync in a worker thread,
+ * where Node warns about closing an fd its fs module did not open.
+ */
+export function closeFd(fd: number): void {
+  binding.closeFd(v.fd('fd', fd));
+}
+
 /** Test hook: make openBeneath skip openat2 and use the fallback walk (process-wide). */
 export function forceBeneathFallback(on: boolean): void {
   binding.forceBeneathFallback(v.bool('on', on));

@@ -188,6 +188,7 @@ export interface NativeBinding {
   renameat2(olddirfd: number, oldpath: string, newdirfd: number, newpath: string, flags: number): void;
   fsyncPath(path: string): void;
   fsyncFd(fd: number): void;
+  closeFd(fd: number): void;
   lgetxattr(path: string, name: string): Buffer | null;
   llistxattr(path: string): string[];
   mount(source: string | null, target: string, fstype: string | null, flags: number, data: string | null): void;

@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <linux/openat2.h>
 #include <sys/syscall.h>
+#include <unistd.h>
 
 static bool force_fallback = false;
 
@@ -48,6 +49,16 @@ static napi_value js_open_beneath(napi_env env, napi_callback_info info) {
   return wl_int(env, fd);
 }
 
+/* close(2) for an fd this addon opened: Node's fs.closeSync warns, in a worker thread, about an fd it did
+ * not open itself. Not retried on EINTR: on Linux the fd is released even then. */
+static napi_value js_close_fd(napi_env env, napi_callback_info info) {
+  napi_value argv[1];
+  int32_t fd;
+  if (!wl_args(env, info, 1, argv) || !wl_int32(env, argv[0], "fd", &fd)) return NULL;
+  if (close(fd) != 0 && errno != EINTR) return wl_throw_errno(env, errno, "close", NULL);
+  return wl_undefined(env);
+}
+
 static napi_value js_force_fallback(napi_env env, napi_callback_info info) {
   napi_value argv[1];
   bool on;
@@ -58,6 +69,6 @@ static napi_value js_force_fallback(napi_env env, napi_callback_info info) {
 
 bool wl_register_openat2(napi_env env, napi_value exports) {
   static const wl_fn fns[] = {
-      {"openat2", js_openat2}, {"openBeneath", js_open_beneath}, {"forceBeneathFallback", js_force_fallback}};
+      {"openat2", js_openat2}, {"openBeneath", js_open_beneath}, {"closeFd", js_close_fd}, {"forceBeneathFallback", js_force_fallback}};
   return wl_export_fns(env, exports, fns, sizeof fns / sizeof fns[0]);
 }

@@ -7,8 +7,8 @@
 // (ELOOP), where a path-based open would have followed it.
 // Synchronous on purpose: the walk runs in a worker thread (see walk-tree.ts).
 import { createHash } from 'node:crypto';
-import { closeSync, constants, fstatSync, readSync, type BigIntStats } from 'node:fs';
-import { openBeneath } from '../../native/index.js';
+import { constants, fstatSync, readSync, type BigIntStats } from 'node:fs';
+import { closeFd, openBeneath } from '../../native/index.js';
 import { errnoCode } from './store-errors.js';
 
 const OPEN_FLAGS = constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK | constants.O_NOCTTY;
@@ -36,7 +36,7 @@ export function hashFileSync(rootFd: number, relPath: string, seen: BigIntStats,
     }
     return { ok: true, sha256, size };
   } finally {
-    closeSync(fd);
+    closeFd(fd); // opened by the addon: fs.closeSync would warn in the walk's worker thread
   }
 }
 

@@ -2,11 +2,11 @@
 // any symlink, on the openat2 path and on the per-component fallback walk alike.
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { closeSync, mkdirSync, openSync, readFileSync, readSync, symlinkSync, writeFileSync } from 'node:fs';
+import { closeSync, fstatSync, mkdirSync, openSync, readFileSync, readSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import {
   AT_EMPTY_PATH, AT_FDCWD, O_DIRECTORY, O_NOFOLLOW, O_PATH, O_RDONLY, RESOLVE_IN_ROOT, forceBeneathFallback,
-  openBeneath, openat2, statx,
+  closeFd, openBeneath, openat2, statx,
 } from '../../native/index.js';
 import { Cleanup, closeQuietly } from './native-fixtures.js';
 
@@ -103,6 +103,15 @@ test('openat2 is a thin wrapper: RESOLVE_IN_ROOT resolves "/" to the dirfd', () 
   } finally {
     closeQuietly(fd);
   }
+});
+
+test('closeFd closes what openBeneath opened, and names a descriptor that is not open', () => {
+  const fd = openBeneath(rootFd, 'sub/file', O_RDONLY);
+  assert.equal(readFd(fd), 'inside\n');
+  closeFd(fd);
+  assert.throws(() => fstatSync(fd), { code: 'EBADF' });
+  assert.throws(() => closeFd(fd), { code: 'EBADF', syscall: 'close' });
+  assert.throws(() => closeFd(-1), { code: 'ERR_OUT_OF_RANGE' });
 });
 
 test('arguments are validated in TypeScript before the addon', () => {

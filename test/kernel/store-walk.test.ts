@@ -3,12 +3,16 @@ import assert from 'node:assert/strict';
 import { link, mkdir, rename, rm, symlink, writeFile } from 'node:fs/promises';
 import { renameSync, symlinkSync } from 'node:fs';
 import { join } from 'node:path';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
 import { sha256Hex } from '../../core/digest.js';
 import { manifestDigest, validateManifest } from '../../core/manifest.js';
 import { walkTree, walkTreeDigests, walkTrees } from '../../node-agent/store/walk-tree.js';
 import { walkTreeSync, type KnownHash } from '../../node-agent/store/walk-tree-sync.js';
 import { forceBeneathFallback } from '../../native/index.js';
 import { makeSampleTree, needsRoot, scratch } from './store-fixtures.js';
+
+const execFileP = promisify(execFile);
 
 test('walk: a valid manifest, the same from the worker and in-thread', needsRoot, async (t) => {
   const s = await scratch(t);
@@ -110,6 +114,21 @@ for (const fallback of [false, true]) {
     assert.match(w.problems[0]!.message, /beneath the root \(ELOOP\)/, `refused on the way to the file (${how})`);
   });
 }
+
+test('walk: a walk in its worker thread prints nothing (no fd warnings for the files it opens beneath the root)', needsRoot, async (t) => {
+  // Node warns on stderr when a worker closes, through fs, an fd its fs did not open; the walk opens
+  // files through the addon, so it must close them there too.
+  const s = await scratch(t);
+  await makeSampleTree(s.dir);
+  const walker = new URL('../../node-agent/store/walk-tree.js', import.meta.url).href;
+  const script = `const { walkTree } = await import(${JSON.stringify(walker)}); const w = await walkTree(${JSON.stringify(s.dir)}); console.log(w.manifest.entries.filter((e) => e.type === 'file').length);`;
+  const file = join(s.dir, '..', `walk-${process.pid}.mjs`); // a file, not -e: the worker would inherit --input-type
+  await writeFile(file, script);
+  t.after(() => rm(file, { force: true }));
+  const { stdout, stderr } = await execFileP(process.execPath, [file]);
+  assert.ok(Number(stdout.trim()) > 0, `the walk hashed files: ${stdout}`);
+  assert.equal(stderr, '');
+});
 
 test('walk: names that are not UTF-8 are refused by name', needsRoot, async (t) => {
   const s = await scratch(t);
