@@ -35,6 +35,21 @@ test('every outcome, kernel reason and store code is documented', () => {
   assert.deepEqual(missing, []);
 });
 
+test('every receipt ledger, signing key and receipts CLI code is documented', () => {
+  // The union types are the source: ReceiptLedgerCode (node-agent/receipts/errors.ts), VerifyProblem and
+  // StatusProblem (cli/). Read from the source text, since a type has no runtime value.
+  const sources = ['node-agent/receipts/errors.ts', 'cli/receipts-verify.ts', 'cli/receipts-verify-status.ts'];
+  const codes = new Set<string>();
+  for (const f of sources) {
+    const text = readFileSync(join(root, f), 'utf8');
+    for (const union of text.matchAll(/export type (?:ReceiptLedgerCode|VerifyProblem|StatusProblem) =([^;]+);/g)) {
+      for (const m of union[1]!.matchAll(/'([A-Z][A-Z0-9_]+)'/g)) codes.add(m[1]!);
+    }
+  }
+  assert.ok(codes.size >= 25, `found only ${codes.size} codes in ${sources.join(', ')}`);
+  assert.deepEqual([...codes].filter((c) => !documented(c)).sort(), []);
+});
+
 test('every status code the controller and the node-agent write is documented', () => {
   // Internal protocol codes of the proxy, the receipt ledger and key handling never reach a status.
   const scanned = [join(root, 'controller'), ...['world', 'world-reconciler.ts', 'world-launch.ts', 'world-gate.ts', 'root-reconciler.ts', 'check-reconciler.ts', 'collapse-reconciler.ts', 'checks', 'collapse', 'sandbox', 'admission', 'isolation'].map((p) => join(root, 'node-agent', p))];
