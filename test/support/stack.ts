@@ -84,10 +84,17 @@ async function assembleStack(
     get: (kind, name, namespace) => getJson(cp, ['get', kind, name, ...(namespace ? ['-n', namespace] : [])]),
     waitFor,
     async waitWorld(name, phases, namespace = 'default', timeoutMs = 60_000) {
-      return waitFor(`World ${namespace}/${name} in ${phases.join('|')}`, async () => {
-        const w = await getJson(cp, ['get', 'world', name, '-n', namespace]);
-        return phases.includes(w?.status?.phase) ? w : undefined;
-      }, timeoutMs);
+      let seen = 'no World';
+      try {
+        return await waitFor(`World ${namespace}/${name} in ${phases.join('|')}`, async () => {
+          const w = await getJson(cp, ['get', 'world', name, '-n', namespace]);
+          if (w) seen = `phase ${String(w.status?.phase)}, reason ${String(w.status?.reason)}: ${String(w.status?.message)}`;
+          return phases.includes(w?.status?.phase) ? w : undefined;
+        }, timeoutMs);
+      } catch (e) {
+        // Name where the World stopped (a Failed or Refused World never reaches the phase waited for).
+        throw new Error(`${(e as Error).message}; the World was at ${seen}`, { cause: e });
+      }
     },
     async restartAgent(restart = {}) {
       await agent.kill(restart.signal ?? 'SIGKILL');
