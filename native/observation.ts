@@ -116,6 +116,14 @@ function mapRows(text: string): IdMap[] {
     });
 }
 
+/** NUL-terminated KEY=VALUE entries, as the child wrote its envp; a missing section or a last entry without its NUL is malformed. */
+function environEntries(b: Buffer | undefined): string[] {
+  if (b === undefined) malformed('missing environ');
+  if (b.length === 0) return [];
+  if (b[b.length - 1] !== 0) malformed('environ entry without its NUL');
+  return b.subarray(0, b.length - 1).toString('utf8').split('\0');
+}
+
 /** Parses an observation frame; an error record throws SandboxSetupError. */
 export function parseObservation(buf: Buffer): SandboxObservation {
   const record = parseRecord(buf);
@@ -145,6 +153,7 @@ export function parseObservation(buf: Buffer): SandboxObservation {
     setgroups: section('setgroups').trim(),
     ns,
     status,
+    environ: environEntries(record.sections.get('environ')),
   };
 }
 
@@ -158,7 +167,8 @@ const fmtMap = (m: IdMap[]): string => m.map((r) => `${r.inside}:${r.outside}:${
  * What is wrong with an observation, as readable strings; empty means the frame shows exactly the
  * requested identity: uid and gid in all four positions, no supplementary groups, NoNewPrivs 1, all five
  * capability sets empty, the requested maps, and every namespace different from the agent's (except net
- * when no new network namespace was requested, which must then be the agent's).
+ * when no new network namespace was requested, which must then be the agent's), and exactly the
+ * requested environment at the exec.
  */
 export function observationProblems(obs: SandboxObservation, expected: ObservationExpectation): string[] {
   const problems: string[] = [];
@@ -174,6 +184,8 @@ export function observationProblems(obs: SandboxObservation, expected: Observati
   }
   if (!sameMaps(obs.uidMap, expected.uidMap)) problems.push(`uid_map is ${fmtMap(obs.uidMap)}, expected ${fmtMap(expected.uidMap)}`);
   if (!sameMaps(obs.gidMap, expected.gidMap)) problems.push(`gid_map is ${fmtMap(obs.gidMap)}, expected ${fmtMap(expected.gidMap)}`);
+  const envProblem = environmentProblem(obs.environ, expected.env);
+  if (envProblem !== null) problems.push(envProblem);
   for (const name of NS_NAMES) {
     const mine = obs.ns[name];
     const agent = expected.agentNs[name];
@@ -185,4 +197,20 @@ export function observationProblems(obs: SandboxObservation, expected: Observati
     }
   }
   return problems;
+}
+
+const nameOf = (kv: string): string => kv.slice(0, Math.max(0, kv.indexOf('=')));
+
+/** Null when the environment handed to execve is exactly the requested one; else what differs (names only: values may be secrets). */
+export function environmentProblem(seen: readonly string[], want: readonly string[]): string | null {
+  if (seen.length === want.length && seen.every((kv, i) => kv === want[i])) return null;
+  const wanted = new Set(want);
+  const got = new Set(seen);
+  const extra = seen.filter((kv) => !wanted.has(kv)).map(nameOf);
+  const missing = want.filter((kv) => !got.has(kv)).map(nameOf);
+  const parts = [
+    ...(extra.length > 0 ? [`holds variables the plan did not give it: ${extra.join(', ')}`] : []),
+    ...(missing.length > 0 ? [`lacks planned variables: ${missing.join(', ')}`] : []),
+  ];
+  return `the environment at exec ${parts.length > 0 ? parts.join('; ') : 'has the planned entries in another order or repeated'}`;
 }

@@ -150,6 +150,8 @@ export interface SandboxObservation {
   ns: Record<NsName, string>;
   /** Every "Key:\tvalue" line of /proc/self/status, verbatim. */
   status: Record<string, string>;
+  /** The environment the child hands to execve, KEY=VALUE entries in order (read from the envp it execs with). */
+  environ: string[];
 }
 
 export interface ObservationExpectation {
@@ -161,6 +163,8 @@ export interface ObservationExpectation {
   agentNs: Record<NsName, string>;
   /** Whether the sandbox was asked for a new network namespace; when false, net must equal the agent's. */
   newNetwork: boolean;
+  /** The environment the spawn was given (KEY=VALUE, in order): the frame's environ must be exactly this. */
+  env: string[];
 }
 
 export type NativeConstantName =

@@ -2,18 +2,21 @@
 // attached inside the world's network namespace, the isolation observation is built from measured
 // facts and evaluated against the Policy and the World's request; only `reported-sufficient` opens
 // the gate (or, for network policy Shared, an operator's Policy that sets spec.network.policy
-// Shared, recorded on status). After exec the workload's environment is checked against the plan.
+// Shared, recorded on status). The environment is the one the sandbox reports handing to execve,
+// checked against the plan before the workload runs.
 import { evaluate } from '../core/isolation/evaluate.js';
 import type { IsolationDecision, IsolationObservation, IsolationPolicy, IsolationRequest } from '../core/isolation/records.js';
 import { identityOf } from '../core/isolation/identity.js';
 import type { Logger } from '../kube/logger.js';
 import type { NsName } from '../native/index.js';
-import { measureWorld, environmentNames } from './isolation/measure-world.js';
+import { measureWorld } from './isolation/measure-world.js';
 import { buildObservation } from './isolation/world-observation.js';
 import type { AgentMetrics } from './metrics.js';
 import { attachAllowlist } from './network/world-network.js';
 import type { CgroupReadback } from './sandbox/cgroup.js';
 import { StartRefused, type StartHooks } from './world/supervise.js';
+
+const envName = (kv: string): string => kv.slice(0, kv.indexOf('='));
 
 export interface NetworkRefusal {
   host: string;
@@ -75,8 +78,8 @@ export function worldGate(plan: GatePlan, cgroup: CgroupReadback, events: GateEv
           executionId: plan.worldUid,
           backendVersion: plan.backendVersion,
         },
-        // The environment handed to execve is built from the plan; it is read back after exec (afterStart).
-        true,
+        // minimal-environment: every variable the sandbox reports handing to execve is one the plan gave.
+        frame.environ.every((kv) => plan.envNames.includes(envName(kv))),
       );
       const decision = evaluate(plan.policy, plan.request, observation);
       metrics?.isolation(plan.request.stage, decision.outcome, decision.reasons[0] ?? 'NONE');
@@ -85,17 +88,6 @@ export function worldGate(plan: GatePlan, cgroup: CgroupReadback, events: GateEv
       if (decision.outcome !== 'reported-sufficient' && !sharedRuns) {
         throw new StartRefused('ISOLATION_INSUFFICIENT', `isolation decision ${decision.outcome} (${decision.reasons.join(', ')})${decision.missingControls.length ? `; missing controls: ${decision.missingControls.join(', ')}` : ''}`);
       }
-    },
-    afterStart: (pid) => {
-      const allowed = new Set(plan.envNames);
-      let names: string[];
-      try {
-        names = environmentNames(pid);
-      } catch {
-        return; // exited already: nothing ran long enough to matter, and there is nothing left to read
-      }
-      const extra = names.filter((n) => !allowed.has(n));
-      if (extra.length > 0) throw new StartRefused('ISOLATION_OBSERVATION_INVALID', `the workload's environment holds variables the plan did not give it: ${extra.join(', ')}`);
     },
     onEnd: async () => {
       await proxy?.close();

@@ -161,9 +161,16 @@ export class NodeWorlds {
         this.d.logger.warn('status write failed; the next reconcile re-applies it', { world: key, error: (err as Error).message });
       }
     };
-    const report = (e: WorldEvent): Promise<void> => {
-      // Events are applied in order, one at a time; a failed status write is retried by the next reconcile.
-      chain = chain.then(async () => {
+    // Steps run in order, one at a time. The chain itself never stays rejected (a step that throws is
+    // logged here and seen by its own caller), so a later step, or one nobody awaits, cannot fail for it.
+    const step = (fn: () => Promise<void>): Promise<void> => {
+      const next = chain.then(fn);
+      chain = next.catch((err: unknown) => this.d.logger.error('world status step failed', { world: key, error: (err as Error).message }));
+      return next;
+    };
+    const report = (e: WorldEvent): Promise<void> =>
+      // A failed status write is retried by the next reconcile.
+      step(async () => {
         if (e.type === 'cgroup') cgroup = e.readback;
         status = withEvent(status, e, ctxNow());
         const state: WorldState = e.type === 'captured' ? (status.phase === 'Captured' ? 'captured' : 'failed') : e.type === 'failed' ? 'failed' : 'running';
@@ -171,38 +178,38 @@ export class NodeWorlds {
         if (e.type === 'captured') this.d.events.normal(w, status.phase ?? 'Captured', status.message ?? '');
         if (e.type === 'failed') this.d.events.warning(w, e.code, e.message);
       });
-      return chain;
-    };
     // Network refusals arrive in bursts: collected at once, written at most once a second.
     let refusalTimer: NodeJS.Timeout | undefined;
     const events: GateEvents = {
-      isolation: (e) => {
-        chain = chain.then(async () => {
+      isolation: (e) =>
+        step(async () => {
           status = withIsolation(status, e, ctxNow());
           await publish(current());
           if (e.decision.outcome !== 'reported-sufficient') this.d.events.warning(w, e.sharedAuthorized ? 'SharedNetworkAuthorized' : 'ISOLATION_INSUFFICIENT', isolationMessage(e));
-        });
-        return chain;
-      },
+        }),
       networkRefusal: (r) => {
         status = withNetworkRefusal(status, r);
         if (refusalTimer) return;
         refusalTimer = setTimeout(() => {
           refusalTimer = undefined;
-          chain = chain.then(() => publish(current()));
+          void step(() => publish(current())).catch(() => undefined); // logged by step
         }, 1000);
       },
     };
     const run = startWorldRun({ ...spec, startHooks: (cg) => worldGate({ ...iso, rootPaths: spec.roots.map((r) => r.path), credentialPaths: plan.credentialPaths, envNames: plan.envNames, network: plan.network, agentNs: spec.agentNs, worldUid: uid, wallTimeArmed: true, outputLimitArmed: true, backendVersion: AGENT_VERSION }, cg, events, this.d.metrics, this.d.logger) }, report);
     this.running.set(uid, run);
-    void run.finished.finally(() => {
-      if (refusalTimer) clearTimeout(refusalTimer);
-      this.running.delete(uid);
-      releaseSlot(this.d.store.db, uid);
-      this.d.admission.release(uid);
-      // A world that waits for room is looked at again as soon as this one's reservation is gone.
-      for (const k of this.waiting.values()) this.d.requeue(k);
-    });
+    // Nothing one World does may end the agent: a run that ends in an error is logged, never rethrown.
+    void run.finished
+      .catch((err: unknown) => this.d.logger.error('world run ended with an error', { world: key, error: (err as Error).message }))
+      .then(() => {
+        if (refusalTimer) clearTimeout(refusalTimer);
+        this.running.delete(uid);
+        releaseSlot(this.d.store.db, uid);
+        this.d.admission.release(uid);
+        // A world that waits for room is looked at again as soon as this one's reservation is gone.
+        for (const k of this.waiting.values()) this.d.requeue(k);
+      })
+      .catch((err: unknown) => this.d.logger.error('releasing a finished world failed', { world: key, error: (err as Error).message }));
     return;
   }
 
@@ -225,7 +232,7 @@ export class NodeWorlds {
     const run = this.running.get(uid);
     if (run) {
       run.kill('Signaled');
-      await run.finished;
+      await run.finished.catch(() => undefined); // logged where the run was started
     }
     cleanupWorldLeftovers(this.d.store.layout.worlds, uid, this.d.launch.cgroups);
     releaseSlot(this.d.store.db, uid);
@@ -243,6 +250,6 @@ export class NodeWorlds {
   /** Kills every running world (agent shutdown); their records say what happened. */
   async stopAll(): Promise<void> {
     for (const run of this.running.values()) run.kill('Signaled');
-    await Promise.all([...this.running.values()].map((r) => r.finished));
+    await Promise.all([...this.running.values()].map((r) => r.finished.catch(() => undefined)));
   }
 }

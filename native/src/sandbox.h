@@ -44,8 +44,8 @@ _Noreturn void wl_sandbox_child(const wl_plan *p);
 
 /* Observation helper (sandbox_observe.c), async-signal-safe. */
 void wl_observe_write_error(int fd, const char *stage, int err);
-/* Writes the observation frame; returns 0 or an errno. */
-int wl_observe_write_frame(int fd);
+/* Writes the observation frame, envp (what execve will get) included; returns 0 or an errno. */
+int wl_observe_write_frame(int fd, char *const *envp);
 
 /* Exit waiter (sandbox_wait.c): a dedicated thread waits on pidfd (owned, closed by the thread) and calls
  * on_exit on the JS thread. Returns false (JS error thrown) if it could not start. */

@@ -3,8 +3,14 @@
  *
  *   WLOBS1\n
  *   <name> <length>\n<bytes>\n        one section each: status, uid_map, gid_map, setgroups, ns.user,
- *   ...                               ns.mnt, ns.pid, ns.net, ns.ipc, ns.uts, ns.cgroup
+ *   ...                               ns.mnt, ns.pid, ns.net, ns.ipc, ns.uts, ns.cgroup, environ
  *   END\n
+ *
+ * The environ section is the very envp array the child then hands to execve, each entry followed by a
+ * NUL (as /proc/<pid>/environ shows it): the environment is observed at the exec, not read back after
+ * it, so a workload that execs again at once cannot make the reading wrong. It is written straight to
+ * the pipe after the fixed sections, so its size is bounded by the section header (6 digits), not by
+ * the frame buffer.
  *
  * An error record is a single line "WLERR1 <stage> <errno>\n". Async-signal-safe; stack buffers only. */
 #include "sandbox.h"
@@ -92,7 +98,9 @@ static int write_all(int fd, const char *s, size_t len) {
   return 0;
 }
 
-int wl_observe_write_frame(int fd) {
+#define SECTION_MAX 999999
+
+int wl_observe_write_frame(int fd, char *const *envp) {
   static const char *files[][2] = {{"status", "/proc/self/status"},
                                    {"uid_map", "/proc/self/uid_map"},
                                    {"gid_map", "/proc/self/gid_map"},
@@ -113,9 +121,22 @@ int wl_observe_write_frame(int fd) {
     int err = link_section(&f, links[i][0], links[i][1]);
     if (err != 0) return err;
   }
-  put_str(&f, "END\n");
+  size_t env_len = 0;
+  for (char *const *e = envp; *e != NULL; e++) {
+    env_len += strlen(*e) + 1;
+    if (env_len > SECTION_MAX) return E2BIG;
+  }
+  put_str(&f, "environ ");
+  put_uint(&f, env_len);
+  put_str(&f, "\n");
   if (f.overflow) return EFBIG;
-  return write_all(fd, f.buf, f.len);
+  int err = write_all(fd, f.buf, f.len);
+  if (err != 0) return err;
+  for (char *const *e = envp; *e != NULL; e++) {
+    err = write_all(fd, *e, strlen(*e) + 1); /* with its NUL */
+    if (err != 0) return err;
+  }
+  return write_all(fd, "\nEND\n", 5);
 }
 
 void wl_observe_write_error(int fd, const char *stage, int err) {

@@ -5,8 +5,9 @@
 // (report files included) is read; its scratch layer is thrown away with the rest of its directory.
 import type { NsName } from '../../native/index.js';
 import { CgroupError, WorldCgroup, type CgroupLayout, type CgroupLimits, type CgroupReadback } from '../sandbox/cgroup.js';
-import { assembleRootfs, idMap, removeWorldDir, unmountLayers, unmountRootfs } from '../world/rootfs.js';
+import { assembleRootfs, idMap } from '../world/rootfs.js';
 import { ObservationRefused, startWorkload, type ExitReason, type RunningWorkload, type StartHooks } from '../world/supervise.js';
+import { teardownRun, throwTeardownErrors } from '../world/teardown-run.js';
 import { worldPaths } from '../world/world-paths.js';
 import { CheckSetupError, executedVerifierIdentity, mountCheckRoot, prepareCheckLayers, type CheckRoot } from './materialize.js';
 
@@ -127,13 +128,6 @@ export async function runCheck(spec: CheckRunSpec): Promise<CheckResult> {
       : 'CHECK_SETUP_FAILED';
     return { verdict: 'REFUSED', code, message: e.message };
   } finally {
-    workload?.kill();
-    unmountRootfs(paths);
-    const left = unmountLayers(paths);
-    if (left.length === 0) removeWorldDir(paths);
-    if (cgroup) {
-      cgroup.killAll();
-      for (let i = 0; i < 50 && cgroup.remove().length > 0; i++) await new Promise((r) => setTimeout(r, 20));
-    }
+    throwTeardownErrors(await teardownRun(paths, cgroup, () => workload?.kill()));
   }
 }

@@ -25,11 +25,3 @@ export function measureWorld(pid: number): WorldFacts {
     interfaces: parseNetDev(readFileSync(`/proc/${pid}/net/dev`, 'utf8')),
   };
 }
-
-/** The variable names in a process's environment (after it exec'd). */
-export function environmentNames(pid: number): string[] {
-  return readFileSync(`/proc/${pid}/environ`, 'utf8')
-    .split('\0')
-    .filter((kv) => kv.length > 0)
-    .map((kv) => kv.slice(0, Math.max(0, kv.indexOf('='))));
-}

@@ -8,8 +8,9 @@ import { CgroupError, WorldCgroup, type CgroupLayout, type CgroupLimits, type Cg
 import { baseIndexOf } from './base-index.js';
 import { captureLayer } from './capture-layer.js';
 import { CaptureRefused, storeCandidate, type Candidate, type RootChange } from './candidate.js';
-import { assembleRootfs, idMap, removeWorldDir, unmountLayers, unmountRootfs } from './rootfs.js';
+import { assembleRootfs, idMap, unmountRootfs } from './rootfs.js';
 import { ObservationRefused, startWorkload, type ExitReason, type RunningWorkload, type StartHooks, type WorkloadEnd } from './supervise.js';
+import { teardownRun, throwTeardownErrors } from './teardown-run.js';
 import type { WorldPaths } from './world-paths.js';
 
 export interface WorldRoot {
@@ -60,7 +61,10 @@ export type WorldEvent =
   | { type: 'failed'; code: string; message: string; end?: WorkloadEnd; observation?: SandboxObservation };
 
 export interface WorldRun {
-  /** Resolves after the final event (captured or failed) and teardown. */
+  /**
+   * Settles after the final event (captured or failed) and teardown. It rejects only when reporting or
+   * teardown itself failed; the caller must handle that (log it), never let it go unhandled.
+   */
   finished: Promise<void>;
   /** Kills the world now; the run then ends with the given reason. */
   kill(reason: ExitReason): void;
@@ -138,14 +142,8 @@ export function startWorldRun(spec: WorldRunSpec, report: (e: WorldEvent) => Pro
         : 'WORLD_SETUP_FAILED';
       await report({ type: 'failed', code, message: e.message, ...(end ? { end } : {}), ...(err instanceof ObservationRefused && err.observation ? { observation: err.observation } : observation ? { observation } : {}) });
     } finally {
-      workload?.kill();
-      unmountRootfs(spec.paths);
-      const left = unmountLayers(spec.paths);
-      if (left.length === 0) removeWorldDir(spec.paths);
-      if (cgroup) {
-        cgroup.killAll();
-        for (let i = 0; i < 50 && cgroup.remove().length > 0; i++) await new Promise((r) => setTimeout(r, 20));
-      }
+      // The run's outcome is already reported; a teardown failure rejects `finished` for the caller to log.
+      throwTeardownErrors(await teardownRun(spec.paths, cgroup, () => workload?.kill()));
     }
   })();
   return {

@@ -1,5 +1,6 @@
-// Starts a world's workload in the sandbox and supervises it to the end: the observation frame is
-// checked before anything of the workload runs, output is copied to a file up to a limit, wall time
+// Starts a world's workload in the sandbox and supervises it to the end: the observation frame (its
+// identity, namespaces and the exact environment handed to execve) is checked before anything of the
+// workload runs, output is copied to a file up to a limit, wall time
 // is bounded, and the whole tree is killed at the end (the workload is pid 1 of its own PID
 // namespace, so its death takes every process of the world with it).
 import { closeSync, createWriteStream, type WriteStream } from 'node:fs';
@@ -44,8 +45,6 @@ export class ObservationRefused extends Error {
 export interface StartHooks {
   /** After the frame checked out, before the workload may exec: attach the network, decide isolation. */
   beforeGo?: (ctx: { pid: number; pidfd: number; observation: SandboxObservation; problems: string[] }) => Promise<void>;
-  /** Right after the workload exec'd: facts that exist only then (its environment). Throwing kills the world. */
-  afterStart?: (pid: number) => void;
   /** When the world has ended (every path): release what beforeGo attached. */
   onEnd?: () => Promise<void>;
 }
@@ -114,7 +113,7 @@ export async function startWorkload(spec: WorkloadSpec, agentNs: Record<native.N
   let observation: SandboxObservation;
   try {
     observation = await channel.observe();
-    const problems = native.observationProblems(observation, { uid: spec.uid, gid: spec.gid, uidMap: spec.uidMap, gidMap: spec.gidMap, agentNs, newNetwork: spec.newNetwork });
+    const problems = native.observationProblems(observation, { uid: spec.uid, gid: spec.gid, uidMap: spec.uidMap, gidMap: spec.gidMap, agentNs, newNetwork: spec.newNetwork, env: spec.env });
     if (problems.length > 0) {
       channel.abort();
       throw new ObservationRefused(problems, observation);
@@ -143,18 +142,8 @@ export async function startWorkload(spec: WorkloadSpec, agentNs: Record<native.N
   channel.go();
   const timer = setTimeout(() => kill('WallTimeExceeded'), spec.wallTimeMs);
   timer.unref();
-  let afterStartError: Error | undefined;
-  const startedOk = channel.started().then(
-    () => {
-      try {
-        hooks.afterStart?.(handle.pid);
-      } catch (err) {
-        afterStartError = err as Error;
-        kill();
-      }
-    },
-    (err: unknown) => err as Error,
-  );
+  // An execve failure shows as exit status 127 (Completed, code 127); its record is not needed here.
+  const startedOk = channel.started().catch(() => undefined);
 
   const done = (async (): Promise<WorkloadEnd> => {
     const e = await exit;
@@ -164,10 +153,8 @@ export async function startWorkload(spec: WorkloadSpec, agentNs: Record<native.N
     await Promise.all(pumps);
     await new Promise<void>((r) => out.end(r));
     closeQuietly(handle.pidfd);
-    // An execve failure shows as exit status 127 (Completed, code 127); its record is not needed here.
     await startedOk;
     await hooks.onEnd?.().catch(() => undefined);
-    if (afterStartError) throw afterStartError;
     let reason: ExitReason;
     if (killedFor) reason = killedFor;
     else if (spec.cgroup.oomKilled()) reason = 'OOMKilled';
@@ -175,6 +162,9 @@ export async function startWorkload(spec: WorkloadSpec, agentNs: Record<native.N
     else reason = 'Completed';
     return { code: e.code, signal: e.signal, reason, outputBytes: counter.bytes };
   })();
+  // Whoever awaits `done` sees its failure; until someone does, a rejection must not count as unhandled
+  // (Node ends the process for that, and with it every World on the node).
+  done.catch(() => undefined);
   return { pid: handle.pid, observation, done, kill };
 }
 

@@ -17,8 +17,10 @@ const base = cleanup.tempDir('sandbox');
 const rootfs = buildRootfs(base, cleanup);
 const agentNs = nsIds('self');
 
+const SPAWN_ENV = sandboxOptions(rootfs, 'true').env;
+
 function expectation(newNetwork: boolean) {
-  return { uid: 1000, gid: 1000, uidMap: WORLD_MAP, gidMap: WORLD_MAP, agentNs, newNetwork };
+  return { uid: 1000, gid: 1000, uidMap: WORLD_MAP, gidMap: WORLD_MAP, agentNs, newNetwork, env: SPAWN_ENV };
 }
 
 test('runs as uid/gid 1000 with no capabilities and NoNewPrivs, and the observation frame checks out', async () => {
@@ -45,6 +47,7 @@ test('observationProblems is not vacuous: each deviation is reported', () => {
     uidMap: WORLD_MAP, gidMap: WORLD_MAP, setgroups: 'allow',
     ns: { user: 'user:[1]', mnt: 'mnt:[2]', pid: 'pid:[3]', net: 'net:[4]', ipc: 'ipc:[5]', uts: 'uts:[6]', cgroup: 'cgroup:[7]' },
     status: {},
+    environ: SPAWN_ENV,
   };
   assert.deepEqual(observationProblems(good, expectation(true)), []);
   const bad = (patch: Partial<SandboxObservation>, newNetwork = true) => observationProblems({ ...good, ...patch }, expectation(newNetwork));
@@ -58,6 +61,23 @@ test('observationProblems is not vacuous: each deviation is reported', () => {
   assert.equal(bad({ ns: { ...good.ns, mnt: agentNs.mnt } }).length, 1);
   assert.equal(bad({}, false).length, 1, 'net must be the agent\'s when no new netns was asked for');
   assert.equal(bad({ ns: { ...good.ns, net: agentNs.net } }, false).length, 0);
+  assert.deepEqual(bad({ environ: [...SPAWN_ENV, 'PWD=/tmp'] }), ['the environment at exec holds variables the plan did not give it: PWD']);
+  assert.deepEqual(bad({ environ: SPAWN_ENV.slice(1) }), ['the environment at exec lacks planned variables: PATH']);
+  assert.deepEqual(bad({ environ: [...SPAWN_ENV].reverse() }), ['the environment at exec has the planned entries in another order or repeated']);
+  assert.deepEqual(bad({ environ: ['PATH=/tmp/evil', ...SPAWN_ENV.slice(1)] }), ['the environment at exec holds variables the plan did not give it: PATH; lacks planned variables: PATH']);
+});
+
+test('the frame reports the exact environment handed to execve, and the workload runs with exactly it', async () => {
+  const env = ['PATH=/usr/bin:/bin', 'A=1', 'EMPTY=', 'SPACES=a b\tc', `LONG=${'x'.repeat(40_000)}`];
+  // The shell execs env(1) at once: what a late reading of /proc/<pid>/environ would see differs, the frame cannot.
+  const r = await run(sandboxOptions(rootfs, 'exec env', { env }));
+  assert.deepEqual(r.exit, { code: 0, signal: null }, r.stderr);
+  assert.deepEqual(r.observation.environ, env, 'the frame carries the spawn environment, in order, values included (one entry larger than the old 32 KiB frame)');
+  assert.deepEqual(observationProblems(r.observation, { ...expectation(true), env }), []);
+  const seen = r.stdout.trim().split('\n');
+  for (const kv of env.filter((e) => !e.startsWith('LONG='))) assert.ok(seen.includes(kv), `env(1) shows ${kv}`);
+  const empty = await run(sandboxOptions(rootfs, 'true', { env: [] }));
+  assert.deepEqual(empty.observation.environ, [], 'an empty environment is an empty section, not a missing one');
 });
 
 test('nested user namespaces fail and root-only files stay unreadable', async () => {
