@@ -5,7 +5,7 @@ import type { Logger } from '../kube/logger.js';
 import type { ResourceRef } from '../kube/resource-ref.js';
 import type { Clock } from '../kube/clock.js';
 import { COMPONENT_LABEL, NODE_LABEL } from './reasons.js';
-import { refs } from './resources.js';
+import { refs } from './api-refs.js';
 
 export const LEASE_REF: ResourceRef = { group: 'coordination.k8s.io', version: 'v1', plural: 'leases', kind: 'Lease', namespaced: true };
 

@@ -12,7 +12,7 @@ import type { Caches } from './caches.js';
 import { computeDependentStatus, type DependentView, type WorldRefView } from './dependent-status.js';
 import type { ObjectDeleter } from '../kube/object-deleter.js';
 import { ControllerConditions, NODE_LABEL } from './reasons.js';
-import { API_VERSION } from './resources.js';
+import { API_VERSION } from './api-refs.js';
 
 export interface DependentReconcilerDeps {
   kind: 'Check' | 'Collapse';

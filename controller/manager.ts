@@ -16,7 +16,7 @@ import { makeDependentReconciler } from './dependent-reconciler.js';
 import { ObjectDeleter } from '../kube/object-deleter.js';
 import { makePolicyReconciler } from './policy-reconciler.js';
 import { NODE_LABEL } from './reasons.js';
-import { refs } from './resources.js';
+import { refs } from './api-refs.js';
 import { makeRootReconciler } from './root-reconciler.js';
 import { makeWorldReconciler } from './world-reconciler.js';
 import { checkCreator } from './world-checks.js';

@@ -8,7 +8,7 @@ import { statusEqual, type StatusWriter } from '../kube/status-writer.js';
 import type { Caches } from './caches.js';
 import { computePolicyStatus, type PolicyObj } from './policy-status.js';
 import { ControllerConditions } from './reasons.js';
-import { refs } from './resources.js';
+import { refs } from './api-refs.js';
 
 export function makePolicyReconciler(d: { caches: Caches; status: StatusWriter; events: EventRecorder; clock: Clock }): (key: string) => Promise<ReconcileResult> {
   return async (key) => {

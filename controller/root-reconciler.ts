@@ -7,7 +7,7 @@ import type { ReconcileResult } from '../kube/reconcile.js';
 import { statusEqual, type StatusWriter } from '../kube/status-writer.js';
 import type { Caches } from './caches.js';
 import { ControllerConditions } from './reasons.js';
-import { refs } from './resources.js';
+import { refs } from './api-refs.js';
 import { computeRootStatus, type RootObj } from './root-status.js';
 
 export function makeRootReconciler(d: { caches: Caches; status: StatusWriter; events: EventRecorder; clock: Clock }): (key: string) => Promise<ReconcileResult> {

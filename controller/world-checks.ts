@@ -6,7 +6,7 @@ import { isAlreadyExists } from '../kube/api-error.js';
 import { collectionPath } from '../kube/api-paths.js';
 import { httpClientFor } from '../kube/http.js';
 import type { Informer } from '../kube/informer.js';
-import { API_VERSION, refs } from './resources.js';
+import { API_VERSION, refs } from './api-refs.js';
 
 interface PolicyChecksView {
   spec?: { roots?: readonly string[]; checks?: readonly { name?: string }[] };

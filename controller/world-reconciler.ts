@@ -11,7 +11,7 @@ import { statusEqual, type StatusWriter } from '../kube/status-writer.js';
 import type { Caches } from './caches.js';
 import type { ObjectDeleter } from '../kube/object-deleter.js';
 import { ControllerConditions, NODE_CLEANUP_FINALIZER, NODE_LABEL } from './reasons.js';
-import { API_VERSION, refs } from './resources.js';
+import { API_VERSION, refs } from './api-refs.js';
 import { computeWorldStatus, type RootView, type WorldView } from './world-status.js';
 import { checksPassedCondition, checksSummary, ensureChecks, requiredChecks, type CheckCreator } from './world-checks.js';
 

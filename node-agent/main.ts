@@ -18,22 +18,22 @@ import { StatusWriter } from '../kube/status-writer.js';
 import * as native from '../native/index.js';
 import { parseAgentConfig } from './config.js';
 import { Heartbeat } from './heartbeat.js';
-import { FIELD_MANAGER, refs } from './resources.js';
-import { makeNodeRootReconciler } from './root-reconciler.js';
+import { FIELD_MANAGER, refs } from './api-refs.js';
+import { makeNodeRootReconciler } from './roots/root-reconciler.js';
 import { detectCgroups } from './sandbox/cgroup.js';
 import { openStore } from './store/open-store.js';
-import { recoverCollapses } from './collapse/index.js'; // Collapse (issue 5)
-import { startNodeCollapses } from './collapse-reconciler.js'; // Collapse (issue 5)
+import { recoverCollapses } from './collapses/index.js'; // Collapse (issue 5)
+import { startNodeCollapses } from './collapses/collapse-reconciler.js'; // Collapse (issue 5)
 import { isStoreError } from './store/store-errors.js';
-import { sweepOrphanWorlds } from './orphan-sweep.js';
-import type { WorldObj } from './world-launch.js';
-import { NodeWorlds, type WorldAdmission } from './world-reconciler.js';
+import { sweepOrphanWorlds } from './worlds/orphan-sweep.js';
+import type { WorldObj } from './worlds/world-launch.js';
+import { NodeWorlds, type WorldAdmission } from './worlds/world-reconciler.js';
 import { AdmissionAuthority } from './admission/admission-authority.js';
 import { loadAdmissionPolicy } from './admission/admission-host.js';
 import { observeNode } from './admission/observe-node.js';
 import { agentPolicyRecord, agentRequestRecord, governingPolicy, type PolicyView } from './isolation/world-request.js';
 import { createAgentMetrics } from './metrics.js';
-import { NodeChecks } from './check-reconciler.js';
+import { NodeChecks } from './checks/check-reconciler.js';
 import { receiptPaths } from './receipts/open-ledger.js';
 import { publishReceiptsPublicKey } from './receipts/publish-public-key.js';
 

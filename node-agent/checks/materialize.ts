@@ -22,9 +22,9 @@ import { compareBytes, isCleanRelativePath, parentOf } from '../../core/relative
 import type { ManifestEntry } from '../../core/manifest.js';
 import * as native from '../../native/index.js';
 import { hashOpenFile } from '../store/hash-file.js';
-import type { StoredDelta } from '../world/candidate.js';
-import type { RootMount } from '../world/rootfs.js';
-import { layerPaths, type LayerPaths, type WorldPaths } from '../world/world-paths.js';
+import type { StoredDelta } from '../store/candidates.js';
+import type { RootMount } from '../sandbox/rootfs.js';
+import { layerPaths, type LayerPaths, type WorldPaths } from '../sandbox/run-paths.js';
 
 const run = promisify(execFile);
 const OVERLAY_OPTIONS = ['redirect_dir=off', 'metacopy=off', 'index=off'];

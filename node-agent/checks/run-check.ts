@@ -5,10 +5,10 @@
 // (report files included) is read; its scratch layer is thrown away with the rest of its directory.
 import type { NsName } from '../../native/index.js';
 import { CgroupError, WorldCgroup, type CgroupLayout, type CgroupLimits, type CgroupReadback } from '../sandbox/cgroup.js';
-import { assembleRootfs, idMap } from '../world/rootfs.js';
-import { ObservationRefused, startWorkload, type ExitReason, type RunningWorkload, type StartHooks } from '../world/supervise.js';
-import { teardownRun, throwTeardownErrors } from '../world/teardown-run.js';
-import { worldPaths } from '../world/world-paths.js';
+import { assembleRootfs, idMap } from '../sandbox/rootfs.js';
+import { ObservationRefused, startWorkload, type ExitReason, type RunningWorkload, type StartHooks } from '../sandbox/supervise.js';
+import { teardownRun, throwTeardownErrors } from '../sandbox/teardown-run.js';
+import { worldPaths } from '../sandbox/run-paths.js';
 import { CheckSetupError, executedVerifierIdentity, mountCheckRoot, prepareCheckLayers, type CheckRoot } from './materialize.js';
 
 export const CHECK_ENV_BASE = ['PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin', 'LANG=C.UTF-8'];

@@ -2,9 +2,9 @@
 // the world actually sees and the network interfaces it actually has. Nothing here trusts what the
 // agent meant to set up; it reads what is there.
 import { readFileSync } from 'node:fs';
-import { parseMountinfo, type MountFact } from '../world/mount-table.js';
+import { parseMountinfo, type MountFact } from '../store/mount-table.js';
 
-export type { MountFact } from '../world/mount-table.js';
+export type { MountFact } from '../store/mount-table.js';
 
 export interface WorldFacts {
   mounts: MountFact[];

@@ -16,7 +16,7 @@ import { httpClientFor } from '../../kube/http.js';
 import type { Logger } from '../../kube/logger.js';
 import { configMapsRef } from '../../kube/resource-ref.js';
 import { APPLY_PATCH_CONTENT_TYPE } from '../../kube/status-writer.js';
-import { FIELD_MANAGER } from '../resources.js';
+import { FIELD_MANAGER } from '../api-refs.js';
 import { loadOrCreateSigningKey } from './signing-key.js';
 
 /** The ConfigMap's data keys. */

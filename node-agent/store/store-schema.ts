@@ -40,7 +40,7 @@ const MIGRATIONS: readonly string[] = [
      data_json TEXT NOT NULL,
      created_at TEXT NOT NULL
    ) STRICT;`,
-  // 2: host id ranges held by worlds (one slot each; see node-agent/world/id-slots.ts).
+  // 2: host id ranges held by worlds (one slot each; see node-agent/sandbox/id-slots.ts).
   `CREATE TABLE world_slots (
      slot INTEGER PRIMARY KEY,
      world_uid TEXT NOT NULL UNIQUE,
@@ -82,7 +82,7 @@ const MIGRATIONS: readonly string[] = [
    INSERT INTO generation_entries (generation_id, path, type, mode, uid, gid)
      SELECT g.id, '', 'dir', g.manifest_json ->> '$.root.mode', g.manifest_json ->> '$.root.uid', g.manifest_json ->> '$.root.gid'
      FROM generations g WHERE json_type(g.manifest_json, '$.root') = 'object';`,
-  // 6: check evaluations, one row per finished run of a Check (see node-agent/check-reconciler.ts); ordinal
+  // 6: check evaluations, one row per finished run of a Check (see node-agent/checks/check-reconciler.ts); ordinal
   // orders them on this node.
   `CREATE TABLE evaluations (
      ordinal INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -98,7 +98,7 @@ const MIGRATIONS: readonly string[] = [
      created_at TEXT NOT NULL
    ) STRICT;
    CREATE INDEX evaluations_by_check ON evaluations (check_uid);`,
-  // (collapse) Collapse transactions, one row per Collapse object (see node-agent/collapse-reconciler.ts):
+  // (collapse) Collapse transactions, one row per Collapse object (see node-agent/collapses/collapse-reconciler.ts):
   // its state and the status document the agent applies, so each Collapse runs once. IF NOT EXISTS: this
   // migration may land after another one appended concurrently.
   `CREATE TABLE IF NOT EXISTS collapse_transactions (

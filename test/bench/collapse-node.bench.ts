@@ -7,10 +7,10 @@
 // `authorize`, at the commit boundary on the walks already made) is database reads and is left out.
 // Next to it the same `cp -a` + `sha256sum` of the 10 changed files.
 import { join } from 'node:path';
-import { collapseRoot } from '../../node-agent/collapse/index.js';
-import { cleanDigest } from '../../node-agent/collapse/collapse-walk.js';
+import { collapseRoot } from '../../node-agent/collapses/index.js';
+import { cleanDigest } from '../../node-agent/collapses/collapse-walk.js';
 import { checkRouting } from '../../node-agent/store/routing.js';
-import type { Candidate } from '../../node-agent/world/candidate.js';
+import type { Candidate } from '../../node-agent/store/candidates.js';
 import { changeCommand, copyAndHash, tenFileChange, type CollapseTarget } from './collapse.bench.js';
 import { median, percentile, settle } from './stats.js';
 import type { WorldEnv } from './world-env.js';

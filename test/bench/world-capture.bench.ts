@@ -5,10 +5,10 @@
 import { createHash } from 'node:crypto';
 import { mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { baseIndexOf } from '../../node-agent/world/base-index.js';
-import { captureLayer } from '../../node-agent/world/capture-layer.js';
-import { storeCandidate } from '../../node-agent/world/candidate.js';
-import { layerPaths } from '../../node-agent/world/world-paths.js';
+import { baseIndexOf } from '../../node-agent/store/base-index.js';
+import { captureLayer } from '../../node-agent/worlds/capture-layer.js';
+import { storeCandidate } from '../../node-agent/store/candidates.js';
+import { layerPaths } from '../../node-agent/sandbox/run-paths.js';
 import { median, settle, timeSync } from './stats.js';
 import { changedFiles, runArgv } from './tree-fixtures.js';
 import type { WorldEnv } from './world-env.js';

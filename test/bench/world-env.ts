@@ -9,9 +9,9 @@ import type { AgentConfig } from '../../node-agent/config.js';
 import { detectCgroups, WorldCgroup, type CgroupLayout } from '../../node-agent/sandbox/cgroup.js';
 import { adoptRoot } from '../../node-agent/store/adopt-root.js';
 import { openStore, type Store } from '../../node-agent/store/open-store.js';
-import { buildRunSpec, type LaunchContext, type WorldObj } from '../../node-agent/world-launch.js';
-import { mountsUnder } from '../../node-agent/world/mount-table.js';
-import { startWorldRun, type WorldEvent, type WorldRunSpec } from '../../node-agent/world/run-world.js';
+import { buildRunSpec, type LaunchContext, type WorldObj } from '../../node-agent/worlds/world-launch.js';
+import { mountsUnder } from '../../node-agent/store/mount-table.js';
+import { startWorldRun, type WorldEvent, type WorldRunSpec } from '../../node-agent/worlds/run-world.js';
 import { generateTree } from './tree-fixtures.js';
 
 /** Owner of the generated trees (the operator's uid on a typical node); the workload runs as it. */

@@ -25,7 +25,7 @@ import { chownSync, lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSyn
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
-import { COLLAPSE_TEST_STEPS, type CollapseTestStep } from '../../node-agent/collapse/test-hooks.js';
+import { COLLAPSE_TEST_STEPS, type CollapseTestStep } from '../../node-agent/collapses/test-hooks.js';
 import { collapseManifest, waitCollapse } from '../support/collapses.js';
 import { startStack, type Stack } from '../support/stack.js';
 import { getJson } from '../support/wait.js';

@@ -18,10 +18,10 @@ import { MNT_DETACH, lgetxattr, mountOverlay, umount2 } from '../../native/index
 import { migrate } from '../../node-agent/store/store-schema.js';
 import { insertGeneration } from '../../node-agent/store/store-records.js';
 import { walkTreeSync } from '../../node-agent/store/walk-tree-sync.js';
-import { baseIndexOf, manifestBaseIndex, storedBaseIndex, type BaseIndex } from '../../node-agent/world/base-index.js';
-import { captureLayer, type LayerDelta } from '../../node-agent/world/capture-layer.js';
-import { candidateIdentity, storeCandidate } from '../../node-agent/world/candidate.js';
-import { generationManifest } from '../../node-agent/world/world-records.js';
+import { baseIndexOf, manifestBaseIndex, storedBaseIndex, type BaseIndex } from '../../node-agent/store/base-index.js';
+import { captureLayer, type LayerDelta } from '../../node-agent/worlds/capture-layer.js';
+import { candidateIdentity, storeCandidate } from '../../node-agent/store/candidates.js';
+import { generationManifest } from '../../node-agent/store/world-records.js';
 import { Cleanup } from './native-fixtures.js';
 
 const cleanup = new Cleanup();

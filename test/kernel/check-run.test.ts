@@ -16,10 +16,10 @@ import { adoptRoot } from '../../node-agent/store/adopt-root.js';
 import { openStore, type Store } from '../../node-agent/store/open-store.js';
 import { checkRouting } from '../../node-agent/store/routing.js';
 import { walkTreeSync } from '../../node-agent/store/walk-tree-sync.js';
-import { storeCandidate, type RootChange } from '../../node-agent/world/candidate.js';
-import { mountsUnder } from '../../node-agent/world/mount-table.js';
-import { removeWorldDir, unmountLayers } from '../../node-agent/world/rootfs.js';
-import { worldPaths } from '../../node-agent/world/world-paths.js';
+import { storeCandidate, type RootChange } from '../../node-agent/store/candidates.js';
+import { mountsUnder } from '../../node-agent/store/mount-table.js';
+import { removeWorldDir, unmountLayers } from '../../node-agent/sandbox/rootfs.js';
+import { worldPaths } from '../../node-agent/sandbox/run-paths.js';
 
 const isRoot = process.getuid?.() === 0;
 const opts = isRoot ? {} : { skip: 'kernel tests run as root' };

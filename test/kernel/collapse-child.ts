@@ -1,6 +1,6 @@
 // A second process for the collapse crash tests. argv: <store dir> <root> <candidate dir> <base generation> <base digest> <step>
 // Runs the collapse and SIGKILLs itself right after <step> (a crash); prints {"ok":true} if it never got there.
-import { collapseRoot } from '../../node-agent/collapse/collapse-root.js';
+import { collapseRoot } from '../../node-agent/collapses/collapse-root.js';
 import { openStore } from '../../node-agent/store/open-store.js';
 
 const [dir, rootName, candidateDir, baseGeneration, baseDigest, crashAt] = process.argv.slice(2);

@@ -8,7 +8,7 @@ import { adoptRoot } from '../../node-agent/store/adopt-root.js';
 import type { Store } from '../../node-agent/store/open-store.js';
 import { checkRouting } from '../../node-agent/store/routing.js';
 import { walkTreeSync } from '../../node-agent/store/walk-tree-sync.js';
-import { storeCandidate, type Candidate, type RootChange } from '../../node-agent/world/candidate.js';
+import { storeCandidate, type Candidate, type RootChange } from '../../node-agent/store/candidates.js';
 import { makeSampleTree, run } from './store-fixtures.js';
 
 export interface MadeCandidate {

@@ -4,7 +4,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as native from '../../native/index.js';
-import { mountsUnder } from '../../node-agent/world/mount-table.js';
+import { mountsUnder } from '../../node-agent/store/mount-table.js';
 import { startControlPlane, type ControlPlane } from '../controlplane/harness.js';
 import { startController, startNodeAgent, type ControllerProcess } from './controller-process.js';
 import { getJson, kc, waitFor } from './wait.js';

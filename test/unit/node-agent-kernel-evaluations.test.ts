@@ -1,4 +1,4 @@
-// Evaluation rows -> the decision kernel's evaluations (node-agent/collapse/kernel-evaluations.ts) and the
+// Evaluation rows -> the decision kernel's evaluations (node-agent/collapses/kernel-evaluations.ts) and the
 // row context records (node-agent/checks/evaluation-records.ts): grouping, newest-speaks, revocation,
 // superseded evaluations, forged and stripped contexts — judged by the real kernel.
 import { test } from 'node:test';
@@ -8,7 +8,7 @@ import { decide, effectiveEvaluation, type CandidateObligation, type DecisionInp
 import { presentId } from '../../core/collapse/identity.js';
 import { digestOf } from '../../core/digest.js';
 import { evaluationContext, readContext, type EvaluationFields, type EvaluationRow } from '../../node-agent/checks/evaluation-records.js';
-import { kernelEvaluations } from '../../node-agent/collapse/kernel-evaluations.js';
+import { kernelEvaluations } from '../../node-agent/collapses/kernel-evaluations.js';
 
 const WORLD = 'uid-w';
 const SUBJECT = 'sha256:cand';

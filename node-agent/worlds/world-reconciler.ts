@@ -3,29 +3,29 @@
 // the node-agent's field manager. Deleting a World kills what still runs, removes every mount and
 // file it had here, releases its id range and then its finalizer.
 import type { KubeConfig } from '@kubernetes/client-node';
-import type { Clock } from '../kube/clock.js';
-import { findCondition } from '../kube/conditions.js';
-import type { EventRecorder } from '../kube/events.js';
-import type { Informer } from '../kube/informer.js';
-import type { Logger } from '../kube/logger.js';
-import type { ObjectDeleter } from '../kube/object-deleter.js';
-import type { ReconcileResult } from '../kube/reconcile.js';
-import type { StatusWriter } from '../kube/status-writer.js';
-import { ID_RANGE, type AgentConfig } from './config.js';
-import { NODE_CLEANUP_FINALIZER, refs } from './resources.js';
-import type { CgroupReadback } from './sandbox/cgroup.js';
-import type { Store } from './store/open-store.js';
+import type { Clock } from '../../kube/clock.js';
+import { findCondition } from '../../kube/conditions.js';
+import type { EventRecorder } from '../../kube/events.js';
+import type { Informer } from '../../kube/informer.js';
+import type { Logger } from '../../kube/logger.js';
+import type { ObjectDeleter } from '../../kube/object-deleter.js';
+import type { ReconcileResult } from '../../kube/reconcile.js';
+import type { StatusWriter } from '../../kube/status-writer.js';
+import { ID_RANGE, type AgentConfig } from '../config.js';
+import { NODE_CLEANUP_FINALIZER, refs } from '../api-refs.js';
+import type { CgroupReadback } from '../sandbox/cgroup.js';
+import type { Store } from '../store/open-store.js';
 import { cleanupWorldLeftovers } from './world-cleanup.js';
-import type { WorldResources } from './admission/admission-policy.js';
-import type { AgentMetrics } from './metrics.js';
+import type { WorldResources } from '../admission/admission-policy.js';
+import type { AgentMetrics } from '../metrics.js';
 import { applyReservation, buildRunSpec, LaunchRefused, type LaunchContext, type LaunchPlan, type WorldObj } from './world-launch.js';
-import { worldGate, type GateEvents, type GatePlan } from './world-gate.js';
-import { AGENT_VERSION } from './version.js';
-import { acquireSlot, releaseSlot, slotBase, SlotsExhausted } from './world/id-slots.js';
-import { startWorldRun, type WorldEvent, type WorldRun } from './world/run-world.js';
-import { deleteWorldRecord, getWorldRecord, putWorldRecord, type WorldState } from './world/world-records.js';
-import { admittedStatus, isolationMessage, refusedStatus, withEvent, withIsolation, withNetworkRefusal, type AgentWorldStatus } from './world/world-status.js';
-import { worldPaths } from './world/world-paths.js';
+import { worldGate, type GateEvents, type GatePlan } from '../isolation/isolation-gate.js';
+import { AGENT_VERSION } from '../version.js';
+import { acquireSlot, releaseSlot, slotBase, SlotsExhausted } from '../sandbox/id-slots.js';
+import { startWorldRun, type WorldEvent, type WorldRun } from './run-world.js';
+import { deleteWorldRecord, getWorldRecord, putWorldRecord, type WorldState } from '../store/world-records.js';
+import { admittedStatus, isolationMessage, refusedStatus, withEvent, withIsolation, withNetworkRefusal, type AgentWorldStatus } from './world-status.js';
+import { worldPaths } from '../sandbox/run-paths.js';
 
 export interface WorldReconcilerDeps {
   informer: Informer<WorldObj>;

@@ -9,7 +9,7 @@ import { compareEntries, sameEntry, type ManifestEntry, type RootAttributes } fr
 import { compareBytes } from '../../core/relative-path.js';
 import { symlinkTargetProblem } from '../../core/symlink-policy.js';
 import * as native from '../../native/index.js';
-import type { BaseIndex } from './base-index.js';
+import type { BaseIndex } from '../store/base-index.js';
 
 export interface CaptureProblem {
   code: 'EXTERNAL_SYMLINK' | 'EXTERNAL_HARDLINK' | 'SPECIAL_FILE' | 'CAPTURE_OWNER_UNMAPPED' | 'CAPTURE_CHANGED_DURING_READ';

@@ -2,7 +2,7 @@
 // the full status document the agent applies, so a restarted agent re-applies exactly what it owns.
 import type { Database } from 'better-sqlite3';
 import type { Manifest } from '../../core/manifest.js';
-import { getGeneration } from '../store/store-records.js';
+import { getGeneration } from './store-records.js';
 import { storedManifest } from './base-index.js';
 
 export type WorldState = 'running' | 'captured' | 'collapsed' | 'failed' | 'refused';

@@ -8,7 +8,7 @@ import { copyFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { digestOf } from '../../core/digest.js';
 import { measuredEntry, type ManifestEntry, type RootAttributes } from '../../core/manifest.js';
-import { breather, type CaptureProblem, type LayerDelta } from './capture-layer.js';
+import { breather, type CaptureProblem, type LayerDelta } from '../worlds/capture-layer.js';
 
 export interface RootChange {
   root: string;

@@ -1,10 +1,10 @@
 // At start, a world directory whose record is gone (or was never written) is a leftover of a crash:
 // its mounts are removed and its directory deleted. Recorded worlds are left to their reconcile.
 import { readdirSync } from 'node:fs';
-import type { CgroupLayout } from './sandbox/cgroup.js';
-import type { Store } from './store/open-store.js';
+import type { CgroupLayout } from '../sandbox/cgroup.js';
+import type { Store } from '../store/open-store.js';
 import { cleanupWorldLeftovers } from './world-cleanup.js';
-import { getWorldRecord } from './world/world-records.js';
+import { getWorldRecord } from '../store/world-records.js';
 
 export function sweepOrphanWorlds(store: Store, cgroups: CgroupLayout): string[] {
   const swept: string[] = [];

@@ -7,8 +7,8 @@ import { chmodSync, chownSync, closeSync, existsSync, lstatSync, mkdirSync, open
 import { dirname, join } from 'node:path';
 import * as native from '../../native/index.js';
 import type { IdMap } from '../../native/index.js';
-import { mountsUnder } from './mount-table.js';
-import { layerPaths, type LayerPaths, type WorldPaths } from './world-paths.js';
+import { mountsUnder } from '../store/mount-table.js';
+import { layerPaths, type LayerPaths, type WorldPaths } from './run-paths.js';
 
 export interface RootMount {
   /** Store key of the Root (directory name of its layers). */

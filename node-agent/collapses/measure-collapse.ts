@@ -17,8 +17,8 @@ import { readCandidate, verifierModifiedByCandidate } from '../checks/materializ
 import { resolveRequirement, type PolicyChecksView } from '../checks/policy-requirement.js';
 import type { Store } from '../store/open-store.js';
 import { getGeneration, getGenerationManifest, getRoot, type RootRecord } from '../store/store-records.js';
-import type { StoredDelta } from '../world/candidate.js';
-import { generationManifest } from '../world/world-records.js';
+import type { StoredDelta } from '../store/candidates.js';
+import { generationManifest } from '../store/world-records.js';
 import { composite, primeGenerations, rootSetIds, type Part } from './composite-id.js';
 import { kernelEvaluations } from './kernel-evaluations.js';
 import { join } from 'node:path';

@@ -2,9 +2,9 @@
 // and layers, remove its directory when nothing is mounted below it, empty and remove its cgroup. Each
 // step runs even when an earlier one failed, so one stuck mount does not also leak a cgroup; what
 // failed comes back to the caller, which decides how to report it.
-import type { WorldCgroup } from '../sandbox/cgroup.js';
+import type { WorldCgroup } from './cgroup.js';
 import { removeWorldDir, unmountLayers, unmountRootfs } from './rootfs.js';
-import type { WorldPaths } from './world-paths.js';
+import type { WorldPaths } from './run-paths.js';
 
 export async function teardownRun(paths: WorldPaths, cgroup: WorldCgroup | undefined, kill: () => void): Promise<Error[]> {
   const errors: Error[] = [];

@@ -5,13 +5,13 @@ import { mkdirSync } from 'node:fs';
 import type { Manifest } from '../../core/manifest.js';
 import type { NsName, SandboxObservation } from '../../native/index.js';
 import { CgroupError, WorldCgroup, type CgroupLayout, type CgroupLimits, type CgroupReadback } from '../sandbox/cgroup.js';
-import { baseIndexOf } from './base-index.js';
+import { baseIndexOf } from '../store/base-index.js';
 import { captureLayer } from './capture-layer.js';
-import { CaptureRefused, storeCandidate, type Candidate, type RootChange } from './candidate.js';
-import { assembleRootfs, idMap, unmountRootfs } from './rootfs.js';
-import { ObservationRefused, startWorkload, type ExitReason, type RunningWorkload, type StartHooks, type WorkloadEnd } from './supervise.js';
-import { teardownRun, throwTeardownErrors } from './teardown-run.js';
-import type { WorldPaths } from './world-paths.js';
+import { CaptureRefused, storeCandidate, type Candidate, type RootChange } from '../store/candidates.js';
+import { assembleRootfs, idMap, unmountRootfs } from '../sandbox/rootfs.js';
+import { ObservationRefused, startWorkload, type ExitReason, type RunningWorkload, type StartHooks, type WorkloadEnd } from '../sandbox/supervise.js';
+import { teardownRun, throwTeardownErrors } from '../sandbox/teardown-run.js';
+import type { WorldPaths } from '../sandbox/run-paths.js';
 
 export interface WorldRoot {
   name: string;

@@ -4,17 +4,17 @@
 // the gate (or, for network policy Shared, an operator's Policy that sets spec.network.policy
 // Shared, recorded on status). The environment is the one the sandbox reports handing to execve,
 // checked against the plan before the workload runs.
-import { evaluate } from '../core/isolation/evaluate.js';
-import type { IsolationDecision, IsolationObservation, IsolationPolicy, IsolationRequest } from '../core/isolation/records.js';
-import { identityOf } from '../core/isolation/identity.js';
-import type { Logger } from '../kube/logger.js';
-import type { NsName } from '../native/index.js';
-import { measureWorld } from './isolation/measure-world.js';
-import { buildObservation } from './isolation/world-observation.js';
-import type { AgentMetrics } from './metrics.js';
-import { attachAllowlist } from './network/world-network.js';
-import type { CgroupReadback } from './sandbox/cgroup.js';
-import { StartRefused, type StartHooks } from './world/supervise.js';
+import { evaluate } from '../../core/isolation/evaluate.js';
+import type { IsolationDecision, IsolationObservation, IsolationPolicy, IsolationRequest } from '../../core/isolation/records.js';
+import { identityOf } from '../../core/isolation/identity.js';
+import type { Logger } from '../../kube/logger.js';
+import type { NsName } from '../../native/index.js';
+import { measureWorld } from './measure-world.js';
+import { buildObservation } from './world-observation.js';
+import type { AgentMetrics } from '../metrics.js';
+import { attachAllowlist } from '../network/world-network.js';
+import type { CgroupReadback } from '../sandbox/cgroup.js';
+import { StartRefused, type StartHooks } from '../sandbox/supervise.js';
 
 const envName = (kv: string): string => kv.slice(0, kv.indexOf('='));
 

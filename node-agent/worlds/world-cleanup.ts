@@ -1,8 +1,8 @@
 // Removes whatever a world left on the node: mounts (deepest first), its directory, its cgroup.
 import { existsSync, rmSync } from 'node:fs';
-import { WorldCgroup, type CgroupLayout } from './sandbox/cgroup.js';
-import { removeWorldDir, unmountLayers, unmountRootfs } from './world/rootfs.js';
-import { worldPaths } from './world/world-paths.js';
+import { WorldCgroup, type CgroupLayout } from '../sandbox/cgroup.js';
+import { removeWorldDir, unmountLayers, unmountRootfs } from '../sandbox/rootfs.js';
+import { worldPaths } from '../sandbox/run-paths.js';
 
 export function cleanupWorldLeftovers(worldsDir: string, uid: string, cgroups: CgroupLayout): void {
   const paths = worldPaths(worldsDir, uid);

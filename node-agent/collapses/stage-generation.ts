@@ -21,7 +21,7 @@ import type { Store } from '../store/open-store.js';
 import { payloadDir } from '../store/store-layout.js';
 import { getGeneration, getGenerationManifest, getRoot } from '../store/store-records.js';
 import type { KnownHash } from '../store/walk-tree-sync.js';
-import type { StoredDelta } from '../world/candidate.js';
+import type { StoredDelta } from '../store/candidates.js';
 import { CollapseError } from './collapse-errors.js';
 import type { CollapseHooks } from './collapse-intent.js';
 import { cleanDigest, collapseWalkDigest } from './collapse-walk.js';

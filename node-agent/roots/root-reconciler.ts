@@ -2,20 +2,20 @@
 // generation 1 and the host path a link through live/), then keeps checking that the host path
 // still routes through the store. Status (phase, generation, digest) is this agent's.
 import type { KubernetesObject } from '@kubernetes/client-node';
-import type { Clock } from '../kube/clock.js';
-import { findCondition, setCondition, type Condition } from '../kube/conditions.js';
-import type { EventRecorder } from '../kube/events.js';
-import type { Informer } from '../kube/informer.js';
-import type { Logger } from '../kube/logger.js';
-import type { ReconcileResult } from '../kube/reconcile.js';
-import { statusEqual, type StatusWriter } from '../kube/status-writer.js';
-import { adoptRoot } from './store/adopt-root.js';
-import type { Store } from './store/open-store.js';
-import { checkRouting } from './store/routing.js';
-import { isStoreError } from './store/store-errors.js';
-import { getRoot, upsertRoot } from './store/store-records.js';
-import { cleanDigest } from './collapse/collapse-walk.js';
-import { refs } from './resources.js';
+import type { Clock } from '../../kube/clock.js';
+import { findCondition, setCondition, type Condition } from '../../kube/conditions.js';
+import type { EventRecorder } from '../../kube/events.js';
+import type { Informer } from '../../kube/informer.js';
+import type { Logger } from '../../kube/logger.js';
+import type { ReconcileResult } from '../../kube/reconcile.js';
+import { statusEqual, type StatusWriter } from '../../kube/status-writer.js';
+import { adoptRoot } from '../store/adopt-root.js';
+import type { Store } from '../store/open-store.js';
+import { checkRouting } from '../store/routing.js';
+import { isStoreError } from '../store/store-errors.js';
+import { getRoot, upsertRoot } from '../store/store-records.js';
+import { cleanDigest } from '../collapses/collapse-walk.js';
+import { refs } from '../api-refs.js';
 
 interface RootObj extends KubernetesObject {
   spec?: { nodeName?: string; path?: string };

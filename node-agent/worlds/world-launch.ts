@@ -2,25 +2,25 @@
 // who the agent runs as, its environment, credential, network and limits. Refusals carry a code.
 import { lstatSync } from 'node:fs';
 import type { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
-import { parseDuration, parseQuantity } from '../crds/common.js';
-import { isNotFound } from '../kube/api-error.js';
-import { objectPath } from '../kube/api-paths.js';
-import { httpClientFor } from '../kube/http.js';
-import type { Manifest } from '../core/manifest.js';
-import type { NsName } from '../native/index.js';
-import type { AgentConfig } from './config.js';
-import { ID_RANGE } from './config.js';
-import type { WorldResources } from './admission/admission-policy.js';
-import { AllowlistEntryError, parseAllowlist } from './network/allowlist.js';
-import { withProxyEnv } from './network/world-network.js';
-import type { CgroupLayout } from './sandbox/cgroup.js';
-import { checkRouting } from './store/routing.js';
-import { StoreError } from './store/store-errors.js';
-import type { Store } from './store/open-store.js';
-import { refs } from './resources.js';
-import type { WorldRoot, WorldRunSpec } from './world/run-world.js';
-import { generationManifest } from './world/world-records.js';
-import { worldPaths } from './world/world-paths.js';
+import { parseDuration, parseQuantity } from '../../crds/common.js';
+import { isNotFound } from '../../kube/api-error.js';
+import { objectPath } from '../../kube/api-paths.js';
+import { httpClientFor } from '../../kube/http.js';
+import type { Manifest } from '../../core/manifest.js';
+import type { NsName } from '../../native/index.js';
+import type { AgentConfig } from '../config.js';
+import { ID_RANGE } from '../config.js';
+import type { WorldResources } from '../admission/admission-policy.js';
+import { AllowlistEntryError, parseAllowlist } from '../network/allowlist.js';
+import { withProxyEnv } from '../network/world-network.js';
+import type { CgroupLayout } from '../sandbox/cgroup.js';
+import { checkRouting } from '../store/routing.js';
+import { StoreError } from '../store/store-errors.js';
+import type { Store } from '../store/open-store.js';
+import { refs } from '../api-refs.js';
+import type { WorldRoot, WorldRunSpec } from './run-world.js';
+import { generationManifest } from '../store/world-records.js';
+import { worldPaths } from '../sandbox/run-paths.js';
 
 export interface WorldObj extends KubernetesObject {
   spec?: {

@@ -7,7 +7,7 @@ import { closeSync, createWriteStream, type WriteStream } from 'node:fs';
 import { Socket } from 'node:net';
 import * as native from '../../native/index.js';
 import type { IdMap, SandboxExit, SandboxObservation } from '../../native/index.js';
-import type { WorldCgroup } from '../sandbox/cgroup.js';
+import type { WorldCgroup } from './cgroup.js';
 
 export type ExitReason = 'Completed' | 'WallTimeExceeded' | 'OutputLimitExceeded' | 'OOMKilled' | 'Signaled';
 
