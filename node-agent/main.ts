@@ -22,7 +22,7 @@ import { FIELD_MANAGER, refs } from './api-refs.js';
 import { makeNodeRootReconciler } from './roots/root-reconciler.js';
 import { detectCgroups } from './sandbox/cgroup.js';
 import { openStore } from './store/open-store.js';
-import { recoverCollapses } from './collapses/index.js'; // Collapse (issue 5)
+import { recoverCollapses } from './collapses/recover-collapses.js';
 import { startNodeCollapses } from './collapses/collapse-reconciler.js'; // Collapse (issue 5)
 import { isStoreError } from './store/store-errors.js';
 import { sweepOrphanWorlds } from './worlds/orphan-sweep.js';

@@ -10,7 +10,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/ensure-deps.sh
 npm run build --silent
-bash test/controlplane/build.sh >/dev/null
+bash scripts/controlplane/build.sh >/dev/null
 bash scripts/demo-repo.sh
 node dist/scripts/dev-up.js
 export KUBECONFIG="$PWD/.worldline/dev/kubeconfig"

@@ -4,7 +4,7 @@ import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, openSync, readFileSync, rmSync, symlinkSync, writeFileSync, copyFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { startControlPlane } from '../test/controlplane/harness.js';
+import { startControlPlane } from './controlplane/harness.js';
 import { devPaths, repoRoot, type DevState } from './dev-paths.js';
 import { alive } from './process-util.js';
 

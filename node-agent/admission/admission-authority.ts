@@ -14,10 +14,16 @@
 //   authorize  re-sum the rows and check every ceiling still holds, else roll back (an invariant
 //              failure, AdmissionInvariantError); COMMIT
 import type { Database, Statement } from 'better-sqlite3';
-import type { AgentMetrics } from '../metrics.js';
 import { decide, resolveRequest, type Decision, type ReservedTotals, type ResourceRequest } from './admission-decide.js';
-import { WORLD_RESOURCE_FIELDS, type AdmissionStage, type NodeCeilings, type PerWorldPolicy, type WorldResources } from './admission-policy.js';
+import { WORLD_RESOURCE_FIELDS, type AdmissionOutcome, type AdmissionStage, type NodeCeilings, type PerWorldPolicy, type WorldResources } from './admission-policy.js';
 import { UNKNOWN_STATE, type ObservedState } from './observe-node.js';
+
+/** What the authority reports to Prometheus (the node-agent's metrics implement it). */
+export interface AdmissionMetrics {
+  admission(stage: AdmissionStage, outcome: AdmissionOutcome): void;
+  setReserved(totals: ReservedTotals): void;
+  setCapacity(ceilings: NodeCeilings): void;
+}
 
 export interface Reservation {
   holder: string;
@@ -59,7 +65,7 @@ export interface AdmissionAuthorityOptions {
   /** Measures the node: observeNode from observe-node.ts, or a fake in tests. */
   observe: () => ObservedState;
   clock?: () => Date;
-  metrics?: AgentMetrics;
+  metrics?: AdmissionMetrics;
 }
 
 /** The reservations would exceed a ceiling after an admission: a bug in the decision, never a refusal. */
@@ -98,7 +104,7 @@ export class AdmissionAuthority {
   private readonly db: Database;
   private readonly observe: () => ObservedState;
   private readonly clock: () => Date;
-  private readonly metrics: AgentMetrics | undefined;
+  private readonly metrics: AdmissionMetrics | undefined;
   private readonly selectOne: Statement<[string], Row>;
   private readonly selectAll: Statement<[], Row>;
   private readonly selectTotals: Statement<[], TotalsRow>;

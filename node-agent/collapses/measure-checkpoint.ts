@@ -14,7 +14,8 @@ import { payloadDir } from '../store/store-layout.js';
 import { getGeneration, getGenerationManifest, getRoot, type RootRecord } from '../store/store-records.js';
 import { cleanDigest } from './collapse-walk.js';
 import { composite, primeGenerations, rootSetIds, type Part } from './composite-id.js';
-import type { BoundaryHashes, WorldView } from './measure-collapse.js';
+import type { BoundaryHashes } from './commit-generation.js';
+import type { WorldView } from './measure-collapse.js';
 
 /** Per Root: what the World's committed Candidate collapse made of it (collapse transaction record). */
 export type CollapsedResult = ReadonlyMap<string, { toGeneration: number; digest: string }>;

@@ -7,6 +7,7 @@
 // serialized `commit` boundary, where the commit passes in its own re-hashes of live PRIME and of the
 // staged payload (commit-generation.ts) and everything else — the evaluations included, so a FAIL that
 // lands meanwhile revokes — is read again.
+import type { BoundaryHashes } from './commit-generation.js';
 import type { Database } from 'better-sqlite3';
 import type { DecisionInput } from '../../core/collapse/decide.js';
 import { idFrom, presentId, unmeasuredId } from '../../core/collapse/identity.js';
@@ -50,14 +51,6 @@ export interface WorldView {
   /** World status (the agent's record): base[] and candidate.digest. */
   base: readonly { root: string; generation: number; digest: string }[];
   candidateDigest: string | undefined;
-}
-
-/** At the commit boundary: the commit's own re-hashes (undefined when the walk found a problem). */
-export interface BoundaryHashes {
-  /** Per Root: live PRIME re-hashed at the boundary. */
-  prime: ReadonlyMap<string, string | undefined>;
-  /** Per Root: the staged payload re-hashed at the boundary. */
-  staged: ReadonlyMap<string, string | undefined>;
 }
 
 const entryQuery = 'SELECT type, mode, uid, gid, size, sha256, target FROM generation_entries WHERE generation_id = ? AND path = ?';

@@ -8,7 +8,8 @@ import { copyFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { digestOf } from '../../core/digest.js';
 import { measuredEntry, type ManifestEntry, type RootAttributes } from '../../core/manifest.js';
-import { breather, type CaptureProblem, type LayerDelta } from '../worlds/capture-layer.js';
+import { breather } from './breather.js';
+import type { CaptureProblem, LayerDelta } from './layer-delta.js';
 
 export interface RootChange {
   root: string;

@@ -5,55 +5,18 @@
 import { createHash } from 'node:crypto';
 import { closeSync, constants as fsc, fstatSync, lstatSync, openSync, readSync, readdirSync, readlinkSync } from 'node:fs';
 import { join } from 'node:path';
-import { compareEntries, sameEntry, type ManifestEntry, type RootAttributes } from '../../core/manifest.js';
+import { compareEntries, sameEntry, type ManifestEntry } from '../../core/manifest.js';
 import { compareBytes } from '../../core/relative-path.js';
 import { symlinkTargetProblem } from '../../core/symlink-policy.js';
 import * as native from '../../native/index.js';
 import type { BaseIndex } from '../store/base-index.js';
-
-export interface CaptureProblem {
-  code: 'EXTERNAL_SYMLINK' | 'EXTERNAL_HARDLINK' | 'SPECIAL_FILE' | 'CAPTURE_OWNER_UNMAPPED' | 'CAPTURE_CHANGED_DURING_READ';
-  path: string;
-  message: string;
-}
-
-/**
- * What one Root's upper layer changes against its base generation — the delta, never the next manifest:
- * diffManifests(base, next) is exactly { added, modified } = upsert split by presence in base, deleted.
- */
-export interface LayerDelta {
-  /** Entries that are new or differ from the base in a measured field, in byte order of paths. */
-  upsert: ManifestEntry[];
-  /** Base paths gone from the next tree, in byte order. */
-  deleted: string[];
-  /** The next root attributes, when they differ from the base's. */
-  rootAttributes?: RootAttributes;
-  rootChanged: boolean;
-  added: number;
-  modified: number;
-  /** Paths (files) whose content lives in the upper layer. */
-  upperFiles: string[];
-  problems: CaptureProblem[];
-}
+import { breather } from '../store/breather.js';
+import type { CaptureProblem, LayerDelta } from '../store/layer-delta.js';
 
 const OPAQUE_XATTR = 'trusted.overlay.opaque';
 
 function isWhiteout(st: { isCharacterDevice(): boolean; rdev: number }): boolean {
   return st.isCharacterDevice() && st.rdev === 0;
-}
-
-/**
- * Synchronous system calls, as walk-tree-sync.ts measured (several times faster than the thread pool
- * for many small operations); `breathe` hands the event loop back every few milliseconds, so a large
- * upper layer or file does not stall the agent.
- */
-export function breather(sliceMs: number): () => Promise<void> {
-  let since = performance.now();
-  return async () => {
-    if (performance.now() - since < sliceMs) return;
-    await new Promise((resolve) => setImmediate(resolve));
-    since = performance.now();
-  };
 }
 
 const OPEN_FLAGS = fsc.O_RDONLY | fsc.O_NOFOLLOW | fsc.O_NONBLOCK | fsc.O_NOCTTY;

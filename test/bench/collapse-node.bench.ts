@@ -7,7 +7,7 @@
 // `authorize`, at the commit boundary on the walks already made) is database reads and is left out.
 // Next to it the same `cp -a` + `sha256sum` of the 10 changed files.
 import { join } from 'node:path';
-import { collapseRoot } from '../../node-agent/collapses/index.js';
+import { collapseRoot } from '../../node-agent/collapses/collapse-root.js';
 import { cleanDigest } from '../../node-agent/collapses/collapse-walk.js';
 import { checkRouting } from '../../node-agent/store/routing.js';
 import type { Candidate } from '../../node-agent/store/candidates.js';

@@ -2,7 +2,7 @@
 // to give every one its status, next to the time the same client needs just to create them.
 import { readFileSync } from 'node:fs';
 import { CustomObjectsApi, KubeConfig } from '@kubernetes/client-node';
-import { startControlPlane } from '../controlplane/harness.js';
+import { startControlPlane } from '../../scripts/controlplane/harness.js';
 import { startController } from '../support/controller-process.js';
 import { kc } from '../support/wait.js';
 

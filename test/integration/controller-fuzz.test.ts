@@ -5,7 +5,7 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { startControlPlane, type ControlPlane } from '../controlplane/harness.js';
+import { startControlPlane, type ControlPlane } from '../../scripts/controlplane/harness.js';
 import { startController, type ControllerProcess } from '../support/controller-process.js';
 import { getJson, kc, waitFor } from '../support/wait.js';
 

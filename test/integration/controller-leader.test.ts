@@ -2,7 +2,7 @@
 // outright, the standby takes the Lease within its duration and carries on.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { startControlPlane, type ControlPlane } from '../controlplane/harness.js';
+import { startControlPlane, type ControlPlane } from '../../scripts/controlplane/harness.js';
 import { startController, type ControllerProcess } from '../support/controller-process.js';
 import { getJson, kc, waitFor } from '../support/wait.js';
 

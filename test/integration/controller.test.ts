@@ -2,7 +2,7 @@
 // ownership shared with the node-agent, dependents and deletion, events, metrics, restart.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { startControlPlane, type ControlPlane } from '../controlplane/harness.js';
+import { startControlPlane, type ControlPlane } from '../../scripts/controlplane/harness.js';
 import { startController, type ControllerProcess } from '../support/controller-process.js';
 import { condition, getJson, kc, waitFor } from '../support/wait.js';
 

@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { request } from 'node:https';
 import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { controlPlaneVersions, startControlPlane, stopControlPlaneAt, type ControlPlane } from '../controlplane/harness.js';
+import { controlPlaneVersions, startControlPlane, stopControlPlaneAt, type ControlPlane } from '../../scripts/controlplane/harness.js';
 
 const harnessUrl = pathToFileURL(join(dirname(fileURLToPath(import.meta.url)), '../controlplane/harness.js')).href;
 

@@ -9,7 +9,7 @@ import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseAllDocuments, stringify } from 'yaml';
 import { repoRoot } from '../../crds/generate.js';
-import { startControlPlane, type ControlPlane } from '../controlplane/harness.js';
+import { startControlPlane, type ControlPlane } from '../../scripts/controlplane/harness.js';
 
 const root = repoRoot();
 const fixturesDir = join(root, 'test/fixtures/invalid');

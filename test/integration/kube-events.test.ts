@@ -4,7 +4,7 @@ import type { KubernetesObject } from '@kubernetes/client-node';
 import { loadKubeConfig } from '../../kube/client.js';
 import { EventRecorder } from '../../kube/events.js';
 import { httpClientFor } from '../../kube/http.js';
-import { startControlPlane } from '../controlplane/harness.js';
+import { startControlPlane } from '../../scripts/controlplane/harness.js';
 
 interface EventsV1 {
   items: { reason: string; note: string; type: string; reportingController: string; reportingInstance: string; regarding: { kind: string; name: string; uid: string }; series?: { count: number } }[];

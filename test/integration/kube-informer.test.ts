@@ -4,7 +4,7 @@ import type { CoreV1Event, V1ConfigMap } from '@kubernetes/client-node';
 import { loadKubeConfig } from '../../kube/client.js';
 import { Informer } from '../../kube/informer.js';
 import { configMapsRef, type ResourceRef } from '../../kube/resource-ref.js';
-import { startControlPlane } from '../controlplane/harness.js';
+import { startControlPlane } from '../../scripts/controlplane/harness.js';
 
 async function until(cond: () => boolean, what: string, ms = 20_000): Promise<void> {
   const deadline = Date.now() + ms;

@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { loadKubeConfig } from '../../kube/client.js';
 import { LeaderElector } from '../../kube/leader-election.js';
-import { startControlPlane } from '../controlplane/harness.js';
+import { startControlPlane } from '../../scripts/controlplane/harness.js';
 
 async function until(cond: () => boolean, what: string, ms: number): Promise<number> {
   const start = Date.now();

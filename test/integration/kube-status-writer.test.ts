@@ -6,7 +6,7 @@ import { httpClientFor } from '../../kube/http.js';
 import { objectPath } from '../../kube/api-paths.js';
 import type { ResourceRef } from '../../kube/resource-ref.js';
 import { StatusWriter, statusEqual } from '../../kube/status-writer.js';
-import { startControlPlane } from '../controlplane/harness.js';
+import { startControlPlane } from '../../scripts/controlplane/harness.js';
 
 const gadgets: ResourceRef = { group: 'test.worldline.dev', version: 'v1', plural: 'gadgets', kind: 'Gadget', namespaced: true };
 

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as native from '../../native/index.js';
 import { mountsUnder } from '../../node-agent/store/mount-table.js';
-import { startControlPlane, type ControlPlane } from '../controlplane/harness.js';
+import { startControlPlane, type ControlPlane } from '../../scripts/controlplane/harness.js';
 import { startController, startNodeAgent, type ControllerProcess } from './controller-process.js';
 import { getJson, kc, waitFor } from './wait.js';
 

@@ -52,7 +52,7 @@ test('every receipt ledger, signing key and receipts CLI code is documented', ()
 
 test('every status code the controller and the node-agent write is documented', () => {
   // Internal protocol codes of the proxy, the receipt ledger and key handling never reach a status.
-  const scanned = [join(root, 'controller'), ...['world', 'world-reconciler.ts', 'world-launch.ts', 'world-gate.ts', 'root-reconciler.ts', 'check-reconciler.ts', 'collapse-reconciler.ts', 'checks', 'collapse', 'sandbox', 'admission', 'isolation'].map((p) => join(root, 'node-agent', p))];
+  const scanned = [join(root, 'controller'), ...['roots', 'worlds', 'checks', 'collapses', 'sandbox', 'admission', 'isolation', 'store'].map((p) => join(root, 'node-agent', p))];
   const files = scanned.flatMap((p) => (statSync(p).isDirectory() ? tsFiles(p) : [p]));
   const found = new Set<string>();
   for (const f of files) {

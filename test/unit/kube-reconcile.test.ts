@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { FakeClock } from '../../kube/fake-clock.js';
+import { FakeClock } from '../support/fake-clock.js';
 import { ControllerRunner, TerminalError, type ReconcileMetrics, type ReconcileResult } from '../../kube/reconcile.js';
 import { WorkQueue } from '../../kube/work-queue.js';
 

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { FakeClock } from '../../kube/fake-clock.js';
+import { FakeClock } from '../support/fake-clock.js';
 import { WorkQueue } from '../../kube/work-queue.js';
 
 const noJitter = { random: () => 0 };

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the real test control plane (kube-apiserver, kubectl, etcd) from the Go module proxy, pinned by
-# test/controlplane/versions.env and cached by version outside the work tree:
+# scripts/controlplane/versions.env and cached by version outside the work tree:
 #   ${WORLDLINE_CACHE:-$HOME/.cache/worldline}/controlplane/<KUBERNETES_VERSION>/{kube-apiserver,kubectl,etcd,stamp}
 # Idempotent: when the cache is complete and its stamp matches, it exits at once. Otherwise it builds in a
 # temporary wrapper module (k8s.io/kubernetes plus a generated `replace` block mapping every k8s.io/* staging

@@ -1,5 +1,5 @@
 // A manually advanced Clock for tests: sleeps resolve only when advance() moves time past them.
-import type { Clock } from './clock.js';
+import type { Clock } from '../../kube/clock.js';
 
 interface Timer { at: number; seq: number; resolve: () => void }
 

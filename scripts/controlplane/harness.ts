@@ -1,4 +1,4 @@
-// A real test control plane: etcd + kube-apiserver (+ kubectl), built by test/controlplane/build.sh
+// A real test control plane: etcd + kube-apiserver (+ kubectl), built by scripts/controlplane/build.sh
 // from the Go module proxy and started the way envtest does it — client-certificate auth, RBAC,
 // service-account signing keys, loopback-only random ports, a throwaway directory.
 //
@@ -71,14 +71,14 @@ export interface StartOptions {
 
 const here = dirname(fileURLToPath(import.meta.url));
 
-/** Locates test/controlplane/versions.env from the source tree or from its compiled copy under dist/. */
+/** Locates scripts/controlplane/versions.env from the source tree or from its compiled copy under dist/. */
 function versionsFile(): string {
-  const candidates = [join(here, 'versions.env'), resolve(here, '../../../test/controlplane/versions.env')];
+  const candidates = [join(here, 'versions.env'), resolve(here, '../../../scripts/controlplane/versions.env')];
   for (const c of candidates) if (existsSync(c)) return c;
   throw new Error(`test control plane: versions.env not found (looked at ${candidates.join(', ')})`);
 }
 
-/** The pins from test/controlplane/versions.env. */
+/** The pins from scripts/controlplane/versions.env. */
 export function controlPlaneVersions(): { kubernetes: string; etcd: string } {
   const vars = new Map<string, string>();
   for (const line of readFileSync(versionsFile(), 'utf8').split('\n')) {
@@ -106,7 +106,7 @@ export function controlPlaneBinaries(): ControlPlaneBinaries {
     throw new Error(
       `test control plane binaries for Kubernetes ${kubernetes} / etcd ${etcd} are not built ` +
         `(missing: ${missing.length > 0 ? missing.join(', ') : join(dir, 'stamp')}). ` +
-        `Run: bash test/controlplane/build.sh   (or npm run controlplane:build)`,
+        `Run: bash scripts/controlplane/build.sh   (or npm run controlplane:build)`,
     );
   }
   return bins;
