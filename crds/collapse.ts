@@ -1,5 +1,5 @@
 // Collapse: the request to promote a World's candidate (or return to its checkpoint) into the live Roots.
-// The node-agent prepares a transaction, a decision kernel authorizes it only when every identity matches
+// The node-agent prepares a transaction, a collapse decision authorizes it only when every identity matches
 // and the evidence is fresh, and a signed receipt is appended to the ledger.
 import { z } from 'zod';
 import {
@@ -42,13 +42,13 @@ export const CollapseStatusSchema = z
       .describe('The store transaction carrying out the collapse.'),
     decision: z
       .object({
-        authorized: z.boolean().describe('Whether the decision kernel authorized the commit.'),
+        authorized: z.boolean().describe('Whether the collapse decision authorized the commit.'),
         reasons: listType(z.array(outcomeCode('One outcome code.')).max(32), 'atomic')
           .optional()
           .describe('Outcome codes explaining a denial (e.g. PRIME_MOVED, EVIDENCE_STALE, CONFLICT).'),
       })
       .optional()
-      .describe('Result of the decision kernel.'),
+      .describe('Result of the collapse decision.'),
     result: listType(
       z
         .array(

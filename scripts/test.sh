@@ -1,12 +1,27 @@
 #!/usr/bin/env bash
-# The project's test command (`npm test`): installs what is missing, builds, checks generated files
-# and lint, then runs every test file with node's test runner. Control-plane binaries are built on
-# first use and cached by version outside the work tree (see scripts/controlplane/build.sh).
+# The project's test command. `npm test` runs every tier; `npm run test:unit|test:kernel|test:integration`
+# (this script with the tier as its argument) runs one. Each installs what is missing, builds, checks
+# generated files and lint, then runs the tier's test files with node's test runner. The kernel and
+# integration tiers run as root on the real kernel; the integration tier also needs the control-plane
+# binaries, built on first use and cached by version outside the work tree (scripts/controlplane/build.sh).
+#   unit         pure logic, no root, no kernel features (test/unit)
+#   kernel       the Linux kernel as root: namespaces, overlayfs, cgroups, the native addon (test/kernel)
+#   integration  a real kube-apiserver + etcd, the controller and node-agent as processes (test/integration)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+tier="${1:-all}"
+case "$tier" in
+  all) dirs=(dist/test/unit dist/test/kernel dist/test/integration) ;;
+  unit | kernel | integration) dirs=("dist/test/$tier") ;;
+  *) echo "scripts/test.sh: unknown tier '$tier' (unit, kernel, integration, or none for all)" >&2; exit 2 ;;
+esac
+if [[ $tier != unit && $(id -u) != 0 ]]; then
+  echo "scripts/test.sh: the $tier tier runs as root (namespaces, mounts, cgroups); run it with sudo" >&2
+  exit 1
+fi
 bash scripts/ensure-deps.sh
 npm run build --silent
 npm run lint --silent
-bash scripts/controlplane/build.sh
-mapfile -t files < <(find dist/test -name '*.test.js' | sort)
+if [[ $tier == all || $tier == integration ]]; then bash scripts/controlplane/build.sh >/dev/null; fi
+mapfile -t files < <(find "${dirs[@]}" -name '*.test.js' | sort)
 exec node --test --test-concurrency=1 --test-timeout=600000 "${files[@]}"

@@ -1,13 +1,13 @@
-// The collapse decision kernel: a pure function from everything measured about a collapse to
+// The collapse collapse decision: a pure function from everything measured about a collapse to
 // Authorized or a list of named reasons. It is the only place that says yes.
 //
 // Contract (tested as a property over generated inputs, test/unit/core-collapse-decide.test.ts):
 //   decide(input).authorized  <=>  every condition below holds  <=>  decide(input).reasons is empty.
 // Each failing condition adds its own reason; reasons come out once each, in REASONS order.
 //
-// The kernel only guarantees that absent, unmeasured or unequal values are never Authorized. Which
+// The decision only guarantees that absent, unmeasured or unequal values are never Authorized. Which
 // values reach it is the caller's job: every pair below is meant to be fed from two DIFFERENT records
-// (named per field). A caller that copies one value into both sides satisfies the kernel and proves
+// (named per field). A caller that copies one value into both sides satisfies the decision and proves
 // nothing.
 import {
   absentId,
@@ -28,7 +28,7 @@ import {
   type WorldId,
 } from './identity.js';
 
-/** Canonical order of every reason the kernel can give. */
+/** Canonical order of every reason the decision can give. */
 export const REASONS = [
   'MODE_UNKNOWN',
   'CANDIDATE_INVALID',
@@ -114,7 +114,7 @@ export interface CandidateObligation {
   readonly declaredVerifier: VerifierDeclaredId;
   /** Bound verifier paths the candidate's delta touches (delta against the policy's verifier bindings). */
   readonly verifiersModifiedByCandidate: Measurement;
-  /** Every stored evaluation of this world; the kernel itself picks the one that speaks. */
+  /** Every stored evaluation of this world; the decision itself picks the one that speaks. */
   readonly evaluations: readonly Evaluation[];
 }
 

@@ -2,7 +2,7 @@
 // PREPARED or AUTHORIZED and sticky. COMMITTED and DENIED are final: nothing leaves them.
 //
 // `transition` is total: every (state, event) pair gives either the next state or a named error, never
-// an exception. Authorize and commit carry the kernel's decision and are refused unless it authorized,
+// an exception. Authorize and commit carry the collapse decision and are refused unless it authorized,
 // so the lifecycle cannot move forward on a refusal; a deny must carry at least one reason.
 import type { Decision } from './decide.js';
 

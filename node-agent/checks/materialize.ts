@@ -82,26 +82,6 @@ export function readCandidate(candidateDir: string): { digest: string; deltas: M
   return { digest, deltas };
 }
 
-/**
- * Bound verifier paths the candidate touched: upserted or deleted themselves, or hidden behind an
- * ancestor it deleted or replaced with something that is not a directory. Byte order.
- */
-export function verifierModifiedByCandidate(boundPaths: readonly string[], delta: Pick<StoredDelta, 'upsert' | 'deleted'> | null): string[] {
-  if (!delta) return [];
-  const upserted = new Map(delta.upsert.map((e) => [e.path, e.type]));
-  const deleted = new Set(delta.deleted);
-  const out: string[] = [];
-  for (const p of boundPaths) {
-    let hit = upserted.has(p) || deleted.has(p);
-    for (let a = parentOf(p); !hit && a !== ''; a = parentOf(a)) {
-      const t = upserted.get(a);
-      hit = deleted.has(a) || (t !== undefined && t !== 'dir');
-    }
-    if (hit) out.push(p);
-  }
-  return out.sort(compareBytes);
-}
-
 /** Creates `rel`'s missing parent directories under `top`, each with the attributes `attrsOf` gives. */
 function ensureParents(top: string, rel: string, attrsOf: (dir: string) => { mode: number; uid: number; gid: number }, made: Set<string>): void {
   const chain: string[] = [];

@@ -1,6 +1,6 @@
 // Reconciles the Collapses bound to this node (status.nodeName, set by the controller). Each Collapse runs
-// once, as one store transaction: PREPARED; the decision kernel (core/collapse/decide.ts) fed with what
-// measure-collapse.ts measures now; then AUTHORIZED -> stage -> the kernel again at the serialized commit
+// once, as one store transaction: PREPARED; the collapse decision (core/collapse/decide.ts) fed with what
+// measure-collapse.ts measures now; then AUTHORIZED -> stage -> the collapse decision again at the serialized commit
 // boundary -> one exchange -> COMMITTED, or DENIED with named reasons. COMMITTED and DENIED transactions
 // each get a signed receipt. The transaction and the status document are persisted
 // (collapse/collapse-transactions.ts), so a restarted agent settles what it left and never runs a
@@ -21,7 +21,7 @@ import { ControllerRunner, type ReconcileMetrics, type ReconcileResult } from '.
 import { Informer } from '../../kube/informer.js';
 import { objectKey } from '../../kube/resource-ref.js';
 import type { StatusWriter } from '../../kube/status-writer.js';
-import type { PolicyChecksView } from '../checks/policy-requirement.js';
+import type { PolicyChecksView } from '../evidence/policy-requirement.js';
 import { governingPolicy } from '../isolation/world-request.js';
 import { isCollapseError } from './collapse-errors.js';
 import { collapseRoots, type CollapseRootRequest } from './collapse-root.js';
@@ -89,7 +89,7 @@ class Denial extends Error {
   }
 }
 
-/** The kernel's decision plus the summary reason PRIME_MOVED when PRIME is not where the collapse starts from. */
+/** The collapse decision plus the summary reason PRIME_MOVED when PRIME is not where the collapse starts from. */
 function judged(input: DecisionInput, moved: boolean): Decision {
   const d = decide(input);
   if (!moved || d.reasons.includes('PRIME_MOVED')) return d;
@@ -328,7 +328,7 @@ export function makeNodeCollapseReconciler(d: CollapseReconcilerDeps): (key: str
     await applyStatus(c, t.data.status);
     await hooks.at('after-authorized');
 
-    // At the serialized commit boundary: the kernel again, on the commit's own re-hashes and everything else read again.
+    // At the serialized commit boundary: the collapse decision again, on the commit's own re-hashes and everything else read again.
     const atBoundary = async (h: BoundaryHashes): Promise<void> => {
       const again = await plan.measure(h);
       const final = judged(again.input, again.moved);

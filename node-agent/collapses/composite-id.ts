@@ -1,5 +1,5 @@
 // Identity values over all of a World's Roots, shared by the collapse measurements of both modes: one
-// per-Root value each (Roots in the World's order) folded into the single value a kernel pair compares.
+// per-Root value each (Roots in the World's order) folded into the single value a decision pair compares.
 import type { Database } from 'better-sqlite3';
 import type { DecisionInput } from '../../core/collapse/decide.js';
 import { absentId, presentId } from '../../core/collapse/identity.js';

@@ -1,4 +1,4 @@
-// What the decision kernel compares for a Collapse of mode CheckpointReturn: PRIME goes back to the
+// What the collapse decision compares for a Collapse of mode CheckpointReturn: PRIME goes back to the
 // World's checkpoint — the generation each Root had when the World was forked — as a new generation.
 // It is an undo of the World's own committed collapse, so it is allowed only while PRIME is still
 // exactly what that collapse made (else PRIME_MOVED: returning would discard someone else's work).

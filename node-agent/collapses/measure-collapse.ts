@@ -1,4 +1,4 @@
-// Everything the decision kernel compares, measured on this node for one Collapse of mode Candidate:
+// Everything the collapse decision compares, measured on this node for one Collapse of mode Candidate:
 // the World's record (its base and captured candidate), the store's records (PRIME's generation, the
 // stored candidate), fresh walks of live PRIME, the governing Policy resolved against PRIME now, and the
 // evaluations table. Each identity pair is fed from two different records, named at each field.
@@ -13,15 +13,16 @@ import type { DecisionInput } from '../../core/collapse/decide.js';
 import { idFrom, presentId, unmeasuredId } from '../../core/collapse/identity.js';
 import { globToRegExp, verifierIdentity } from '../../core/evidence/requirement.js';
 import { applyDelta, manifestDigest, validateManifest } from '../../core/manifest.js';
-import { evaluationsFor } from '../checks/evaluation-records.js';
-import { readCandidate, verifierModifiedByCandidate } from '../checks/materialize.js';
-import { resolveRequirement, type PolicyChecksView } from '../checks/policy-requirement.js';
+import { evaluationsFor } from '../store/evaluation-records.js';
+import { verifierModifiedByCandidate } from '../../core/evidence/verifier-delta.js';
+import { readCandidate } from '../checks/materialize.js';
+import { resolveRequirement, type PolicyChecksView } from '../evidence/policy-requirement.js';
 import type { Store } from '../store/open-store.js';
 import { getGeneration, getGenerationManifest, getRoot, type RootRecord } from '../store/store-records.js';
 import type { StoredDelta } from '../store/candidates.js';
 import { generationManifest } from '../store/world-records.js';
 import { composite, primeGenerations, rootSetIds, type Part } from './composite-id.js';
-import { kernelEvaluations } from './kernel-evaluations.js';
+import { decisionEvaluations } from './decision-evaluations.js';
 import { join } from 'node:path';
 
 /** One Root of the World as the measurement found it. */
@@ -156,7 +157,7 @@ export async function measureCandidate(
     modifiedVerifiers.push(...[...hits].sort().map((p) => `${r.name}/${p}`));
   }
 
-  const evaluations = candidateDigest ? kernelEvaluations(evaluationsFor(db, world.uid, candidateDigest)) : [];
+  const evaluations = candidateDigest ? decisionEvaluations(evaluationsFor(db, world.uid, candidateDigest)) : [];
   if (resolved && resolved.definitions.length === 0 && stored) {
     // No check is required: the empty roster is the evaluation. Nothing ran; its subject is the candidate
     // as re-hashed in the store, its executed verifier set the empty one. That is all it can claim.

@@ -3,7 +3,7 @@
 // then, timed apart: the walk of PRIME the node-agent makes to decide (cleanDigest, as the collapse
 // reconciler's prepare step does), and collapseRoot — intent, stage the next generation (and walk it and
 // the base), walk PRIME and the staged payload again at the commit boundary, exchange, database — which
-// is what moves PRIME. The decision kernel itself (run by the agent at prepare and, through collapseRoot's
+// is what moves PRIME. The collapse decision itself (run by the agent at prepare and, through collapseRoot's
 // `authorize`, at the commit boundary on the walks already made) is database reads and is left out.
 // Next to it the same `cp -a` + `sha256sum` of the 10 changed files.
 import { join } from 'node:path';

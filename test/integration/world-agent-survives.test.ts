@@ -56,8 +56,8 @@ describe('a World cannot end its node-agent', () => {
     await s.waitFor('every world torn down (no mount left below the store\'s worlds)', async () => mountsBelow(s.storeDir).filter((m) => m.includes('/worlds/')).length === 0, 30_000);
   });
 
-  test('the environment env(1) prints after an exec is exactly the planned one', async () => {
-    await s.apply(worldManifest('env-exact', shWorld(['survive'], 'exec /usr/bin/env', { agent: { env: [{ name: 'GREETING', value: 'hello world' }] } })));
+  test('a workload started without a shell sees exactly the planned environment (the frame reported what it got)', async () => {
+    await s.apply(worldManifest('env-exact', { roots: ['survive'], agent: { command: ['/usr/bin/env'], env: [{ name: 'GREETING', value: 'hello world' }] } }));
     const w = await s.waitWorld('env-exact', FINAL_PHASES);
     assert.equal(w.status.phase, 'Captured', JSON.stringify(w.status));
     const names = outputOf(s, w.metadata.uid as string).trim().split('\n').map((kv) => kv.slice(0, kv.indexOf('='))).sort();

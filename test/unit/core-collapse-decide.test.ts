@@ -239,7 +239,7 @@ const inputArb: fc.Arbitrary<DecisionInput> = fc
     obligation: g.obligation,
   }));
 
-// An independent statement of the conditions, written without the kernel's helpers.
+// An independent statement of the conditions, written without the decision's helpers.
 const same = (a: Id<string>, b: Id<string>): boolean => a.present && b.present && a.value === b.value;
 const clean = (m: Measurement): boolean => m.measured && m.found.length === 0;
 

@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { ManifestEntry } from '../../core/manifest.js';
-import { verifierModifiedByCandidate } from '../../node-agent/checks/materialize.js';
+import { verifierModifiedByCandidate } from '../../core/evidence/verifier-delta.js';
 
 const entry = (path: string, type: ManifestEntry['type'] = 'file'): ManifestEntry => ({ path, type, mode: 0o644, uid: 0, gid: 0 });
 const BOUND = ['checks/lib/common.sh', 'checks/verify.sh', 'Makefile'];

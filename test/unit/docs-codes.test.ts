@@ -1,5 +1,5 @@
 // Every code a status can carry is listed in docs/codes.md: the outcome list of the API, the reasons
-// of the two decision kernels, and every UPPER_SNAKE literal the controller and node-agent write.
+// of the two collapse decisions, and every UPPER_SNAKE literal the controller and node-agent write.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync, readdirSync, statSync } from 'node:fs';
@@ -13,7 +13,7 @@ import { Reasons } from '../../controller/reasons.js';
 const root = resolve(import.meta.dirname, '..', '..', '..');
 const doc = readFileSync(join(root, 'docs', 'codes.md'), 'utf8');
 
-/** Codes listed generically in the doc (identity pairs of the collapse kernel). */
+/** Codes listed generically in the doc (identity pairs of the collapse decision). */
 function documented(code: string): boolean {
   if (doc.includes(`\`${code}\``)) return true;
   const pair = /^IDENTITY_(ABSENT|MISMATCH)_([A-Z_]+)$/.exec(code);
@@ -30,7 +30,7 @@ function tsFiles(dir: string): string[] {
   return out;
 }
 
-test('every outcome, kernel reason and store code is documented', () => {
+test('every outcome, collapse decision reason and store code is documented', () => {
   const missing = [...OUTCOMES, ...REASONS, ...ISOLATION_REASONS, ...Object.values(StoreErrorCodes), ...Object.values(Reasons).map((r) => r.code)].filter((c) => !documented(c));
   assert.deepEqual(missing, []);
 });

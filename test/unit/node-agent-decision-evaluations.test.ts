@@ -1,5 +1,5 @@
-// Evaluation rows -> the decision kernel's evaluations (node-agent/collapses/kernel-evaluations.ts) and the
-// row context records (node-agent/checks/evaluation-records.ts): grouping, newest-speaks, revocation,
+// Evaluation rows -> the collapse decision's evaluations (node-agent/collapses/decision-evaluations.ts) and the
+// row context records (node-agent/store/evaluation-records.ts): grouping, newest-speaks, revocation,
 // superseded evaluations, forged and stripped contexts — judged by the real kernel.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -7,8 +7,8 @@ import { canonicalJson } from '../../core/canonical-json.js';
 import { decide, effectiveEvaluation, type CandidateObligation, type DecisionInput } from '../../core/collapse/decide.js';
 import { presentId } from '../../core/collapse/identity.js';
 import { digestOf } from '../../core/digest.js';
-import { evaluationContext, readContext, type EvaluationFields, type EvaluationRow } from '../../node-agent/checks/evaluation-records.js';
-import { kernelEvaluations } from '../../node-agent/collapses/kernel-evaluations.js';
+import { evaluationContext, readContext, type EvaluationFields, type EvaluationRow } from '../../node-agent/store/evaluation-records.js';
+import { decisionEvaluations } from '../../node-agent/collapses/decision-evaluations.js';
 
 const WORLD = 'uid-w';
 const SUBJECT = 'sha256:cand';
@@ -31,7 +31,7 @@ function judge(rows: EvaluationRow[], current = REQ, required = ['unit', 'lint']
     requiredChecks: required,
     declaredVerifier: presentId('verifierDeclared', VER),
     verifiersModifiedByCandidate: { measured: true, found: [] },
-    evaluations: kernelEvaluations(rows),
+    evaluations: decisionEvaluations(rows),
   };
   const input: DecisionInput = {
     stage: 'prepare',
@@ -56,7 +56,7 @@ test('a complete passing roster under the current requirement authorizes', () =>
 
 test('runs of one evaluation group together; the newest run of a check stands for it (a FAIL after a PASS revokes)', () => {
   const rows = [row({ checkName: 'unit', verdict: 'PASS' }), row({ checkName: 'lint', verdict: 'PASS' }), row({ checkName: 'unit', verdict: 'FAIL' })];
-  const evals = kernelEvaluations(rows);
+  const evals = decisionEvaluations(rows);
   assert.equal(evals.length, 1);
   assert.deepEqual(evals[0]!.executions.map((e) => [e.check, e.verdict]), [['unit', 'FAIL'], ['lint', 'PASS']]);
   assert.deepEqual(judge(rows), ['CHECK_NOT_PASSED']);
@@ -67,7 +67,7 @@ test('runs of one evaluation group together; the newest run of a check stands fo
 test('a revalidation under another requirement starts a new evaluation that speaks alone', () => {
   const old = [row({ checkName: 'unit', verdict: 'PASS' }), row({ checkName: 'lint', verdict: 'PASS' })];
   const reval = row({ checkName: 'unit', verdict: 'PASS', requirementHash: 'sha256:req-b' });
-  assert.equal(kernelEvaluations([...old, reval]).length, 2);
+  assert.equal(decisionEvaluations([...old, reval]).length, 2);
   // Under requirement b only `unit` ran: incomplete. Under a, the old evaluation is superseded and stale.
   assert.deepEqual(judge([...old, reval], 'sha256:req-b'), ['EXECUTION_EVIDENCE_INCOMPLETE']);
   assert.deepEqual(judge([...old, reval], REQ), ['EVIDENCE_STALE', 'EXECUTION_EVIDENCE_INCOMPLETE']);
@@ -77,7 +77,7 @@ test('a superseded evaluation never regains authority: a later run under its req
   const a = [row({ checkName: 'unit', verdict: 'PASS' }), row({ checkName: 'lint', verdict: 'PASS' })];
   const b = row({ checkName: 'unit', verdict: 'FAIL', requirementHash: 'sha256:req-b' });
   const again = row({ checkName: 'unit', verdict: 'PASS' });
-  const evals = kernelEvaluations([...a, b, again]);
+  const evals = decisionEvaluations([...a, b, again]);
   assert.equal(evals.length, 3);
   assert.equal(effectiveEvaluation(evals).speaks?.executions.length, 1, 'the old lint PASS is not carried over');
   assert.deepEqual(judge([...a, b, again]), ['EXECUTION_EVIDENCE_INCOMPLETE']);

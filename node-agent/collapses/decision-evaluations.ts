@@ -1,14 +1,14 @@
-// From the evaluations table to the decision kernel's Evaluations. A kernel Evaluation is one run of the
+// From the evaluations table to the collapse decision's Evaluations. A decision Evaluation is one run of the
 // whole roster under one requirement on one subject: a maximal run of consecutive rows (by ordinal)
 // that agree on requirement, subject and World. A row that disagrees starts the next evaluation, so an
 // evaluation that was superseded (a revalidation under a new requirement, a run for another World on the
 // same bytes) never regains authority, even if rows like its own come later. Within an evaluation the
 // newest row per check stands for that check: a FAIL after a PASS revokes the PASS.
 //
-// The kernel then picks the newest evaluation (decide.ts effectiveEvaluation) and judges it.
+// The decision then picks the newest evaluation (decide.ts effectiveEvaluation) and judges it.
 import type { Evaluation, ExecutionRecord, Verdict } from '../../core/collapse/decide.js';
 import { idFrom, presentId } from '../../core/collapse/identity.js';
-import { readContext, type EvaluationRow } from '../checks/evaluation-records.js';
+import { readContext, type EvaluationRow } from '../store/evaluation-records.js';
 
 const VERDICTS = new Set<string>(['PASS', 'FAIL', 'REFUSED']);
 
@@ -16,8 +16,8 @@ function groupKey(r: EvaluationRow): string {
   return JSON.stringify([r.requirementHash ?? null, r.subject ?? null, r.worldUid]);
 }
 
-/** Rows (oldest first) grouped into the kernel's evaluations. */
-export function kernelEvaluations(rows: readonly EvaluationRow[]): Evaluation[] {
+/** Rows (oldest first) grouped into the decision's evaluations. */
+export function decisionEvaluations(rows: readonly EvaluationRow[]): Evaluation[] {
   const groups: EvaluationRow[][] = [];
   for (const r of [...rows].sort((a, b) => a.ordinal - b.ordinal)) {
     const last = groups[groups.length - 1];
