@@ -3,7 +3,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { AllowlistEntryError, formatHostPort, isAllowed, parseAllowlist, parseHostPort } from '../../node-agent/network/allowlist.js';
-import { splitAuthority, stripHopByHop } from '../../node-agent/network/allowlist-proxy.js';
+import { splitAuthority, stripHopByHop } from '../../node-agent/network/proxy-protocol.js';
 import { proxyEnv, withProxyEnv } from '../../node-agent/network/world-network.js';
 
 test('valid entries parse to canonical host:port', () => {
