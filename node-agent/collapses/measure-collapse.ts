@@ -9,7 +9,7 @@
 // lands meanwhile revokes — is read again.
 import type { BoundaryHashes } from './commit-generation.js';
 import type { Database } from 'better-sqlite3';
-import type { DecisionInput } from '../../core/collapse/decide.js';
+import type { DecisionInput, Evaluation } from '../../core/collapse/decide.js';
 import { idFrom, presentId, unmeasuredId } from '../../core/collapse/identity.js';
 import { globToRegExp, verifierIdentity } from '../../core/evidence/requirement.js';
 import { applyDelta, manifestDigest, validateManifest } from '../../core/manifest.js';
@@ -69,6 +69,117 @@ function conflictsOf(db: Database, root: RootRecord, baseGeneration: number, del
   return { measured: true, found };
 }
 
+/** What the pass over the World's Roots measured, per Root and in sum. */
+interface RootsPass {
+  roots: MeasuredRoot[];
+  candidateValid: boolean;
+  foreign: string[];
+  foreignMeasured: boolean;
+  conflicts: string[];
+  conflictsMeasured: boolean;
+  primeRehash: Part[];
+  stagedRehash: Part[];
+  storePrime: Part[];
+  candidateBase: Part[];
+  worldBase: Part[];
+  tested: Part[];
+  storeRoots: string[];
+  /** Each Root's current generation manifest (lazy), for resolving the requirement PRIME imposes now. */
+  manifests: Map<string, ReturnType<typeof generationManifest>>;
+}
+
+type StoredCandidate = ReturnType<typeof readCandidate>;
+
+/** The digest the tested candidate gives a Root: its base generation's manifest with the delta applied (null: not computable; false: invalid). */
+function testedDigestOf(db: Database, root: RootRecord, baseGeneration: number, delta: StoredDelta | null): string | null | false {
+  const baseGen = getGeneration(db, root.rootKey, baseGeneration);
+  const baseManifest = baseGen && getGenerationManifest(db, baseGen.id);
+  if (!baseManifest) return null;
+  const next = delta ? applyDelta(baseManifest, delta) : baseManifest;
+  return validateManifest(next).length === 0 ? manifestDigest(next) : false;
+}
+
+async function measureRoots(
+  db: Database,
+  world: WorldView,
+  stored: StoredCandidate | undefined,
+  walkPrime: (root: RootRecord) => Promise<string | undefined>,
+  boundary: BoundaryHashes | undefined,
+): Promise<RootsPass> {
+  const pass: RootsPass = {
+    roots: [], candidateValid: world.candidateDigest !== undefined && stored !== undefined && world.roots.length > 0,
+    foreign: [], foreignMeasured: true, conflicts: [], conflictsMeasured: true,
+    primeRehash: [], stagedRehash: [], storePrime: [], candidateBase: [], worldBase: [], tested: [], storeRoots: [], manifests: new Map(),
+  };
+  for (const name of world.roots) {
+    const root = getRoot(db, name);
+    const base = world.base.find((b) => b.root === name);
+    if (!root || !base) {
+      pass.candidateValid = false;
+      continue;
+    }
+    if (root.state === 'Ready') pass.storeRoots.push(name);
+    pass.manifests.set(name, generationManifest(db, root.rootKey, root.generation));
+    const delta = stored?.deltas.get(root.rootKey) ?? null;
+    if (delta && (delta.root !== name || delta.baseGeneration !== base.generation || delta.baseDigest !== base.digest)) pass.candidateValid = false;
+
+    const tested = testedDigestOf(db, root, base.generation, delta);
+    if (tested === false) pass.candidateValid = false;
+    const testedDigest = tested === false ? null : tested;
+
+    const rehash = boundary ? boundary.prime.get(name) : await walkPrime(root);
+    pass.primeRehash.push([name, rehash]);
+    pass.stagedRehash.push([name, boundary ? boundary.staged.get(name) : undefined]);
+    if (rehash === undefined) pass.foreignMeasured = false;
+    else if (rehash !== root.digest) pass.foreign.push(name);
+
+    const c = conflictsOf(db, root, base.generation, delta);
+    if (!c.measured) pass.conflictsMeasured = pass.conflictsMeasured && delta === null;
+    else pass.conflicts.push(...c.found);
+
+    pass.storePrime.push([name, `${name}@${root.generation}`]);
+    pass.candidateBase.push([name, delta ? `${delta.root}@${delta.baseGeneration}` : stored ? `${name}@${base.generation}` : null]);
+    pass.worldBase.push([name, base.digest]);
+    pass.tested.push([name, testedDigest]);
+    pass.roots.push({ name, rootKey: root.rootKey, base: { generation: base.generation, digest: base.digest }, prime: { generation: root.generation, digest: root.digest }, delta, testedDigest });
+  }
+  return pass;
+}
+
+/**
+ * Verifier paths the candidate touched, as "<root>/<path>": a bound verifier it rewrites, deletes or
+ * shadows, and any path it adds or removes where the Policy declares verifiers (a new file a verifier
+ * might source is a redirection, bound or not).
+ */
+function verifiersModified(roots: readonly MeasuredRoot[], resolved: ReturnType<typeof resolveRequirement>): string[] {
+  const globs = (resolved?.definitions ?? []).flatMap((d) => (d.verifiers ?? []).map(globToRegExp));
+  const out: string[] = [];
+  for (const r of roots) {
+    const hits = new Set(verifierModifiedByCandidate(resolved?.bound.get(r.name) ?? [], r.delta));
+    for (const p of r.delta ? [...r.delta.upsert.filter((e) => e.type !== 'dir').map((e) => e.path), ...r.delta.deleted] : []) if (globs.some((g) => g.test(p))) hits.add(p);
+    out.push(...[...hits].sort().map((p) => `${r.name}/${p}`));
+  }
+  return out;
+}
+
+/** The evaluations that speak for the candidate; with no check required, the empty roster is the evaluation. */
+function candidateEvaluations(db: Database, world: WorldView, resolved: ReturnType<typeof resolveRequirement>, stored: StoredCandidate | undefined): Evaluation[] {
+  const evaluations = world.candidateDigest ? decisionEvaluations(evaluationsFor(db, world.uid, world.candidateDigest)) : [];
+  if (resolved && resolved.definitions.length === 0 && stored) {
+    // Nothing ran; its subject is the candidate as re-hashed in the store, its executed verifier set the
+    // empty one. That is all it can claim.
+    evaluations.push({
+      ordinal: evaluations.reduce((n, e) => Math.max(n, e.ordinal), 0) + 1,
+      subject: presentId('evidenceSubject', stored.digest),
+      requirement: presentId('requirement', resolved.requirementHash),
+      context: { present: true, intact: true, world: idFrom('world', world.uid) },
+      executedVerifier: presentId('verifierExecuted', verifierIdentity([])),
+      executions: [],
+    });
+  }
+  return evaluations;
+}
+
 /**
  * Measures a Candidate-mode collapse. `walkPrime(root)` re-hashes live PRIME of a Root (undefined: the
  * walk found a problem, or the live route is broken) and is only called at `prepare`.
@@ -83,116 +194,44 @@ export async function measureCandidate(
   const db = store.db;
   const candidateDigest = world.candidateDigest;
   const candidateDir = join(store.layout.candidates, (candidateDigest ?? 'sha256:missing').replace(/^sha256:/, ''));
-  let stored: ReturnType<typeof readCandidate> | undefined;
+  let stored: StoredCandidate | undefined;
   try {
     stored = candidateDigest ? readCandidate(candidateDir) : undefined;
   } catch {
     stored = undefined; // unreadable, or it does not hash to its name: the delta pair below is then absent
   }
 
-  const roots: MeasuredRoot[] = [];
-  let candidateValid = candidateDigest !== undefined && stored !== undefined && world.roots.length > 0;
-  const foreign: string[] = [];
-  let foreignMeasured = true;
-  const conflicts: string[] = [];
-  let conflictsMeasured = true;
-  const primeRehash: Part[] = [];
-  const stagedRehash: Part[] = [];
   const startGenerations = primeGenerations(db, world.roots);
-  const storePrime: Part[] = [];
-  const candidateBase: Part[] = [];
-  const worldBase: Part[] = [];
-  const tested: Part[] = [];
-  const storeRoots: string[] = [];
-  const modifiedVerifiers: string[] = [];
-
-  const manifests = new Map<string, ReturnType<typeof generationManifest>>();
-  for (const name of world.roots) {
-    const root = getRoot(db, name);
-    const base = world.base.find((b) => b.root === name);
-    if (!root || !base) {
-      candidateValid = false;
-      continue;
-    }
-    if (root.state === 'Ready') storeRoots.push(name);
-    manifests.set(name, generationManifest(db, root.rootKey, root.generation));
-    const delta = stored?.deltas.get(root.rootKey) ?? null;
-    if (delta && (delta.root !== name || delta.baseGeneration !== base.generation || delta.baseDigest !== base.digest)) candidateValid = false;
-
-    // The digest the tested candidate gives this Root: the base generation's manifest with the delta applied.
-    let testedDigest: string | null = null;
-    const baseGen = getGeneration(db, root.rootKey, base.generation);
-    const baseManifest = baseGen && getGenerationManifest(db, baseGen.id);
-    if (baseManifest) {
-      const next = delta ? applyDelta(baseManifest, delta) : baseManifest;
-      if (validateManifest(next).length === 0) testedDigest = manifestDigest(next);
-      else candidateValid = false;
-    }
-
-    const rehash = boundary ? boundary.prime.get(name) : await walkPrime(root);
-    primeRehash.push([name, rehash]);
-    stagedRehash.push([name, boundary ? boundary.staged.get(name) : undefined]);
-    if (rehash === undefined) foreignMeasured = false;
-    else if (rehash !== root.digest) foreign.push(name);
-
-    const c = conflictsOf(db, root, base.generation, delta);
-    if (!c.measured) conflictsMeasured = conflictsMeasured && delta === null;
-    else conflicts.push(...c.found);
-
-    storePrime.push([name, `${name}@${root.generation}`]);
-    candidateBase.push([name, delta ? `${delta.root}@${delta.baseGeneration}` : stored ? `${name}@${base.generation}` : null]);
-    worldBase.push([name, base.digest]);
-    tested.push([name, testedDigest]);
-    roots.push({ name, rootKey: root.rootKey, base: { generation: base.generation, digest: base.digest }, prime: { generation: root.generation, digest: root.digest }, delta, testedDigest });
-  }
-
+  const pass = await measureRoots(db, world, stored, walkPrime, boundary);
+  const { roots } = pass;
   // The requirement CURRENT PRIME imposes: the Policy now, its verifiers read in PRIME's generation now.
-  const resolved = resolveRequirement(policy, world.roots, (name) => manifests.get(name));
-  // A bound verifier the candidate rewrites, deletes or shadows; and any path it adds or removes where the
-  // Policy declares verifiers (a new file a verifier might source is a redirection, bound or not).
-  const globs = (resolved?.definitions ?? []).flatMap((d) => (d.verifiers ?? []).map(globToRegExp));
-  for (const r of roots) {
-    const hits = new Set(verifierModifiedByCandidate(resolved?.bound.get(r.name) ?? [], r.delta));
-    for (const p of r.delta ? [...r.delta.upsert.filter((e) => e.type !== 'dir').map((e) => e.path), ...r.delta.deleted] : []) if (globs.some((g) => g.test(p))) hits.add(p);
-    modifiedVerifiers.push(...[...hits].sort().map((p) => `${r.name}/${p}`));
-  }
-
-  const evaluations = candidateDigest ? decisionEvaluations(evaluationsFor(db, world.uid, candidateDigest)) : [];
-  if (resolved && resolved.definitions.length === 0 && stored) {
-    // No check is required: the empty roster is the evaluation. Nothing ran; its subject is the candidate
-    // as re-hashed in the store, its executed verifier set the empty one. That is all it can claim.
-    evaluations.push({
-      ordinal: evaluations.reduce((n, e) => Math.max(n, e.ordinal), 0) + 1,
-      subject: presentId('evidenceSubject', stored.digest),
-      requirement: presentId('requirement', resolved.requirementHash),
-      context: { present: true, intact: true, world: idFrom('world', world.uid) },
-      executedVerifier: presentId('verifierExecuted', verifierIdentity([])),
-      executions: [],
-    });
-  }
+  const resolved = resolveRequirement(policy, world.roots, (name) => pass.manifests.get(name));
+  const modifiedVerifiers = verifiersModified(roots, resolved);
+  const evaluations = candidateEvaluations(db, world, resolved, stored);
   const endGenerations = primeGenerations(db, world.roots);
   const speaking = evaluations.reduce<(typeof evaluations)[number] | undefined>((a, e) => (!a || e.ordinal > a.ordinal ? e : a), undefined);
+  const allRoots = roots.length === world.roots.length;
 
   const input: DecisionInput = {
     stage: boundary ? 'commit' : 'prepare',
-    candidateValid,
-    conflicts: conflictsMeasured && roots.length === world.roots.length ? { measured: true, found: conflicts } : { measured: false },
-    foreignWrites: foreignMeasured && roots.length === world.roots.length ? { measured: true, found: foreign } : { measured: false },
+    candidateValid: pass.candidateValid,
+    conflicts: pass.conflictsMeasured && allRoots ? { measured: true, found: pass.conflicts } : { measured: false },
+    foreignWrites: pass.foreignMeasured && allRoots ? { measured: true, found: pass.foreign } : { measured: false },
     // PRIME's generation when the measurement started (store record) and when it ended (store record, read again).
     primeGeneration: {
       before: idFrom('primeGeneration', composite(startGenerations)),
       after: idFrom('primeGeneration', composite(endGenerations)),
     },
     // parent: the generation PRIME is (store record) vs the generation the candidate was captured on (candidate's delta).
-    parent: { storePrime: idFrom('parent', composite(storePrime)), candidateBase: idFrom('parent', composite(candidateBase)) },
+    parent: { storePrime: idFrom('parent', composite(pass.storePrime)), candidateBase: idFrom('parent', composite(pass.candidateBase)) },
     // base: live PRIME re-hashed now vs the base digest the World kept at fork time.
-    base: { primeRehash: idFrom('base', composite(primeRehash)), world: idFrom('base', composite(worldBase)) },
+    base: { primeRehash: idFrom('base', composite(pass.primeRehash)), world: idFrom('base', composite(pass.worldBase)) },
     // delta: the digest the World's capture recorded vs the stored candidate re-hashed (candidate.json hashes to its name).
     delta: { captured: idFrom('delta', candidateDigest), stored: idFrom('delta', stored?.digest) },
-    rootSet: rootSetIds(world.roots, storeRoots),
+    rootSet: rootSetIds(world.roots, pass.storeRoots),
     // staged root (commit only): the staged payload re-hashed vs what the tested candidate gives.
     stagedRoot: boundary
-      ? { staged: idFrom('stagedRoot', composite(stagedRehash)), tested: idFrom('stagedRoot', composite(tested)) }
+      ? { staged: idFrom('stagedRoot', composite(pass.stagedRehash)), tested: idFrom('stagedRoot', composite(pass.tested)) }
       : { staged: unmeasuredId('stagedRoot'), tested: unmeasuredId('stagedRoot') },
     subject: idFrom('evidenceSubject', candidateDigest),
     obligation: {

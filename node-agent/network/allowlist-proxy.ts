@@ -20,12 +20,12 @@
 // are dropped by the server and reported as CONNECTION_LIMIT), header/idle/connect timeouts. No input may
 // crash it: every socket has an error handler and parse errors end in a 400.
 import { closeSync } from 'node:fs';
-import { createServer, type IncomingMessage } from 'node:http';
+import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { DropArgument, Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { nullLogger, type Logger } from '../../kube/logger.js';
 import { parseAllowlist, type Allowlist } from './allowlist.js';
-import { createProxyContext } from './proxy-context.js';
+import { createProxyContext, type ProxyContext } from './proxy-context.js';
 import { handleRequest } from './proxy-forward.js';
 import { plainResponse, positive, type AllowedConnection, type NetworkRefusal, type RefusalReason } from './proxy-protocol.js';
 import { handleConnect } from './proxy-tunnel.js';
@@ -77,51 +77,15 @@ export interface AllowlistProxy {
   stats(): AllowlistProxyStats;
 }
 
-/** Starts the proxy on opts.listenFd. See the file comment for what it serves and refuses. */
-export function startAllowlistProxy(opts: AllowlistProxyOptions): AllowlistProxy {
-  const listenFd = opts.listenFd;
-  let list: Allowlist;
-  let connectTimeoutMs: number, idleTimeoutMs: number, headersTimeoutMs: number, maxConnections: number, maxHeaderSize: number;
-  try {
-    if (!Number.isInteger(listenFd) || listenFd < 0) throw new RangeError(`listenFd must be a file descriptor, got ${String(listenFd)}`);
-    if (typeof opts.onRefusal !== 'function') throw new TypeError('onRefusal must be a function');
-    list = parseAllowlist(opts.allow);
-    connectTimeoutMs = positive('connectTimeoutMs', opts.connectTimeoutMs, 10_000);
-    idleTimeoutMs = positive('idleTimeoutMs', opts.idleTimeoutMs, 300_000);
-    headersTimeoutMs = positive('headersTimeoutMs', opts.headersTimeoutMs, 15_000);
-    maxConnections = positive('maxConnections', opts.maxConnections, 256);
-    maxHeaderSize = positive('maxHeaderSize', opts.maxHeaderSize, 16 * 1024);
-  } catch (err) {
-    if (Number.isInteger(listenFd) && listenFd >= 0) {
-      try {
-        closeSync(listenFd);
-      } catch {
-        // not open: nothing to release
-      }
-    }
-    throw err;
-  }
-  const ctx = createProxyContext(list, { connectTimeoutMs, idleTimeoutMs, headersTimeoutMs, maxConnections, maxHeaderSize }, opts.logger ?? nullLogger, opts.onRefusal, opts.onAllowed);
-  const { log, counts, clients, upstreams, refuse, endWith } = ctx;
-  let closed = false;
-
-  const server = createServer({
-    maxHeaderSize,
-    requireHostHeader: false,
-    keepAliveTimeout: 5_000,
-    headersTimeout: headersTimeoutMs,
-    requestTimeout: 0,
-    connectionsCheckingInterval: Math.min(1_000, headersTimeoutMs),
-  });
-  server.maxConnections = maxConnections;
-  server.timeout = idleTimeoutMs;
-
+/** Connection bookkeeping and the refusals the server itself raises: connection limit, parse errors, Upgrade. */
+function wireServerEvents(server: Server, ctx: ProxyContext, isClosed: () => boolean): void {
+  const { log, counts, clients, refuse, endWith } = ctx;
   server.on('connection', (s: Socket) => {
     counts.accepted++;
     clients.add(s);
     s.on('close', () => clients.delete(s));
     s.on('error', (err) => log.debug('client socket error', { err }));
-    if (closed) s.destroy();
+    if (isClosed()) s.destroy();
   });
   server.on('drop', (d?: DropArgument) => refuse('', 0, 'CONNECTION_LIMIT', `from ${d?.remoteAddress ?? '?'}:${d?.remotePort ?? '?'}`));
 
@@ -155,7 +119,48 @@ export function startAllowlistProxy(opts: AllowlistProxyOptions): AllowlistProxy
     refuse(host, port, 'UNSUPPORTED', 'HTTP Upgrade');
     endWith(socket, plainResponse(501, 'Not Implemented', 'worldline proxy: Upgrade is not supported; use CONNECT'));
   });
+}
 
+/** Starts the proxy on opts.listenFd. See the file comment for what it serves and refuses. */
+export function startAllowlistProxy(opts: AllowlistProxyOptions): AllowlistProxy {
+  const listenFd = opts.listenFd;
+  let list: Allowlist;
+  let connectTimeoutMs: number, idleTimeoutMs: number, headersTimeoutMs: number, maxConnections: number, maxHeaderSize: number;
+  try {
+    if (!Number.isInteger(listenFd) || listenFd < 0) throw new RangeError(`listenFd must be a file descriptor, got ${String(listenFd)}`);
+    if (typeof opts.onRefusal !== 'function') throw new TypeError('onRefusal must be a function');
+    list = parseAllowlist(opts.allow);
+    connectTimeoutMs = positive('connectTimeoutMs', opts.connectTimeoutMs, 10_000);
+    idleTimeoutMs = positive('idleTimeoutMs', opts.idleTimeoutMs, 300_000);
+    headersTimeoutMs = positive('headersTimeoutMs', opts.headersTimeoutMs, 15_000);
+    maxConnections = positive('maxConnections', opts.maxConnections, 256);
+    maxHeaderSize = positive('maxHeaderSize', opts.maxHeaderSize, 16 * 1024);
+  } catch (err) {
+    if (Number.isInteger(listenFd) && listenFd >= 0) {
+      try {
+        closeSync(listenFd);
+      } catch {
+        // not open: nothing to release
+      }
+    }
+    throw err;
+  }
+  const ctx = createProxyContext(list, { connectTimeoutMs, idleTimeoutMs, headersTimeoutMs, maxConnections, maxHeaderSize }, opts.logger ?? nullLogger, opts.onRefusal, opts.onAllowed);
+  const { log, counts, clients, upstreams } = ctx;
+  let closed = false;
+
+  const server = createServer({
+    maxHeaderSize,
+    requireHostHeader: false,
+    keepAliveTimeout: 5_000,
+    headersTimeout: headersTimeoutMs,
+    requestTimeout: 0,
+    connectionsCheckingInterval: Math.min(1_000, headersTimeoutMs),
+  });
+  server.maxConnections = maxConnections;
+  server.timeout = idleTimeoutMs;
+
+  wireServerEvents(server, ctx, () => closed);
   server.on('connect', (req: IncomingMessage, socket: Duplex, head: Buffer) => handleConnect(ctx, req, socket, head));
   server.on('request', (req, res) => handleRequest(ctx, req, res));
 

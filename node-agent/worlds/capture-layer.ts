@@ -3,9 +3,9 @@
 // and opaque directories become deletions; owners are translated back out of the world's id range;
 // the escape rules of adoption apply (EXTERNAL_SYMLINK, EXTERNAL_HARDLINK, SPECIAL_FILE).
 import { createHash } from 'node:crypto';
-import { closeSync, constants as fsc, fstatSync, lstatSync, openSync, readSync, readdirSync, readlinkSync } from 'node:fs';
+import { closeSync, constants as fsc, fstatSync, lstatSync, openSync, readSync, readdirSync, readlinkSync, type Stats } from 'node:fs';
 import { join } from 'node:path';
-import { compareEntries, sameEntry, type ManifestEntry } from '../../core/manifest.js';
+import { compareEntries, sameEntry, type ManifestEntry, type RootAttributes } from '../../core/manifest.js';
 import { compareBytes } from '../../core/relative-path.js';
 import { symlinkTargetProblem } from '../../core/symlink-policy.js';
 import * as native from '../../native/index.js';
@@ -49,115 +49,144 @@ async function hashFile(abs: string, expect: { dev: number; ino: number }, buffe
  * layer plus the base entries it deletes, whatever the size of the root.
  */
 export async function captureLayer(upper: string, base: BaseIndex, idBase: number, idCount: number): Promise<LayerDelta> {
-  const problems: CaptureProblem[] = [];
-  const upperFiles: string[] = [];
-  const links = new Map<string, { nlink: number; seen: number; path: string }>();
-  const upsert: ManifestEntry[] = [];
-  const deleted = new Set<string>();
+  const capture = new LayerCapture(upper, base, idBase, idCount);
+  await capture.walk('', false);
+  return capture.result();
+}
+
+/** The state of one capture: what the walk found so far, and the steps that record it. */
+class LayerCapture {
+  private readonly problems: CaptureProblem[] = [];
+  private readonly upperFiles: string[] = [];
+  private readonly links = new Map<string, { nlink: number; seen: number; path: string }>();
+  private readonly upsert: ManifestEntry[] = [];
+  private readonly deleted = new Set<string>();
   /** Directories whose base entries below are hidden (outermost only), and what the upper layer put below them. */
-  const hidden: string[] = [];
-  const present = new Set<string>();
-  let added = 0;
-  let modified = 0;
-  const unmap = (rel: string, id: number): number | undefined => {
-    if (id < idBase || id >= idBase + idCount) {
-      problems.push({ code: 'CAPTURE_OWNER_UNMAPPED', path: rel || '.', message: `${rel || '.'} is owned by host id ${id}, outside the world's range` });
+  private readonly hidden: string[] = [];
+  private readonly present = new Set<string>();
+  private added = 0;
+  private modified = 0;
+  private readonly breathe = breather(10);
+  private readonly buffer = Buffer.allocUnsafe(1 << 20);
+  private readonly top: Stats;
+  private readonly root: RootAttributes | undefined;
+
+  constructor(
+    private readonly upper: string,
+    private readonly base: BaseIndex,
+    private readonly idBase: number,
+    private readonly idCount: number,
+  ) {
+    this.top = lstatSync(upper);
+    const rootUid = this.unmap('', this.top.uid);
+    const rootGid = this.unmap('', this.top.gid);
+    this.root = rootUid !== undefined && rootGid !== undefined ? { mode: this.top.mode & 0o7777, uid: rootUid, gid: rootGid } : undefined;
+  }
+
+  private unmap(rel: string, id: number): number | undefined {
+    if (id < this.idBase || id >= this.idBase + this.idCount) {
+      this.problems.push({ code: 'CAPTURE_OWNER_UNMAPPED', path: rel || '.', message: `${rel || '.'} is owned by host id ${id}, outside the world's range` });
       return undefined;
     }
-    return id - idBase;
-  };
-  const deleteBelow = (rel: string): void => {
-    for (const e of base.descendantsOf(rel)) deleted.add(e.path);
-  };
-  const put = (e: ManifestEntry, was: ManifestEntry | undefined, inHidden: boolean): void => {
-    if (inHidden) present.add(e.path);
-    if (!was) added++;
-    else if (!sameEntry(was, e)) modified++;
-    else return;
-    upsert.push(e);
-  };
+    return id - this.idBase;
+  }
 
-  const breathe = breather(10);
-  const buffer = Buffer.allocUnsafe(1 << 20);
-  const top = lstatSync(upper);
-  const rootUid = unmap('', top.uid);
-  const rootGid = unmap('', top.gid);
-  const root = rootUid !== undefined && rootGid !== undefined ? { mode: top.mode & 0o7777, uid: rootUid, gid: rootGid } : undefined;
+  private deleteBelow(rel: string): void {
+    for (const e of this.base.descendantsOf(rel)) this.deleted.add(e.path);
+  }
+
+  private put(e: ManifestEntry, was: ManifestEntry | undefined, inHidden: boolean): void {
+    if (inHidden) this.present.add(e.path);
+    if (!was) this.added++;
+    else if (!sameEntry(was, e)) this.modified++;
+    else return;
+    this.upsert.push(e);
+  }
 
   /** inHidden: an ancestor in the upper layer hides the base below it (its base entries are handled there). */
-  const walk = async (relDir: string, inHidden: boolean): Promise<void> => {
-    const names = readdirSync(join(upper, relDir)).sort();
+  async walk(relDir: string, inHidden: boolean): Promise<void> {
+    const names = readdirSync(join(this.upper, relDir)).sort();
     for (const name of names) {
-      await breathe();
-      const rel = relDir ? `${relDir}/${name}` : name;
-      const abs = join(upper, rel);
-      const st = lstatSync(abs);
-      if (st.dev !== top.dev) {
-        problems.push({ code: 'SPECIAL_FILE', path: rel, message: `${rel} is on another device` });
-        continue;
-      }
-      const was = base.get(rel);
-      if (isWhiteout(st)) {
-        if (was) deleted.add(rel);
-        if (was?.type === 'dir' && !inHidden) deleteBelow(rel);
-        continue;
-      }
-      const uid = unmap(rel, st.uid);
-      const gid = unmap(rel, st.gid);
-      if (uid === undefined || gid === undefined) continue;
-      const mode = st.mode & 0o7777;
-      if (st.isDirectory()) {
-        const opaque = native.lgetxattr(abs, OPAQUE_XATTR)?.toString() === 'y';
-        // A base directory stays merged with this one unless it is opaque; a base file or symlink has nothing below.
-        const hides = opaque || was?.type !== 'dir';
-        if (hides && !inHidden && was?.type === 'dir') hidden.push(rel);
-        put({ path: rel, type: 'dir', mode, uid, gid }, was, inHidden);
-        await walk(rel, inHidden || hides);
-      } else if (st.isFile()) {
-        if (st.nlink > 1) {
-          const key = `${st.dev}:${st.ino}`;
-          const l = links.get(key) ?? { nlink: st.nlink, seen: 0, path: rel };
-          l.seen++;
-          links.set(key, l);
-        }
-        const h = await hashFile(abs, { dev: st.dev, ino: st.ino }, buffer, breathe);
-        if (!h) {
-          problems.push({ code: 'CAPTURE_CHANGED_DURING_READ', path: rel, message: `${rel} changed while it was read` });
-          continue;
-        }
-        if (was?.type === 'dir' && !inHidden) deleteBelow(rel);
-        put({ path: rel, type: 'file', mode, uid, gid, size: h.size, sha256: h.sha256 }, was, inHidden);
-        upperFiles.push(rel);
-      } else if (st.isSymbolicLink()) {
-        const target = readlinkSync(abs);
-        if (symlinkTargetProblem(rel, target)) {
-          problems.push({ code: 'EXTERNAL_SYMLINK', path: rel, message: `${rel} -> ${target} leaves the root` });
-          continue;
-        }
-        if (was?.type === 'dir' && !inHidden) deleteBelow(rel);
-        put({ path: rel, type: 'symlink', mode, uid, gid, target }, was, inHidden);
-      } else {
-        problems.push({ code: 'SPECIAL_FILE', path: rel, message: `${rel} is a device, fifo or socket` });
-      }
+      await this.breathe();
+      await this.visit(relDir ? `${relDir}/${name}` : name, inHidden);
     }
-  };
-  await walk('', false);
-  for (const l of links.values()) {
-    if (l.seen < l.nlink) problems.push({ code: 'EXTERNAL_HARDLINK', path: l.path, message: `${l.path} has ${l.nlink} links, only ${l.seen} inside the world's changes` });
   }
-  for (const dir of hidden) {
-    for (const e of base.descendantsOf(dir)) if (!present.has(e.path)) deleted.add(e.path);
+
+  private async visit(rel: string, inHidden: boolean): Promise<void> {
+    const abs = join(this.upper, rel);
+    const st = lstatSync(abs);
+    if (st.dev !== this.top.dev) {
+      this.problems.push({ code: 'SPECIAL_FILE', path: rel, message: `${rel} is on another device` });
+      return;
+    }
+    const was = this.base.get(rel);
+    if (isWhiteout(st)) {
+      if (was) this.deleted.add(rel);
+      if (was?.type === 'dir' && !inHidden) this.deleteBelow(rel);
+      return;
+    }
+    const uid = this.unmap(rel, st.uid);
+    const gid = this.unmap(rel, st.gid);
+    if (uid === undefined || gid === undefined) return;
+    const mode = st.mode & 0o7777;
+    if (st.isDirectory()) {
+      const opaque = native.lgetxattr(abs, OPAQUE_XATTR)?.toString() === 'y';
+      // A base directory stays merged with this one unless it is opaque; a base file or symlink has nothing below.
+      const hides = opaque || was?.type !== 'dir';
+      if (hides && !inHidden && was?.type === 'dir') this.hidden.push(rel);
+      this.put({ path: rel, type: 'dir', mode, uid, gid }, was, inHidden);
+      await this.walk(rel, inHidden || hides);
+    } else if (st.isFile()) {
+      await this.visitFile(rel, abs, st, { mode, uid, gid }, was, inHidden);
+    } else if (st.isSymbolicLink()) {
+      const target = readlinkSync(abs);
+      if (symlinkTargetProblem(rel, target)) {
+        this.problems.push({ code: 'EXTERNAL_SYMLINK', path: rel, message: `${rel} -> ${target} leaves the root` });
+        return;
+      }
+      if (was?.type === 'dir' && !inHidden) this.deleteBelow(rel);
+      this.put({ path: rel, type: 'symlink', mode, uid, gid, target }, was, inHidden);
+    } else {
+      this.problems.push({ code: 'SPECIAL_FILE', path: rel, message: `${rel} is a device, fifo or socket` });
+    }
   }
-  const b = base.root;
-  const rootChanged = (b === undefined) !== (root === undefined) || (b !== undefined && root !== undefined && (b.mode !== root.mode || b.uid !== root.uid || b.gid !== root.gid));
-  return {
-    upsert: upsert.sort(compareEntries),
-    deleted: [...deleted].sort(compareBytes),
-    ...(rootChanged && root ? { rootAttributes: root } : {}),
-    rootChanged,
-    added,
-    modified,
-    upperFiles,
-    problems,
-  };
+
+  private async visitFile(rel: string, abs: string, st: Stats, attrs: { mode: number; uid: number; gid: number }, was: ManifestEntry | undefined, inHidden: boolean): Promise<void> {
+    if (st.nlink > 1) {
+      const key = `${st.dev}:${st.ino}`;
+      const l = this.links.get(key) ?? { nlink: st.nlink, seen: 0, path: rel };
+      l.seen++;
+      this.links.set(key, l);
+    }
+    const h = await hashFile(abs, { dev: st.dev, ino: st.ino }, this.buffer, this.breathe);
+    if (!h) {
+      this.problems.push({ code: 'CAPTURE_CHANGED_DURING_READ', path: rel, message: `${rel} changed while it was read` });
+      return;
+    }
+    if (was?.type === 'dir' && !inHidden) this.deleteBelow(rel);
+    this.put({ path: rel, type: 'file', ...attrs, size: h.size, sha256: h.sha256 }, was, inHidden);
+    this.upperFiles.push(rel);
+  }
+
+  result(): LayerDelta {
+    for (const l of this.links.values()) {
+      if (l.seen < l.nlink) this.problems.push({ code: 'EXTERNAL_HARDLINK', path: l.path, message: `${l.path} has ${l.nlink} links, only ${l.seen} inside the world's changes` });
+    }
+    for (const dir of this.hidden) {
+      for (const e of this.base.descendantsOf(dir)) if (!this.present.has(e.path)) this.deleted.add(e.path);
+    }
+    const b = this.base.root;
+    const root = this.root;
+    const rootChanged = (b === undefined) !== (root === undefined) || (b !== undefined && root !== undefined && (b.mode !== root.mode || b.uid !== root.uid || b.gid !== root.gid));
+    return {
+      upsert: this.upsert.sort(compareEntries),
+      deleted: [...this.deleted].sort(compareBytes),
+      ...(rootChanged && root ? { rootAttributes: root } : {}),
+      rootChanged,
+      added: this.added,
+      modified: this.modified,
+      upperFiles: this.upperFiles,
+      problems: this.problems,
+    };
+  }
 }
