@@ -16,7 +16,7 @@ import { observeNode, type ObservedState } from '../../node-agent/admission/obse
 import { createAgentMetrics } from '../../node-agent/metrics.js';
 import { openStore } from '../../node-agent/store/open-store.js';
 import { migrate } from '../../node-agent/store/store-schema.js';
-import { needsRoot, scratch } from './store-fixtures.js';
+import { scratch } from './store-fixtures.js';
 
 const GiB = 2 ** 30;
 const ceilings: NodeCeilings = { cpuMillis: 8000, memoryBytes: 10 * GiB, pids: 20000, worlds: 12 };
@@ -66,7 +66,7 @@ function writeElsewhere(path: string): Promise<{ ok?: boolean; code?: string }> 
   });
 }
 
-test('50 concurrent callers on the node store never reserve past a ceiling; another process is refused the lock', needsRoot, async (t) => {
+test('50 concurrent callers on the node store never reserve past a ceiling; another process is refused the lock', async (t) => {
   const s = await scratch(t);
   const { store } = await openStore({ dir: join(s.dir, 'store') });
   t.after(() => store.close());
@@ -114,7 +114,7 @@ test('50 concurrent callers on the node store never reserve past a ceiling; anot
   assert.equal(gauge('worlds'), admitted - released);
 });
 
-test('restart: reservations survive closing the store, and recover keeps only live holders', needsRoot, async (t) => {
+test('restart: reservations survive closing the store, and recover keeps only live holders', async (t) => {
   const s = await scratch(t);
   const dir = join(s.dir, 'store');
   const first = await openStore({ dir });
@@ -141,7 +141,7 @@ test('restart: reservations survive closing the store, and recover keeps only li
   assert.equal(reserved.values.find((v) => v.labels.resource === 'worlds')?.value, 2);
 });
 
-test('the kernel measurements are readable on this host and admit a small check', needsRoot, async (t) => {
+test('the kernel measurements are readable on this host and admit a small check', async (t) => {
   const o = observeNode();
   for (const k of ['memAvailableBytes', 'tasks', 'pidMax', 'cpuCount'] as const) assert.equal(typeof o[k], 'number', `${k} = ${String(o[k])}`);
   const db = new Database(':memory:');
@@ -189,7 +189,7 @@ interface WorkerResult {
   error?: string;
 }
 
-test('5 worker threads x 10 admits through separate connections to one database stay within every ceiling', needsRoot, async (t) => {
+test('5 worker threads x 10 admits through separate connections to one database stay within every ceiling', async (t) => {
   const s = await scratch(t);
   const path = join(s.dir, 'shared.db');
   const setup = new Database(path);

@@ -21,9 +21,9 @@ import { storeCandidate, type RootChange } from '../../node-agent/store/candidat
 import { mountsUnder } from '../../node-agent/store/mount-table.js';
 import { removeWorldDir, unmountLayers } from '../../node-agent/sandbox/rootfs.js';
 import { worldPaths } from '../../node-agent/sandbox/run-paths.js';
+import { requireRoot } from '../support/require-root.js';
 
-const isRoot = process.getuid?.() === 0;
-const opts = isRoot ? {} : { skip: 'kernel tests run as root' };
+requireRoot('check runs');
 const OWNER = 1000;
 const ID_BASE = 2 ** 30 + 65536 * 11;
 const ID_COUNT = 65536;
@@ -158,12 +158,12 @@ function verdictOf(r: CheckResult): string {
   return r.verdict === 'REFUSED' ? `REFUSED ${r.code}: ${r.message}` : r.verdict;
 }
 
-test('the check binds checks/verify.sh from its argv', opts, async () => {
+test('the check binds checks/verify.sh from its argv', async () => {
   const f = await setup();
   assert.deepEqual(f.bound, ['checks/verify.sh']);
 });
 
-test('PASS when the candidate README says ok; the record carries the run and the executed identity equals the declared one', opts, async () => {
+test('PASS when the candidate README says ok; the record carries the run and the executed identity equals the declared one', async () => {
   const f = await setup();
   const c = await candidate(f, { 'README.md': 'still ok\n' }, []);
   const r = await check(f, c);
@@ -178,7 +178,7 @@ test('PASS when the candidate README says ok; the record carries the run and the
   assert.ok(r.record.startedAt <= r.record.finishedAt);
 });
 
-test('FAIL when the candidate README does not say ok', opts, async () => {
+test('FAIL when the candidate README does not say ok', async () => {
   const f = await setup();
   const c = await candidate(f, { 'README.md': 'bad\n' }, []);
   const r = await check(f, c);
@@ -188,7 +188,7 @@ test('FAIL when the candidate README does not say ok', opts, async () => {
   assert.equal(r.record.executedVerifierIdentity, f.declared);
 });
 
-test('a candidate that rewrites verify.sh to exit 0 still runs PRIME\'s verify.sh, and is named as modifying it', opts, async () => {
+test('a candidate that rewrites verify.sh to exit 0 still runs PRIME\'s verify.sh, and is named as modifying it', async () => {
   const f = await setup();
   const c = await candidate(f, { 'README.md': 'bad\n', 'checks/verify.sh': 'exit 0\n' }, []);
   const delta = readCandidate(c).deltas.get(f.root.rootKey)!;
@@ -203,7 +203,7 @@ test('a candidate that rewrites verify.sh to exit 0 still runs PRIME\'s verify.s
   assert.equal(verdictOf(await check(f, d)), 'FAIL');
 });
 
-test('deleted files and directories are absent in the check\'s view; everything else is the candidate\'s bytes', opts, async () => {
+test('deleted files and directories are absent in the check\'s view; everything else is the candidate\'s bytes', async () => {
   const f = await setup();
   const c = await candidate(f, { 'README.md': 'ok v2\n', 'new/file.txt': 'n\n' }, ['gone.txt', 'old', 'old/deep', 'old/deep/x']);
   // Inspect the mounted view directly.
@@ -230,7 +230,7 @@ test('deleted files and directories are absent in the check\'s view; everything 
   assert.equal(verdictOf(r), 'PASS');
 });
 
-test('a revalidation stages the current PRIME\'s verifier bytes, so the executed identity follows them', opts, async () => {
+test('a revalidation stages the current PRIME\'s verifier bytes, so the executed identity follows them', async () => {
   const f = await setup();
   const c = await candidate(f, { 'README.md': 'bad\n' }, []);
   const prime = join(dir, 'next-prime');

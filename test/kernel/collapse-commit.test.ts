@@ -13,11 +13,11 @@ import { payloadDir } from '../../node-agent/store/store-layout.js';
 import { getGenerationManifest, getRoot, listIntents } from '../../node-agent/store/store-records.js';
 import { walkTreeSync } from '../../node-agent/store/walk-tree-sync.js';
 import { adoptSample, leftovers, makeCandidate, sampleChange } from './collapse-fixtures.js';
-import { needsRoot, openTestStore, scratch } from './store-fixtures.js';
+import { openTestStore, scratch } from './store-fixtures.js';
 
 const walkDigest = (path: string): string => manifestDigest(walkTreeSync(path).manifest);
 
-test('a collapse publishes the candidate: host path, digest, shared inodes, rows', needsRoot, async (t) => {
+test('a collapse publishes the candidate: host path, digest, shared inodes, rows', async (t) => {
   const s = await scratch(t);
   const store = await openTestStore(t, join(s.dir, 'store'));
   const host = await adoptSample(store, s.dir);
@@ -55,7 +55,7 @@ test('a collapse publishes the candidate: host path, digest, shared inodes, rows
   assert.deepEqual(await leftovers(store), []);
 });
 
-test('a second collapse builds on the first (shared inodes across generations are not a refusal)', needsRoot, async (t) => {
+test('a second collapse builds on the first (shared inodes across generations are not a refusal)', async (t) => {
   const s = await scratch(t);
   const store = await openTestStore(t, join(s.dir, 'store'));
   const host = await adoptSample(store, s.dir);
@@ -85,22 +85,22 @@ async function refusedCollapse(t: import('node:test').TestContext, code: string,
   await checkRouting(store, 'project');
 }
 
-test('FOREIGN_WRITE: an unchanged file of PRIME written through the host link after capture', needsRoot, async (t) => {
+test('FOREIGN_WRITE: an unchanged file of PRIME written through the host link after capture', async (t) => {
   await refusedCollapse(t, 'FOREIGN_WRITE', (host) => appendFile(join(host, 'src/owned'), 'foreign\n'));
 });
 
-test('FOREIGN_WRITE: a file added to PRIME through the host link after capture', needsRoot, async (t) => {
+test('FOREIGN_WRITE: a file added to PRIME through the host link after capture', async (t) => {
   await refusedCollapse(t, 'FOREIGN_WRITE', (host) => writeFile(join(host, 'foreign.txt'), 'x'));
 });
 
-test('PRIME_MOVED: a candidate of a base that another collapse replaced', needsRoot, async (t) => {
+test('PRIME_MOVED: a candidate of a base that another collapse replaced', async (t) => {
   await refusedCollapse(t, 'PRIME_MOVED', async (_host, store) => {
     const other = await makeCandidate(t, store, 'project', (next) => writeFile(join(next, 'other.txt'), 'o'));
     await collapseRoot(store, { rootName: 'project', candidateDir: other.candidate.dir, base: other.base });
   });
 });
 
-test('STAGED_UNTESTED: a staged payload that does not walk to the delta digest', needsRoot, async (t) => {
+test('STAGED_UNTESTED: a staged payload that does not walk to the delta digest', async (t) => {
   const s = await scratch(t);
   const store = await openTestStore(t, join(s.dir, 'store'));
   await adoptSample(store, s.dir);

@@ -15,7 +15,7 @@ import { checkRouting } from '../../node-agent/store/routing.js';
 import { listIntents } from '../../node-agent/store/store-records.js';
 import { walkTreeSync } from '../../node-agent/store/walk-tree-sync.js';
 import { adoptSample, leftovers, makeCandidate, sampleChange } from './collapse-fixtures.js';
-import { needsRoot, scratch } from './store-fixtures.js';
+import { scratch } from './store-fixtures.js';
 
 const child = fileURLToPath(new URL('./collapse-child.js', import.meta.url));
 
@@ -30,7 +30,7 @@ const expectNew = new Set(['after-exchange', 'after-db']);
 
 for (const step of COLLAPSE_STEPS) {
   for (const runNo of [1, 2]) {
-    test(`a crash at "${step}" (run ${runNo}) recovers to exactly ${expectNew.has(step) ? 'the new' : 'the old'} generation`, needsRoot, async (t) => {
+    test(`a crash at "${step}" (run ${runNo}) recovers to exactly ${expectNew.has(step) ? 'the new' : 'the old'} generation`, async (t) => {
       const s = await scratch(t);
       const dir = join(s.dir, 'store');
       const first = await openStore({ dir });
@@ -62,7 +62,7 @@ for (const step of COLLAPSE_STEPS) {
   }
 }
 
-test('fail-closed: a published generation whose payload changed before recovery is rolled back to the base', needsRoot, async (t) => {
+test('fail-closed: a published generation whose payload changed before recovery is rolled back to the base', async (t) => {
   const s = await scratch(t);
   const dir = join(s.dir, 'store');
   const first = await openStore({ dir });

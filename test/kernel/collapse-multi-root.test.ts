@@ -12,7 +12,7 @@ import type { Store } from '../../node-agent/store/open-store.js';
 import { getRoot, listIntents } from '../../node-agent/store/store-records.js';
 import { storeCandidate } from '../../node-agent/store/candidates.js';
 import { leftovers, rootChangeOf } from './collapse-fixtures.js';
-import { makeSampleTree, needsRoot, openTestStore, scratch } from './store-fixtures.js';
+import { makeSampleTree, openTestStore, scratch } from './store-fixtures.js';
 import type { TestContext } from 'node:test';
 
 async function twoRoots(t: TestContext): Promise<{ store: Store; hosts: [string, string]; reqs: Parameters<typeof collapseRoots>[1] }> {
@@ -38,7 +38,7 @@ async function twoRoots(t: TestContext): Promise<{ store: Store; hosts: [string,
 
 const readme = (host: string): Promise<string> => readFile(join(host, 'README.md'), 'utf8');
 
-test('two Roots move together in one exchange', needsRoot, async (t) => {
+test('two Roots move together in one exchange', async (t) => {
   const { store, hosts, reqs } = await twoRoots(t);
   const before = await readme(hosts[0]);
   let liveAtAuthorize: string[] = [];
@@ -56,7 +56,7 @@ test('two Roots move together in one exchange', needsRoot, async (t) => {
   assert.deepEqual(await leftovers(store), []);
 });
 
-test('a refusal at the boundary leaves both Roots at their bases', needsRoot, async (t) => {
+test('a refusal at the boundary leaves both Roots at their bases', async (t) => {
   const { store, hosts, reqs } = await twoRoots(t);
   const before = [await readme(hosts[0]), await readme(hosts[1])];
   await assert.rejects(collapseRoots(store, reqs, {}, () => {
@@ -70,7 +70,7 @@ test('a refusal at the boundary leaves both Roots at their bases', needsRoot, as
 });
 
 for (const [step, moved] of [['before-exchange', false], ['after-exchange', true]] as const) {
-  test(`a failure at "${step}" settles both Roots the same way (${moved ? 'rolled forward' : 'rolled back'})`, needsRoot, async (t) => {
+  test(`a failure at "${step}" settles both Roots the same way (${moved ? 'rolled forward' : 'rolled back'})`, async (t) => {
     const { store, hosts, reqs } = await twoRoots(t);
     const before = [await readme(hosts[0]), await readme(hosts[1])];
     const run = collapseRoots(store, reqs, {

@@ -8,10 +8,10 @@ import assert from 'node:assert/strict';
 import { readFileSync, readdirSync, readlinkSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { connect, Socket, type AddressInfo } from 'node:net';
-import { networkInterfaces } from 'node:os';
 import { listenInNetns, nsIds, type SandboxExit } from '../../native/index.js';
 import { attachAllowlist, PROXY_PORT, withProxyEnv, WorldNetworkError, type WorldNetwork } from '../../node-agent/network/world-network.js';
 import type { NetworkRefusal } from '../../node-agent/network/allowlist-proxy.js';
+import { createTestHostAddress } from '../support/test-host-address.js';
 import { Cleanup, buildRootfs, closeQuietly, run, sandboxOptions, start } from './native-fixtures.js';
 
 const cleanup = new Cleanup();
@@ -61,13 +61,6 @@ function ownSocketInodes(): Set<string> {
   return out;
 }
 
-function hostNonLoopbackIPv4(): string | undefined {
-  for (const addrs of Object.values(networkInterfaces())) {
-    for (const a of addrs ?? []) if (a.family === 'IPv4' && !a.internal) return a.address;
-  }
-  return undefined;
-}
-
 /** Reads a pipe until `marker` appears (the world then idles until killed). */
 function readUntil(fd: number, marker: string, timeoutMs: number): Promise<string> {
   return new Promise((resolve, reject) => {
@@ -106,7 +99,10 @@ const connectResult = (port: number): Promise<string> =>
 test('an Allowlist world: through the proxy to allowed, 403 elsewhere, no route around it, listener in its netns, released on close', async () => {
   const allowed = await hostServer('allowed');
   const denied = await hostServer('denied');
-  const hostIp = hostNonLoopbackIPv4();
+  // A non-loopback host address of the test's own, so the no-route probe always runs.
+  const external = createTestHostAddress();
+  asyncCleanup.push(async () => external.remove());
+  const hostIp = external.host;
   const A = `127.0.0.1:${allowed.port}`;
   const script = [
     'exec 2>&1',
@@ -116,7 +112,7 @@ test('an Allowlist world: through the proxy to allowed, 403 elsewhere, no route 
     `curl -sS -m 5 -p http://127.0.0.1:${denied.port}/y 2>&1; echo " deniedtunnel=$?"`,
     `curl -sS -m 3 --noproxy '*' http://${A}/direct 2>&1; echo " direct=$?"`,
     `bash -c 'exec 3<>/dev/tcp/127.0.0.1/${allowed.port}' 2>&1; echo " rawloop=$?"`,
-    hostIp ? `bash -c 'exec 3<>/dev/tcp/${hostIp}/${allowed.port}' 2>&1; echo " rawhost=$?"` : 'echo " rawhost=skipped"',
+    `bash -c 'exec 3<>/dev/tcp/${hostIp}/${allowed.port}' 2>&1; echo " rawhost=$?"`,
     `bash -c 'exec 3<>/dev/tcp/127.0.0.1/${PROXY_PORT}; printf "GARBAGE\\r\\n\\r\\n" >&3; head -n1 <&3'; echo " malformed=$?"`,
     `bash -c 'exec 3<>/dev/tcp/127.0.0.1/${PROXY_PORT}; printf "CONNECT nocolon HTTP/1.1\\r\\n\\r\\n" >&3; head -n1 <&3'; echo " malformed2=$?"`,
     `curl -sS -m 5 http://${A}/after; echo " after=$?"`,
@@ -190,7 +186,7 @@ test('an Allowlist world: through the proxy to allowed, 403 elsewhere, no route 
   // (c) ignoring the proxy: the world's own loopback has nothing there, and off-loopback there is no route.
   assert.match(lines, new RegExp(`^curl: \\(7\\) Failed to connect to 127\\.0\\.0\\.1 port ${allowed.port} .*\\n direct=7$`, 'm'));
   assert.match(lines, /: Connection refused\n rawloop=1$/m);
-  if (hostIp) assert.match(lines, /: Network is unreachable\n rawhost=1$/m);
+  assert.match(lines, /: Network is unreachable\n rawhost=1$/m);
   assert.equal(allowed.hits.includes('/direct'), false);
   // (d) malformed input: 400, reported, and the proxy keeps serving.
   assert.match(lines, /^HTTP\/1\.1 400 Bad Request\r?\n malformed=0$/m);

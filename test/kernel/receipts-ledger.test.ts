@@ -10,8 +10,9 @@ import type { ReceiptContent } from '../../core/receipts/receipt.js';
 import { ReceiptLedgerError } from '../../node-agent/receipts/errors.js';
 import { ReceiptLedger } from '../../node-agent/receipts/ledger.js';
 import { KEY_FILE, loadOrCreateSigningKey } from '../../node-agent/receipts/signing-key.js';
+import { requireRoot } from '../support/require-root.js';
 
-const asRoot = process.getuid?.() === 0 ? {} : { skip: 'changing a file owner needs root' };
+requireRoot('the receipt ledger tests (a key owned by another uid)');
 
 function scratch(t: TestContext): string {
   const dir = mkdtempSync(join(tmpdir(), 'wl-receipts-'));
@@ -51,7 +52,7 @@ test('key file refusals', async (t) => {
     { name: 'group-readable', spoil: (p) => chmodSync(p, 0o640), code: 'KEY_PERMISSIONS_TOO_OPEN' },
     { name: 'other-readable', spoil: (p) => chmodSync(p, 0o604), code: 'KEY_PERMISSIONS_TOO_OPEN' },
     { name: 'group-writable', spoil: (p) => chmodSync(p, 0o620), code: 'KEY_PERMISSIONS_TOO_OPEN' },
-    { name: 'owned by another uid', spoil: (p) => chownSync(p, 54321, 54321), code: 'KEY_WRONG_OWNER', opts: asRoot },
+    { name: 'owned by another uid', spoil: (p) => chownSync(p, 54321, 54321), code: 'KEY_WRONG_OWNER' },
     {
       name: 'a symbolic link',
       spoil: (p, d) => {

@@ -6,9 +6,9 @@ import { adoptRoot } from '../../node-agent/store/adopt-root.js';
 import { checkRouting, primePath } from '../../node-agent/store/routing.js';
 import { listRoots } from '../../node-agent/store/store-records.js';
 import { StoreError } from '../../node-agent/store/store-errors.js';
-import { makeSampleTree, needsRoot, openTestStore, scratch, snapshotStore, snapshotTree } from './store-fixtures.js';
+import { makeSampleTree, openTestStore, scratch, snapshotStore, snapshotTree } from './store-fixtures.js';
 
-test('adoption moves the tree into a generation and routes the host path through live/', needsRoot, async (t) => {
+test('adoption moves the tree into a generation and routes the host path through live/', async (t) => {
   const s = await scratch(t);
   const store = await openTestStore(t, join(s.dir, 'store'));
   const host = join(s.dir, 'project');
@@ -50,7 +50,7 @@ test('adoption moves the tree into a generation and routes the host path through
   });
 });
 
-test('two identical trees adopt to the same digest; one changed byte or owner does not', needsRoot, async (t) => {
+test('two identical trees adopt to the same digest; one changed byte or owner does not', async (t) => {
   const s = await scratch(t);
   const store = await openTestStore(t, join(s.dir, 'store'));
   for (const name of ['a', 'b', 'c', 'd']) await makeSampleTree(join(s.dir, name));
@@ -64,7 +64,7 @@ test('two identical trees adopt to the same digest; one changed byte or owner do
   assert.notEqual(digests[0], digests[3], 'ownership is measured');
 });
 
-test('adoption across filesystems copies, verifies, and removes the original', needsRoot, async (t) => {
+test('adoption across filesystems copies, verifies, and removes the original', async (t) => {
   const s = await scratch(t);
   const store = await openTestStore(t, join(s.dir, 'store'));
   await s.mountTmpfs(join(s.dir, 'other-fs'));
@@ -79,7 +79,7 @@ test('adoption across filesystems copies, verifies, and removes the original', n
   assert.deepEqual(await readdir(join(s.dir, 'other-fs')), ['project'], 'the detached original is gone');
 });
 
-test('a tree that changes between the walk and the move is put back and refused', needsRoot, async (t) => {
+test('a tree that changes between the walk and the move is put back and refused', async (t) => {
   const s = await scratch(t);
   const store = await openTestStore(t, join(s.dir, 'store'));
   const host = join(s.dir, 'project');

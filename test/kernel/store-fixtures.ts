@@ -9,10 +9,11 @@ import type { TestContext } from 'node:test';
 import { manifestDigest } from '../../core/manifest.js';
 import { walkTreeSync } from '../../node-agent/store/walk-tree-sync.js';
 import { openStore, type Store } from '../../node-agent/store/open-store.js';
+import { requireRoot } from '../support/require-root.js';
+
+requireRoot('the store and collapse kernel tests');
 
 export const run = promisify(execFile);
-export const isRoot = process.getuid?.() === 0;
-export const needsRoot = isRoot ? {} : { skip: 'kernel tests run as root' };
 
 export interface Scratch {
   dir: string;

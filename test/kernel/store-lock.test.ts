@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { openStore } from '../../node-agent/store/open-store.js';
 import { StoreError } from '../../node-agent/store/store-errors.js';
-import { needsRoot, scratch } from './store-fixtures.js';
+import { scratch } from './store-fixtures.js';
 
 const child = fileURLToPath(new URL('./store-child.js', import.meta.url));
 
@@ -16,7 +16,7 @@ function openElsewhere(dir: string): Promise<{ ok?: boolean; code?: string; mess
   });
 }
 
-test('a second process cannot open a store that is open', needsRoot, async (t) => {
+test('a second process cannot open a store that is open', async (t) => {
   const s = await scratch(t);
   const dir = join(s.dir, 'store');
   const { store } = await openStore({ dir });
@@ -28,7 +28,7 @@ test('a second process cannot open a store that is open', needsRoot, async (t) =
   assert.deepEqual(await openElsewhere(dir), { ok: true }, 'the lock goes with the holder');
 });
 
-test('a second open in the same process is refused as well', needsRoot, async (t) => {
+test('a second open in the same process is refused as well', async (t) => {
   const s = await scratch(t);
   const dir = join(s.dir, 'store');
   const { store } = await openStore({ dir });

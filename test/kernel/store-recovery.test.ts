@@ -7,7 +7,7 @@ import { fileURLToPath } from 'node:url';
 import { openStore } from '../../node-agent/store/open-store.js';
 import { primePath } from '../../node-agent/store/routing.js';
 import { getRoot, listIntents } from '../../node-agent/store/store-records.js';
-import { makeSampleTree, needsRoot, scratch, snapshotTree } from './store-fixtures.js';
+import { makeSampleTree, scratch, snapshotTree } from './store-fixtures.js';
 
 const child = fileURLToPath(new URL('./store-child.js', import.meta.url));
 
@@ -21,7 +21,7 @@ function adoptAndCrash(dir: string, host: string, step: string): Promise<NodeJS.
 const completes = ['moved', 'verified', 'promoted', 'live-published', 'host-linked'];
 
 for (const step of completes) {
-  test(`a crash after "${step}" is completed at the next open`, needsRoot, async (t) => {
+  test(`a crash after "${step}" is completed at the next open`, async (t) => {
     const s = await scratch(t);
     const dir = join(s.dir, 'store');
     const host = join(s.dir, 'project');
@@ -42,7 +42,7 @@ for (const step of completes) {
   });
 }
 
-test('a crash before the move is rolled back: the host directory never left', needsRoot, async (t) => {
+test('a crash before the move is rolled back: the host directory never left', async (t) => {
   const s = await scratch(t);
   const dir = join(s.dir, 'store');
   const host = join(s.dir, 'project');
@@ -57,7 +57,7 @@ test('a crash before the move is rolled back: the host directory never left', ne
   assert.deepEqual(snapshotTree(host), before);
 });
 
-test('a tree changed while it sat in staging is moved back, not adopted', needsRoot, async (t) => {
+test('a tree changed while it sat in staging is moved back, not adopted', async (t) => {
   const s = await scratch(t);
   const dir = join(s.dir, 'store');
   const host = join(s.dir, 'project');
@@ -75,7 +75,7 @@ test('a tree changed while it sat in staging is moved back, not adopted', needsR
   assert.deepEqual(await readdir(store.layout.generations), []);
 });
 
-test('recovery of a crashed cross-filesystem copy puts the original back', needsRoot, async (t) => {
+test('recovery of a crashed cross-filesystem copy puts the original back', async (t) => {
   const s = await scratch(t);
   const dir = join(s.dir, 'store');
   await s.mountTmpfs(join(s.dir, 'fs2'));

@@ -4,7 +4,7 @@ import { link, mkdir, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { adoptRoot } from '../../node-agent/store/adopt-root.js';
 import { StoreError } from '../../node-agent/store/store-errors.js';
-import { makeSampleTree, needsRoot, openTestStore, run, scratch, snapshotStore, snapshotTree, type Scratch } from './store-fixtures.js';
+import { makeSampleTree, openTestStore, run, scratch, snapshotStore, snapshotTree, type Scratch } from './store-fixtures.js';
 
 interface Case {
   name: string;
@@ -102,7 +102,7 @@ async function withEntry(s: Scratch, add: (host: string) => Promise<unknown>): P
 }
 
 for (const c of cases) {
-  test(`refusal leaves host and store unchanged: ${c.name}`, needsRoot, async (t) => {
+  test(`refusal leaves host and store unchanged: ${c.name}`, async (t) => {
     const s = await scratch(t);
     const store = await openTestStore(t, join(s.dir, 'store'));
     const host = await c.setup(s);

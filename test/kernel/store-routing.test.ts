@@ -6,7 +6,7 @@ import { adoptRoot } from '../../node-agent/store/adopt-root.js';
 import type { Store } from '../../node-agent/store/open-store.js';
 import { checkRouting, primePath } from '../../node-agent/store/routing.js';
 import { StoreError } from '../../node-agent/store/store-errors.js';
-import { makeSampleTree, needsRoot, openTestStore, scratch } from './store-fixtures.js';
+import { makeSampleTree, openTestStore, scratch } from './store-fixtures.js';
 
 interface Case {
   name: string;
@@ -91,7 +91,7 @@ const cases: Case[] = [
 ];
 
 for (const c of cases) {
-  test(`LIVE_MAPPING_BROKEN: ${c.name}`, needsRoot, async (t) => {
+  test(`LIVE_MAPPING_BROKEN: ${c.name}`, async (t) => {
     const s = await scratch(t);
     const store = await openTestStore(t, join(s.dir, 'store'));
     const host = join(s.dir, 'project');
@@ -111,7 +111,7 @@ for (const c of cases) {
   });
 }
 
-test('ROOT_NOT_FOUND for a root the store does not hold', needsRoot, async (t) => {
+test('ROOT_NOT_FOUND for a root the store does not hold', async (t) => {
   const s = await scratch(t);
   const store = await openTestStore(t, join(s.dir, 'store'));
   await assert.rejects(checkRouting(store, 'nope'), (e: unknown) => e instanceof StoreError && e.code === 'ROOT_NOT_FOUND');

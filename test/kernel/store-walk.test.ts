@@ -10,11 +10,11 @@ import { manifestDigest, validateManifest } from '../../core/manifest.js';
 import { walkTree, walkTreeDigests, walkTrees } from '../../node-agent/store/walk-tree.js';
 import { walkTreeSync, type KnownHash } from '../../node-agent/store/walk-tree-sync.js';
 import { forceBeneathFallback } from '../../native/index.js';
-import { makeSampleTree, needsRoot, scratch } from './store-fixtures.js';
+import { makeSampleTree, scratch } from './store-fixtures.js';
 
 const execFileP = promisify(execFile);
 
-test('walk: a valid manifest, the same from the worker and in-thread', needsRoot, async (t) => {
+test('walk: a valid manifest, the same from the worker and in-thread', async (t) => {
   const s = await scratch(t);
   await makeSampleTree(s.dir);
   const viaWorker = await walkTree(s.dir);
@@ -32,7 +32,7 @@ test('walk: a valid manifest, the same from the worker and in-thread', needsRoot
   assert.equal(viaWorker.manifest.root?.mode, 0o750);
 });
 
-test('walk: hardlinks that stay inside the root are accepted', needsRoot, async (t) => {
+test('walk: hardlinks that stay inside the root are accepted', async (t) => {
   const s = await scratch(t);
   await writeFile(join(s.dir, 'a'), 'x');
   await mkdir(join(s.dir, 'd'));
@@ -42,7 +42,7 @@ test('walk: hardlinks that stay inside the root are accepted', needsRoot, async 
   assert.equal(w.manifest.entries.filter((e) => e.type === 'file').length, 2);
 });
 
-test('walk: every problem is reported, sorted, with its path', needsRoot, async (t) => {
+test('walk: every problem is reported, sorted, with its path', async (t) => {
   const s = await scratch(t);
   await writeFile(join(s.dir, 'outside'), 'x');
   const root = join(s.dir, 'root');
@@ -60,7 +60,7 @@ test('walk: every problem is reported, sorted, with its path', needsRoot, async 
   assert.deepEqual(w.manifest.entries.map((e) => e.path), ['a-hard']);
 });
 
-test('walk: sharedWithinStore lifts EXTERNAL_HARDLINK for store payloads only, never for other trees', needsRoot, async (t) => {
+test('walk: sharedWithinStore lifts EXTERNAL_HARDLINK for store payloads only, never for other trees', async (t) => {
   const s = await scratch(t);
   const store = join(s.dir, 'store');
   const gen1 = join(store, 'generations', 'g1', 'payload');
@@ -77,7 +77,7 @@ test('walk: sharedWithinStore lifts EXTERNAL_HARDLINK for store payloads only, n
   assert.deepEqual(await codes(host, { sharedWithinStore: store }), ['EXTERNAL_HARDLINK']);
 });
 
-test('walk: a file swapped for a link between lstat and open is caught', needsRoot, async (t) => {
+test('walk: a file swapped for a link between lstat and open is caught', async (t) => {
   const s = await scratch(t);
   await writeFile(join(s.dir, 'secret'), 'outside');
   const root = join(s.dir, 'root');
@@ -95,7 +95,7 @@ test('walk: a file swapped for a link between lstat and open is caught', needsRo
 
 for (const fallback of [false, true]) {
   const how = fallback ? 'the per-component O_NOFOLLOW fallback' : 'openat2 RESOLVE_NO_SYMLINKS';
-  test(`walk: a parent directory swapped for a link is caught, though the file is the same inode (${how})`, needsRoot, async (t) => {
+  test(`walk: a parent directory swapped for a link is caught, though the file is the same inode (${how})`, async (t) => {
     const s = await scratch(t);
     const root = join(s.dir, 'root');
     await mkdir(join(root, 'd'), { recursive: true });
@@ -115,7 +115,7 @@ for (const fallback of [false, true]) {
   });
 }
 
-test('walk: a walk in its worker thread prints nothing (no fd warnings for the files it opens beneath the root)', needsRoot, async (t) => {
+test('walk: a walk in its worker thread prints nothing (no fd warnings for the files it opens beneath the root)', async (t) => {
   // Node warns on stderr when a worker closes, through fs, an fd its fs did not open; the walk opens
   // files through the addon, so it must close them there too.
   const s = await scratch(t);
@@ -130,7 +130,7 @@ test('walk: a walk in its worker thread prints nothing (no fd warnings for the f
   assert.equal(stderr, '');
 });
 
-test('walk: names that are not UTF-8 are refused by name', needsRoot, async (t) => {
+test('walk: names that are not UTF-8 are refused by name', async (t) => {
   const s = await scratch(t);
   const { writeFileSync } = await import('node:fs');
   writeFileSync(Buffer.concat([Buffer.from(`${s.dir}/`), Buffer.from([0x66, 0xff])]), 'x');
@@ -138,7 +138,7 @@ test('walk: names that are not UTF-8 are refused by name', needsRoot, async (t) 
   assert.deepEqual(w.problems.map((p) => p.code), ['UNSUPPORTED_NAME']);
 });
 
-test('walk digest ignores timestamps', needsRoot, async (t) => {
+test('walk digest ignores timestamps', async (t) => {
   const s = await scratch(t);
   await makeSampleTree(s.dir);
   const d1 = manifestDigest(walkTreeSync(s.dir).manifest);
@@ -149,7 +149,7 @@ test('walk digest ignores timestamps', needsRoot, async (t) => {
   assert.equal(manifestDigest(walkTreeSync(s.dir).manifest), d1);
 });
 
-test('walk: trees walked together read a shared inode once; a write to it (new ctime) is read again', needsRoot, async (t) => {
+test('walk: trees walked together read a shared inode once; a write to it (new ctime) is read again', async (t) => {
   const s = await scratch(t);
   const a = join(s.dir, 'a');
   const b = join(s.dir, 'b');
