@@ -27,6 +27,7 @@ export class Refusal extends Error {
  * while it waits (e.g. RESOURCES_UNAVAILABLE on a Pending World); it never makes the failure terminal.
  */
 export class TransientFailure extends Error {
+  readonly code?: string;
   constructor(
     message: string,
     options?: { cause?: unknown; code?: string },
@@ -35,7 +36,6 @@ export class TransientFailure extends Error {
     this.name = 'TransientFailure';
     if (options?.code !== undefined) this.code = options.code;
   }
-  readonly code?: string;
 }
 
 export function isRefusal(err: unknown): err is Refusal {

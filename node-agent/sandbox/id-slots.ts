@@ -9,6 +9,7 @@ export class SlotsExhausted extends TransientFailure {
   declare readonly code: 'RESOURCES_UNAVAILABLE';
   constructor(total: number) {
     super(`all ${total} world id ranges on this node are in use`, { code: 'RESOURCES_UNAVAILABLE' });
+    this.name = 'SlotsExhausted';
   }
 }
 
