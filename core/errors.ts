@@ -7,9 +7,6 @@
 // terminal. An errno that has to end in a status is wrapped first (refusalFromErrno), so the reason is
 // a named code and the errno is in the message. Pure: no Node or kube imports.
 
-/** The shape of every code a status, an Event or the CLI shows: UPPER_SNAKE. */
-export const NAMED_CODE = /^[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)*$/;
-
 /** A named, terminal refusal: `code` is the UPPER_SNAKE reason a status carries, `message` the detail. */
 export class Refusal extends Error {
   constructor(

@@ -7,7 +7,7 @@
 import { lstatSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
-import { describeError, isRefusal, Refusal } from '../../core/errors.js';
+import { classifyError, describeError, Refusal } from '../../core/errors.js';
 import { parseDuration } from '../../crds/common.js';
 import type { Clock } from '../../kube/clock.js';
 import type { EventRecorder } from '../../kube/events.js';
@@ -295,11 +295,12 @@ export class NodeChecks {
       if (err instanceof Waiting) return { requeueAfterMs: WAIT_MS };
       // Only a Refusal is final. Anything else (an errno such as EBUSY, an API error) is transient: the
       // Check shows it, Pending, and the runner retries it with backoff.
-      if (isRefusal(err)) {
-        await refuse(err.code, err.message);
+      const failure = classifyError(err);
+      if (failure.terminal) {
+        await refuse(failure.code, failure.message);
         return;
       }
-      await this.apply(c, { ...status, phase: 'Pending', reason: 'CHECK_RETRYING', message: `retrying after a transient failure: ${describeError(err)}` }).catch((writeErr: unknown) =>
+      await this.apply(c, { ...status, phase: 'Pending', reason: 'CHECK_RETRYING', message: `retrying after a transient failure: ${failure.message}` }).catch((writeErr: unknown) =>
         d.logger.warn('could not show a Check as retrying', { check: objectKey(c), error: describeError(writeErr) }),
       );
       throw err;

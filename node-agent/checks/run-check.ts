@@ -4,7 +4,7 @@
 // anything else FAIL; a check refused while it was set up is REFUSED with the refusal's code, and a
 // transient failure (an errno, core/errors.ts) rejects, so that the Check is retried. Nothing the check writes
 // (report files included) is read; its scratch layer is thrown away with the rest of its directory.
-import { isRefusal } from '../../core/errors.js';
+import { classifyError } from '../../core/errors.js';
 import type { NsName } from '../../native/index.js';
 import { WorldCgroup, type CgroupLayout, type CgroupLimits, type CgroupReadback } from '../sandbox/cgroup.js';
 import { assembleRootfs, idMap } from '../sandbox/rootfs.js';
@@ -124,8 +124,9 @@ export async function runCheck(spec: CheckRunSpec): Promise<CheckResult> {
   } catch (err) {
     // A refusal (CheckSetupError, CgroupError, ObservationRefused, StartRefused…) is the verdict; anything
     // else (an errno such as EBUSY, a bug) is thrown on, for the reconciler to retry.
-    if (!isRefusal(err)) throw err;
-    return { verdict: 'REFUSED', code: err.code, message: err.message };
+    const failure = classifyError(err);
+    if (!failure.terminal) throw err;
+    return { verdict: 'REFUSED', code: failure.code, message: failure.message };
   } finally {
     throwTeardownErrors(await teardownRun(paths, cgroup, () => workload?.kill()));
   }

@@ -3,7 +3,7 @@
 // the node-agent's field manager. Deleting a World kills what still runs, removes every mount and
 // file it had here, releases its id range and then its finalizer.
 import type { KubeConfig } from '@kubernetes/client-node';
-import { isRefusal } from '../../core/errors.js';
+import { classifyError } from '../../core/errors.js';
 import type { Clock } from '../../kube/clock.js';
 import { findCondition } from '../../kube/conditions.js';
 import type { EventRecorder } from '../../kube/events.js';
@@ -126,8 +126,9 @@ export class NodeWorlds {
     } catch (err) {
       releaseSlot(this.d.store.db, uid);
       // A refusal (LaunchRefused, StoreError…) ends the World; anything else (an errno) is retried.
-      if (!isRefusal(err)) throw err;
-      await refuse(err.code, err.message);
+      const failure = classifyError(err);
+      if (!failure.terminal) throw err;
+      await refuse(failure.code, failure.message);
       return;
     }
 
