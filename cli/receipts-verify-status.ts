@@ -12,6 +12,7 @@
 // ledger verifier, never node-agent/.
 import { verify, type KeyObject } from 'node:crypto';
 import { readFileSync } from 'node:fs';
+import { describeError } from '../core/errors.js';
 import { isDigest } from '../core/digest.js';
 import { parseLedgerLine, signatureMessage } from '../core/receipts/ledger-line.js';
 import { loadPublicKey, verifyLedger, type Output } from './receipts-verify.js';
@@ -153,20 +154,20 @@ export function runReceiptsVerifyStatus(args: readonly string[], io: Output, std
   try {
     collapse = JSON.parse(collapsePath === '-' ? stdin() : readFileSync(collapsePath, 'utf8'));
   } catch (e) {
-    io.err(`worldline receipts verify-status: cannot read ${collapsePath} as JSON: ${(e as Error).message}\n`);
+    io.err(`worldline receipts verify-status: cannot read ${collapsePath} as JSON: ${describeError(e)}\n`);
     return 2;
   }
   try {
     publicKey = loadPublicKey(readFileSync(keyPath, 'utf8'));
   } catch (e) {
-    io.err(`worldline receipts verify-status: cannot use ${keyPath} as a public key: ${(e as Error).message}\n`);
+    io.err(`worldline receipts verify-status: cannot use ${keyPath} as a public key: ${describeError(e)}\n`);
     return 2;
   }
   if (ledgerPath !== undefined) {
     try {
       ledger = readFileSync(ledgerPath);
     } catch (e) {
-      io.err(`worldline receipts verify-status: cannot read ${ledgerPath}: ${(e as Error).message}\n`);
+      io.err(`worldline receipts verify-status: cannot read ${ledgerPath}: ${describeError(e)}\n`);
       return 2;
     }
   }

@@ -3,10 +3,11 @@
 //
 // Signatures are checked with Node's OpenSSL-backed crypto.verify, not with the library that signed
 // them, so a bug in the signer's implementation is not repeated by its verifier. This file imports only
-// core/receipts (and node:), never node-agent/.
+// core/receipts and core/errors (and node:), never node-agent/.
 import { createPublicKey, verify, type KeyObject } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { ChainVerifier } from '../core/receipts/chain.js';
+import { describeError } from '../core/errors.js';
 import { keyIdOf, parseLedgerLine, signatureMessage } from '../core/receipts/ledger-line.js';
 
 export type VerifyProblem = 'LINE_INVALID' | 'BODY_INVALID' | 'ID_MISMATCH' | 'SEQUENCE_BROKEN' | 'PREVIOUS_BROKEN' | 'KEY_MISMATCH' | 'SIGNATURE_INVALID';
@@ -114,13 +115,13 @@ export function runReceiptsVerify(args: readonly string[], io: Output): number {
   try {
     publicKey = loadPublicKey(readFileSync(keyPath, 'utf8'));
   } catch (e) {
-    io.err(`worldline receipts verify: cannot use ${keyPath} as a public key: ${(e as Error).message}\n`);
+    io.err(`worldline receipts verify: cannot use ${keyPath} as a public key: ${describeError(e)}\n`);
     return 2;
   }
   try {
     data = readFileSync(ledger);
   } catch (e) {
-    io.err(`worldline receipts verify: cannot read ${ledger}: ${(e as Error).message}\n`);
+    io.err(`worldline receipts verify: cannot read ${ledger}: ${describeError(e)}\n`);
     return 2;
   }
   const started = process.hrtime.bigint();

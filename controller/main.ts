@@ -1,6 +1,7 @@
 // worldline-controller entry point: leader election, the metrics/health server, the reconcilers,
 // and a graceful stop on SIGTERM (drain work, release the Lease so a standby takes over at once).
 import { Registry, collectDefaultMetrics } from 'prom-client';
+import { describeError } from '../core/errors.js';
 import { loadKubeConfig } from '../kube/client.js';
 import { EventRecorder } from '../kube/events.js';
 import { startHttpServer } from '../kube/http-server.js';
@@ -71,7 +72,6 @@ async function main(): Promise<void> {
 }
 
 main().catch((err: unknown) => {
-  const e = err as Error;
-  process.stderr.write(`${JSON.stringify({ time: new Date().toISOString(), level: 'error', component: 'worldline-controller', msg: 'fatal', error: e?.message ?? String(err) })}\n`);
+  process.stderr.write(`${JSON.stringify({ time: new Date().toISOString(), level: 'error', component: 'worldline-controller', msg: 'fatal', error: describeError(err) })}\n`);
   process.exit(1);
 });

@@ -5,14 +5,15 @@
 // instead of being silently changed: non-finite numbers, bigint, functions, symbols, `undefined` in an
 // array, cycles, and objects that are not plain (Date, Map, class instances). An object property whose
 // value is `undefined` is left out, as JSON.stringify does, so optional fields hash like absent ones.
+import { Refusal } from './errors.js';
 
-export class CanonicalJsonError extends Error {
-  readonly code = 'CANONICAL_JSON_INVALID';
+export class CanonicalJsonError extends Refusal {
+  declare readonly code: 'CANONICAL_JSON_INVALID';
   constructor(
     readonly at: string,
     reason: string,
   ) {
-    super(`cannot write canonical JSON at ${at}: ${reason}`);
+    super('CANONICAL_JSON_INVALID', `cannot write canonical JSON at ${at}: ${reason}`);
     this.name = 'CanonicalJsonError';
   }
 }

@@ -1,15 +1,9 @@
-// The reconcile runner and its error taxonomy: a returned error is retried with per-key backoff, a
-// TerminalError is recorded (log, metric, onTerminal) and not retried, requeueAfterMs is explicit polling.
+// The reconcile runner, classifying errors by core/errors.ts: a Refusal is terminal — recorded (log,
+// metric, onTerminal) and not retried; any other error (errno, API error, bug) is transient and retried
+// with per-key backoff; requeueAfterMs is explicit polling.
+import { errnoOf, isRefusal, type Refusal } from '../core/errors.js';
 import { nullLogger, type Logger } from './logger.js';
 import { WorkQueue } from './work-queue.js';
-
-/** A failure that retrying cannot fix (invalid spec, refused by policy). `reason` is a stable CamelCase reason. */
-export class TerminalError extends Error {
-  override readonly name = 'TerminalError';
-  constructor(readonly reason: string, message: string) {
-    super(message);
-  }
-}
 
 export type ReconcileResult = { requeueAfterMs?: number } | void;
 
@@ -22,7 +16,7 @@ export interface ReconcileMetrics {
 export interface ControllerRunnerOptions {
   kind: string;
   reconcile: (key: string) => Promise<ReconcileResult>;
-  onTerminal?: (key: string, err: TerminalError) => Promise<void>;
+  onTerminal?: (key: string, err: Refusal) => Promise<void>;
   workers?: number;
   queue?: WorkQueue;
   metrics?: ReconcileMetrics;
@@ -84,21 +78,21 @@ export class ControllerRunner {
       }
       this.log.debug('reconciled', { key, outcome });
     } catch (err) {
-      if (err instanceof TerminalError) {
+      if (isRefusal(err)) {
         outcome = 'terminal';
         this.queue.forget(key);
-        this.log.warn('reconcile failed terminally; not retrying', { key, reason: err.reason, err: err.message });
+        this.log.warn('reconcile refused; not retrying', { key, reason: err.code, err: err.message });
         await this.recordTerminal(key, err);
       } else {
         outcome = 'error';
         this.queue.addRateLimited(key);
-        this.log.error('reconcile failed; will retry', { key, err, requeues: this.queue.numRequeues(key) });
+        this.log.error('reconcile failed; will retry', { key, err, errno: errnoOf(err), requeues: this.queue.numRequeues(key) });
       }
     }
     this.opts.metrics?.observe(kind, outcome, seconds());
   }
 
-  private async recordTerminal(key: string, err: TerminalError): Promise<void> {
+  private async recordTerminal(key: string, err: Refusal): Promise<void> {
     if (!this.opts.onTerminal) return;
     try {
       await this.opts.onTerminal(key, err);

@@ -6,6 +6,7 @@
 //
 // Each kind is its own type. `idsEqual` accepts only two identities of the same kind, checked both by
 // the compiler (the second argument cannot widen the kind) and at run time (the `kind` fields must agree).
+import { Refusal } from '../errors.js';
 
 export const ID_KINDS = [
   'parent',
@@ -42,10 +43,10 @@ export type VerifierExecutedId = Id<'verifierExecuted'>;
 export type PrimeGenerationId = Id<'primeGeneration'>;
 export type WorldId = Id<'world'>;
 
-export class IdentityError extends Error {
-  readonly code = 'IDENTITY_INVALID';
+export class IdentityError extends Refusal {
+  declare readonly code: 'IDENTITY_INVALID';
   constructor(message: string) {
-    super(message);
+    super('IDENTITY_INVALID', message);
     this.name = 'IdentityError';
   }
 }

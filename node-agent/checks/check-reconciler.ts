@@ -7,6 +7,7 @@
 import { lstatSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
+import { classifyError, describeError, Refusal } from '../../core/errors.js';
 import { parseDuration } from '../../crds/common.js';
 import type { Clock } from '../../kube/clock.js';
 import type { EventRecorder } from '../../kube/events.js';
@@ -67,12 +68,6 @@ export interface NodeChecksDeps {
   logger: Logger;
   metrics: ReconcileMetrics;
   agentMetrics?: AgentMetrics;
-}
-
-class Refusal extends Error {
-  constructor(readonly code: string, message: string) {
-    super(message);
-  }
 }
 
 /** The Checks of this node: an informer on status.nodeName, a runner, and re-enqueueing on World changes. */
@@ -298,11 +293,16 @@ export class NodeChecks {
       return;
     } catch (err) {
       if (err instanceof Waiting) return { requeueAfterMs: WAIT_MS };
-      const e = err as Error & { code?: unknown };
-      if (err instanceof Refusal || (typeof e.code === 'string' && /^[A-Z_]+$/.test(e.code))) {
-        await refuse(String(e.code), e.message);
+      // Only a Refusal is final. Anything else (an errno such as EBUSY, an API error) is transient: the
+      // Check shows it, Pending, and the runner retries it with backoff.
+      const failure = classifyError(err);
+      if (failure.terminal) {
+        await refuse(failure.code, failure.message);
         return;
       }
+      await this.apply(c, { ...status, phase: 'Pending', reason: 'CHECK_RETRYING', message: `retrying after a transient failure: ${failure.message}` }).catch((writeErr: unknown) =>
+        d.logger.warn('could not show a Check as retrying', { check: objectKey(c), error: describeError(writeErr) }),
+      );
       throw err;
     } finally {
       if (slotHeld) releaseSlot(d.store.db, holder);

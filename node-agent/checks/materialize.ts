@@ -17,6 +17,7 @@ import {
 import { basename, join } from 'node:path';
 import { promisify } from 'node:util';
 import { digestOf, isDigest } from '../../core/digest.js';
+import { Refusal } from '../../core/errors.js';
 import { qualifiedVerifierPath, verifierIdentity, type VerifierFile } from '../../core/evidence/requirement.js';
 import { compareBytes, isCleanRelativePath, parentOf } from '../../core/relative-path.js';
 import type { ManifestEntry } from '../../core/manifest.js';
@@ -29,9 +30,9 @@ import { layerPaths, type LayerPaths, type WorldPaths } from '../sandbox/run-pat
 const run = promisify(execFile);
 const OVERLAY_OPTIONS = ['redirect_dir=off', 'metacopy=off', 'index=off'];
 
-export class CheckSetupError extends Error {
-  constructor(readonly code: 'CANDIDATE_INVALID' | 'VERIFIER_STAGING_FAILED' | 'CHECK_VIEW_FAILED', message: string) {
-    super(message);
+export class CheckSetupError extends Refusal {
+  constructor(override readonly code: 'CANDIDATE_INVALID' | 'VERIFIER_STAGING_FAILED' | 'CHECK_VIEW_FAILED', message: string) {
+    super(code, message);
     this.name = 'CheckSetupError';
   }
 }

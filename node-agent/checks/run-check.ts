@@ -1,15 +1,17 @@
 // Runs one check command on a candidate, in the sandbox a world runs in (no network, limits read back,
 // wall time = the check's timeout), over the check's view (materialize.ts): candidate bytes, with bound
 // verifiers staged from PRIME. The verdict is the exit status the agent itself observed — 0 is PASS,
-// anything else FAIL; a check that could not be set up is REFUSED with a code. Nothing the check writes
+// anything else FAIL; a check refused while it was set up is REFUSED with the refusal's code, and a
+// transient failure (an errno, core/errors.ts) rejects, so that the Check is retried. Nothing the check writes
 // (report files included) is read; its scratch layer is thrown away with the rest of its directory.
+import { classifyError } from '../../core/errors.js';
 import type { NsName } from '../../native/index.js';
-import { CgroupError, WorldCgroup, type CgroupLayout, type CgroupLimits, type CgroupReadback } from '../sandbox/cgroup.js';
+import { WorldCgroup, type CgroupLayout, type CgroupLimits, type CgroupReadback } from '../sandbox/cgroup.js';
 import { assembleRootfs, idMap } from '../sandbox/rootfs.js';
-import { ObservationRefused, startWorkload, type ExitReason, type RunningWorkload, type StartHooks } from '../sandbox/supervise.js';
+import { startWorkload, type ExitReason, type RunningWorkload, type StartHooks } from '../sandbox/supervise.js';
 import { teardownRun, throwTeardownErrors } from '../sandbox/teardown-run.js';
 import { worldPaths } from '../sandbox/run-paths.js';
-import { CheckSetupError, executedVerifierIdentity, mountCheckRoot, prepareCheckLayers, type CheckRoot } from './materialize.js';
+import { executedVerifierIdentity, mountCheckRoot, prepareCheckLayers, type CheckRoot } from './materialize.js';
 
 export const CHECK_ENV_BASE = ['PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin', 'LANG=C.UTF-8'];
 
@@ -43,7 +45,7 @@ export interface CheckRunSpec {
   outputFile: string;
   cgroups: CgroupLayout;
   agentNs: Record<NsName, string>;
-  /** The isolation gate between "sandbox ready" and "check runs" (world-gate.ts), given the limits read back. */
+  /** The isolation gate between "sandbox ready" and "check runs" (isolation/isolation-gate.ts), given the limits read back. */
   gate?: (cgroup: CgroupReadback) => StartHooks;
   now?: () => Date;
 }
@@ -120,13 +122,11 @@ export async function runCheck(spec: CheckRunSpec): Promise<CheckResult> {
     const passed = end.reason === 'Completed' && end.code === 0 && end.signal === null;
     return { verdict: passed ? 'PASS' : 'FAIL', record };
   } catch (err) {
-    const e = err as Error & { code?: unknown };
-    const code =
-      err instanceof ObservationRefused ? 'ISOLATION_OBSERVATION_INVALID'
-      : err instanceof CheckSetupError || err instanceof CgroupError ? err.code
-      : typeof e.code === 'string' && /^[A-Z_]+$/.test(e.code) ? e.code
-      : 'CHECK_SETUP_FAILED';
-    return { verdict: 'REFUSED', code, message: e.message };
+    // A refusal (CheckSetupError, CgroupError, ObservationRefused, StartRefused…) is the verdict; anything
+    // else (an errno such as EBUSY, a bug) is thrown on, for the reconciler to retry.
+    const failure = classifyError(err);
+    if (!failure.terminal) throw err;
+    return { verdict: 'REFUSED', code: failure.code, message: failure.message };
   } finally {
     throwTeardownErrors(await teardownRun(paths, cgroup, () => workload?.kill()));
   }

@@ -1,4 +1,5 @@
 // Refusals of a collapse, each with a stable UPPER_SNAKE code (the names of DESIGN.md §3 where one exists).
+import { Refusal } from '../../core/errors.js';
 
 export const CollapseErrorCodes = {
   /** The staged payload does not walk to the digest the candidate's delta gives (or changed before the exchange). */
@@ -16,13 +17,13 @@ export const CollapseErrorCodes = {
 
 export type CollapseErrorCode = (typeof CollapseErrorCodes)[keyof typeof CollapseErrorCodes];
 
-export class CollapseError extends Error {
+export class CollapseError extends Refusal {
   constructor(
-    readonly code: CollapseErrorCode,
+    override readonly code: CollapseErrorCode,
     message: string,
     options?: { cause?: unknown },
   ) {
-    super(`${code}: ${message}`, options);
+    super(code, `${code}: ${message}`, options);
     this.name = 'CollapseError';
   }
 }

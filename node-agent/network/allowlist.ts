@@ -12,6 +12,7 @@
 // Nothing is resolved here: an allowed name is connected to by name, from the agent's own network, and
 // matching a name says nothing about the addresses it resolves to.
 import { isIPv4, isIPv6 } from 'node:net';
+import { Refusal } from '../../core/errors.js';
 
 export interface HostPort {
   /** Canonical host: lowercase DNS name, dotted-quad IPv4, or IPv6 without brackets. */
@@ -21,10 +22,10 @@ export interface HostPort {
 
 export type HostKind = 'dns' | 'ipv4' | 'ipv6';
 
-export class AllowlistEntryError extends Error {
-  readonly code = 'ALLOWLIST_ENTRY_INVALID';
+export class AllowlistEntryError extends Refusal {
+  declare readonly code: 'ALLOWLIST_ENTRY_INVALID';
   constructor(readonly entry: string, reason: string) {
-    super(`allowlist entry ${JSON.stringify(entry.length > 80 ? entry.slice(0, 80) + '…' : entry)}: ${reason}`);
+    super('ALLOWLIST_ENTRY_INVALID', `allowlist entry ${JSON.stringify(entry.length > 80 ? entry.slice(0, 80) + '…' : entry)}: ${reason}`);
     this.name = 'AllowlistEntryError';
   }
 }

@@ -9,6 +9,7 @@
 //   3. go-ahead; the world runs; every refusal reaches onRefusal.
 //   4. when the world has ended (or is torn down): await net.close().
 import { closeSync, readlinkSync } from 'node:fs';
+import { Refusal } from '../../core/errors.js';
 import { listenInNetns, socketNetnsId } from '../../native/index.js';
 import type { Logger } from '../../kube/logger.js';
 import { startAllowlistProxy, type AllowedConnection, type AllowlistProxyOptions, type AllowlistProxyStats, type NetworkRefusal } from './allowlist-proxy.js';
@@ -38,9 +39,9 @@ export function withProxyEnv(env: readonly string[], port: number = PROXY_PORT):
   return [...kept, ...proxyEnv(port)];
 }
 
-export class WorldNetworkError extends Error {
-  constructor(readonly code: 'NETWORK_NAMESPACE_SHARED' | 'NETWORK_NAMESPACE_MISMATCH', message: string) {
-    super(message);
+export class WorldNetworkError extends Refusal {
+  constructor(override readonly code: 'NETWORK_NAMESPACE_SHARED' | 'NETWORK_NAMESPACE_MISMATCH', message: string) {
+    super(code, message);
     this.name = 'WorldNetworkError';
   }
 }

@@ -3,6 +3,7 @@
 // place, OOM detection and removal. cgroup v2 where the node has it, v1 (cpu, memory, pids) otherwise.
 import { existsSync, mkdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { Refusal } from '../../core/errors.js';
 
 export type CgroupVersion = 'v1' | 'v2';
 
@@ -21,9 +22,9 @@ export interface CgroupReadback {
   pids: number | 'max';
 }
 
-export class CgroupError extends Error {
-  constructor(readonly code: 'RESOURCE_STATE_UNKNOWN' | 'CGROUP_LIMIT_MISMATCH' | 'CGROUP_UNAVAILABLE', message: string) {
-    super(message);
+export class CgroupError extends Refusal {
+  constructor(override readonly code: 'RESOURCE_STATE_UNKNOWN' | 'CGROUP_LIMIT_MISMATCH' | 'CGROUP_UNAVAILABLE', message: string) {
+    super(code, message);
     this.name = 'CgroupError';
   }
 }

@@ -2,11 +2,14 @@
 // namespace ids 0..65535 onto host ids idBase + s*65536 onward. Host id 0 is never in any range
 // (idBase >= 65536). Slots are rows in the store database, so a restarted agent knows which are taken.
 import type { Database } from 'better-sqlite3';
+import { TransientFailure } from '../../core/errors.js';
 
-export class SlotsExhausted extends Error {
-  readonly code = 'RESOURCES_UNAVAILABLE';
+/** Not now: every id range is held. Transient — the World or Check waits Pending with this code. */
+export class SlotsExhausted extends TransientFailure {
+  declare readonly code: 'RESOURCES_UNAVAILABLE';
   constructor(total: number) {
-    super(`all ${total} world id ranges on this node are in use`);
+    super(`all ${total} world id ranges on this node are in use`, { code: 'RESOURCES_UNAVAILABLE' });
+    this.name = 'SlotsExhausted';
   }
 }
 

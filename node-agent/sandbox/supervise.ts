@@ -6,6 +6,7 @@
 import { closeSync, createWriteStream, type WriteStream } from 'node:fs';
 import { Socket } from 'node:net';
 import * as native from '../../native/index.js';
+import { Refusal } from '../../core/errors.js';
 import type { IdMap, SandboxExit, SandboxObservation } from '../../native/index.js';
 import type { WorldCgroup } from './cgroup.js';
 
@@ -34,9 +35,11 @@ export interface WorkloadEnd {
   outputBytes: number;
 }
 
-export class ObservationRefused extends Error {
+/** The sandbox's observation frame does not show the sandbox that was asked for. */
+export class ObservationRefused extends Refusal {
+  declare readonly code: 'ISOLATION_OBSERVATION_INVALID';
   constructor(readonly problems: string[], readonly observation?: SandboxObservation) {
-    super(`the sandbox's observation frame is wrong: ${problems.join('; ')}`);
+    super('ISOLATION_OBSERVATION_INVALID', `the sandbox's observation frame is wrong: ${problems.join('; ')}`);
     this.name = 'ObservationRefused';
   }
 }
@@ -49,9 +52,9 @@ export interface StartHooks {
   onEnd?: () => Promise<void>;
 }
 
-export class StartRefused extends Error {
-  constructor(readonly code: string, message: string) {
-    super(message);
+export class StartRefused extends Refusal {
+  constructor(code: string, message: string) {
+    super(code, message);
     this.name = 'StartRefused';
   }
 }

@@ -6,6 +6,7 @@
 import { chmodSync, chownSync, copyFileSync, lchownSync, mkdirSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { copyFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
+import { Refusal } from '../../core/errors.js';
 import { digestOf } from '../../core/digest.js';
 import { measuredEntry, type ManifestEntry, type RootAttributes } from '../../core/manifest.js';
 import { breather } from './breather.js';
@@ -42,9 +43,9 @@ export interface Candidate {
   roots: { root: string; rootKey: string; baseGeneration: number; baseDigest: string; added: number; modified: number; deleted: number }[];
 }
 
-export class CaptureRefused extends Error {
+export class CaptureRefused extends Refusal {
   constructor(readonly problem: CaptureProblem) {
-    super(problem.message);
+    super(problem.code, problem.message);
     this.name = 'CaptureRefused';
   }
 }

@@ -1,4 +1,5 @@
 // Refusals and failures of the node store, each with a stable UPPER_SNAKE code.
+import { Refusal } from '../../core/errors.js';
 
 export const StoreErrorCodes = {
   /** Another process holds the store's lock (its SQLite database, opened exclusively). */
@@ -33,13 +34,13 @@ export const StoreErrorCodes = {
 
 export type StoreErrorCode = (typeof StoreErrorCodes)[keyof typeof StoreErrorCodes];
 
-export class StoreError extends Error {
+export class StoreError extends Refusal {
   constructor(
-    readonly code: StoreErrorCode,
+    override readonly code: StoreErrorCode,
     message: string,
     options?: { cause?: unknown },
   ) {
-    super(`${code}: ${message}`, options);
+    super(code, `${code}: ${message}`, options);
     this.name = 'StoreError';
   }
 }

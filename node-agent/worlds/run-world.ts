@@ -2,12 +2,13 @@
 // sandboxed workload with its observation checked, supervision, capture of the candidate, teardown.
 // Each step reports through `report`; any failure tears down what exists and ends in Failed.
 import { mkdirSync } from 'node:fs';
+import { asRefusal } from '../../core/errors.js';
 import type { Manifest } from '../../core/manifest.js';
 import type { NsName, SandboxObservation } from '../../native/index.js';
-import { CgroupError, WorldCgroup, type CgroupLayout, type CgroupLimits, type CgroupReadback } from '../sandbox/cgroup.js';
+import { WorldCgroup, type CgroupLayout, type CgroupLimits, type CgroupReadback } from '../sandbox/cgroup.js';
 import { baseIndexOf } from '../store/base-index.js';
 import { captureLayer } from './capture-layer.js';
-import { CaptureRefused, storeCandidate, type Candidate, type RootChange } from '../store/candidates.js';
+import { storeCandidate, type Candidate, type RootChange } from '../store/candidates.js';
 import { assembleRootfs, idMap, unmountRootfs } from '../sandbox/rootfs.js';
 import { ObservationRefused, startWorkload, type ExitReason, type RunningWorkload, type StartHooks, type WorkloadEnd } from '../sandbox/supervise.js';
 import { teardownRun, throwTeardownErrors } from '../sandbox/teardown-run.js';
@@ -133,14 +134,10 @@ export function startWorldRun(spec: WorldRunSpec, report: (e: WorldEvent) => Pro
       const candidate = await storeCandidate(spec.candidatesDir, changes);
       await report({ type: 'captured', candidate, end });
     } catch (err) {
-      const e = err as Error & { code?: string };
-      const code =
-        err instanceof ObservationRefused ? 'ISOLATION_OBSERVATION_INVALID'
-        : err instanceof CaptureRefused ? err.problem.code
-        : err instanceof CgroupError ? err.code
-        : typeof e.code === 'string' && /^[A-Z_]+$/.test(e.code) ? e.code
-        : 'WORLD_SETUP_FAILED';
-      await report({ type: 'failed', code, message: e.message, ...(end ? { end } : {}), ...(err instanceof ObservationRefused && err.observation ? { observation: err.observation } : observation ? { observation } : {}) });
+      // A run is not retried (its workload may have run): a refusal keeps its code, anything else (an
+      // errno such as EBUSY) ends the World as WORLD_SETUP_FAILED with the errno in the message.
+      const { code, message } = asRefusal(err, 'WORLD_SETUP_FAILED');
+      await report({ type: 'failed', code, message, ...(end ? { end } : {}), ...(err instanceof ObservationRefused && err.observation ? { observation: err.observation } : observation ? { observation } : {}) });
     } finally {
       // The run's outcome is already reported; a teardown failure rejects `finished` for the caller to log.
       throwTeardownErrors(await teardownRun(spec.paths, cgroup, () => workload?.kill()));

@@ -3,6 +3,7 @@
 import { lstatSync } from 'node:fs';
 import type { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
 import { parseDuration, parseQuantity } from '../../crds/common.js';
+import { Refusal } from '../../core/errors.js';
 import { isNotFound } from '../../kube/api-error.js';
 import { objectPath } from '../../kube/api-paths.js';
 import { httpClientFor } from '../../kube/http.js';
@@ -33,9 +34,9 @@ export interface WorldObj extends KubernetesObject {
   status?: Record<string, unknown> & { nodeName?: string; phase?: string; conditions?: { type: string; status: string; reason: string }[] };
 }
 
-export class LaunchRefused extends Error {
-  constructor(readonly code: string, message: string) {
-    super(message);
+export class LaunchRefused extends Refusal {
+  constructor(code: string, message: string) {
+    super(code, message);
     this.name = 'LaunchRefused';
   }
 }

@@ -3,6 +3,7 @@
 // the node-agent's field manager. Deleting a World kills what still runs, removes every mount and
 // file it had here, releases its id range and then its finalizer.
 import type { KubeConfig } from '@kubernetes/client-node';
+import { classifyError } from '../../core/errors.js';
 import type { Clock } from '../../kube/clock.js';
 import { findCondition } from '../../kube/conditions.js';
 import type { EventRecorder } from '../../kube/events.js';
@@ -18,7 +19,7 @@ import type { Store } from '../store/open-store.js';
 import { cleanupWorldLeftovers } from './world-cleanup.js';
 import type { WorldResources } from '../admission/admission-policy.js';
 import type { AgentMetrics } from '../metrics.js';
-import { applyReservation, buildRunSpec, LaunchRefused, type LaunchContext, type LaunchPlan, type WorldObj } from './world-launch.js';
+import { applyReservation, buildRunSpec, type LaunchContext, type LaunchPlan, type WorldObj } from './world-launch.js';
 import { worldGate, type GateEvents, type GatePlan } from '../isolation/isolation-gate.js';
 import { AGENT_VERSION } from '../version.js';
 import { acquireSlot, releaseSlot, slotBase, SlotsExhausted } from '../sandbox/id-slots.js';
@@ -124,9 +125,10 @@ export class NodeWorlds {
       plan = await buildRunSpec(w, slotBase(this.d.config.idBase, slot, ID_RANGE), { ...this.d.launch, rootPaths: this.d.rootPath });
     } catch (err) {
       releaseSlot(this.d.store.db, uid);
-      const code = err instanceof LaunchRefused ? err.code : (err as { code?: string }).code;
-      if (typeof code !== 'string') throw err;
-      await refuse(code, (err as Error).message);
+      // A refusal (LaunchRefused, StoreError…) ends the World; anything else (an errno) is retried.
+      const failure = classifyError(err);
+      if (!failure.terminal) throw err;
+      await refuse(failure.code, failure.message);
       return;
     }
 

@@ -1,5 +1,6 @@
 // Every code a status can carry is listed in docs/codes.md: the outcome list of the API, the reasons
-// of the two collapse decisions, and every UPPER_SNAKE literal the controller and node-agent write.
+// of the two collapse decisions, every UPPER_SNAKE literal the controller and node-agent write, and the
+// code of every refusal class of the error model (core/errors.ts).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync, readdirSync, statSync } from 'node:fs';
@@ -62,4 +63,20 @@ test('every status code the controller and the node-agent write is documented', 
   const missing = [...found].filter((c) => !notStatus.test(c) && !documented(c)).sort();
   assert.ok(found.size > 20, `scan found only ${found.size} codes`);
   assert.deepEqual(missing, []);
+});
+
+test('every code of a refusal class (core/errors.ts) is documented', () => {
+  // A Refusal subclass names its code as a literal in its body (a literal type, or the code it passes up).
+  const files = ['core', 'kube', 'controller', 'node-agent', 'cli'].flatMap((d) => tsFiles(join(root, d)));
+  const codes = new Set<string>();
+  let classes = 0;
+  for (const f of files) {
+    for (const cls of readFileSync(f, 'utf8').matchAll(/class \w+ extends (?:Refusal|TransientFailure) \{([\s\S]*?)\n\}/g)) {
+      classes++;
+      for (const m of cls[1]!.matchAll(/'([A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+)'/g)) codes.add(m[1]!);
+    }
+  }
+  assert.ok(classes >= 12, `found only ${classes} refusal classes`);
+  assert.ok(codes.size >= 15, `found only ${codes.size} codes`);
+  assert.deepEqual([...codes].filter((c) => !documented(c)).sort(), []);
 });

@@ -1,7 +1,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { FakeClock } from '../support/fake-clock.js';
-import { ControllerRunner, TerminalError, type ReconcileMetrics, type ReconcileResult } from '../../kube/reconcile.js';
+import { Refusal } from '../../core/errors.js';
+import { ControllerRunner, type ReconcileMetrics, type ReconcileResult } from '../../kube/reconcile.js';
 import { WorkQueue } from '../../kube/work-queue.js';
 
 function recorder(): ReconcileMetrics & { results: string[] } {
@@ -9,7 +10,7 @@ function recorder(): ReconcileMetrics & { results: string[] } {
   return { results, observe: (kind, result, seconds) => { assert.ok(seconds >= 0); results.push(`${kind}:${result}`); } };
 }
 
-function setup(reconcile: (key: string, call: number) => Promise<ReconcileResult>, onTerminal?: (key: string, err: TerminalError) => Promise<void>) {
+function setup(reconcile: (key: string, call: number) => Promise<ReconcileResult>, onTerminal?: (key: string, err: Refusal) => Promise<void>) {
   const clock = new FakeClock();
   const queue = new WorkQueue({ clock, baseDelayMs: 10, maxDelayMs: 1000, random: () => 0 });
   const metrics = recorder();
@@ -49,17 +50,17 @@ test('runner: an error is retried with growing per-key backoff, then forgotten o
   await runner.stop();
 });
 
-test('runner: a TerminalError is recorded via onTerminal and not retried', async () => {
+test('runner: a Refusal is recorded via onTerminal and not retried', async () => {
   const recorded: [string, string][] = [];
   const { clock, queue, metrics, calls, runner } = setup(
-    async () => { throw new TerminalError('InvalidSpec', 'spec.roots is empty'); },
-    async (key, err) => { recorded.push([key, err.reason]); },
+    async () => { throw new Refusal('ROOTS_EMPTY', 'spec.roots is empty'); },
+    async (key, err) => { recorded.push([key, err.code]); },
   );
   runner.enqueue('ns/b');
   await clock.advance(0);
   await clock.advance(600_000);
   assert.equal(calls.length, 1);
-  assert.deepEqual(recorded, [['ns/b', 'InvalidSpec']]);
+  assert.deepEqual(recorded, [['ns/b', 'ROOTS_EMPTY']]);
   assert.equal(queue.numRequeues('ns/b'), 0);
   assert.deepEqual(metrics.results, ['World:terminal']);
   // A new event for the key still reconciles it again (level-based).
@@ -69,10 +70,28 @@ test('runner: a TerminalError is recorded via onTerminal and not retried', async
   await runner.stop();
 });
 
+test('runner: an errno error (its code UPPER_SNAKE, like EBUSY) is transient: retried, never recorded as terminal', async () => {
+  const recorded: string[] = [];
+  const { clock, metrics, calls, runner } = setup(
+    async (_k, call) => {
+      if (call === 1) throw Object.assign(new Error('EBUSY: resource busy or locked, rmdir'), { code: 'EBUSY', errno: -16, syscall: 'rmdir' });
+    },
+    async (key) => { recorded.push(key); },
+  );
+  runner.enqueue('ns/e');
+  await clock.advance(0);
+  assert.equal(calls.length, 1);
+  await clock.advance(10);
+  assert.equal(calls.length, 2, 'retried after its backoff');
+  assert.deepEqual(recorded, []);
+  assert.deepEqual(metrics.results, ['World:error', 'World:success']);
+  await runner.stop();
+});
+
 test('runner: if recording a terminal error fails, the key is retried', async () => {
   let fail = true;
   const { clock, calls, runner } = setup(
-    async () => { throw new TerminalError('InvalidSpec', 'bad'); },
+    async () => { throw new Refusal('ROOTS_EMPTY', 'bad'); },
     async () => { if (fail) { fail = false; throw new Error('status write conflict'); } },
   );
   runner.enqueue('k');
