@@ -41,3 +41,19 @@ test('core/errors.ts imports nothing', () => {
 test('kube/ imports nothing from the controller, the node-agent or the CLI', () => {
   assert.deepEqual(crossings('kube', /^(controller|node-agent|cli)\//), []);
 });
+
+test('the controller and the node-agent never import each other', () => {
+  assert.deepEqual(crossings('controller', /^node-agent\//), []);
+  assert.deepEqual(crossings('node-agent', /^controller\//), []);
+});
+
+test('inside the node-agent, the store stands on core/, native/, kube/ and crds/ only', () => {
+  assert.deepEqual(crossings('node-agent/store', /^(node-agent\/(?!store\/)|controller\/|cli\/)/), []);
+});
+
+test('inside the node-agent, the shared machinery never imports a kind', () => {
+  const kinds = /^node-agent\/(roots|worlds|checks|collapses)\//;
+  for (const shared of ['sandbox', 'isolation', 'evidence', 'network', 'admission', 'receipts']) {
+    assert.deepEqual(crossings(join('node-agent', shared), kinds), [], shared);
+  }
+});
