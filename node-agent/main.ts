@@ -27,7 +27,8 @@ import { startNodeCollapses } from './collapses/collapse-reconciler.js'; // Coll
 import { isStoreError } from './store/store-errors.js';
 import { sweepOrphanWorlds } from './worlds/orphan-sweep.js';
 import type { WorldObj } from './worlds/world-launch.js';
-import { NodeWorlds, type WorldAdmission } from './worlds/world-reconciler.js';
+import { NodeWorlds } from './worlds/world-reconciler.js';
+import type { RunAdmission } from './admission/admission-authority.js';
 import { AdmissionAuthority } from './admission/admission-authority.js';
 import { loadAdmissionPolicy } from './admission/admission-host.js';
 import { observeNode } from './admission/observe-node.js';
@@ -73,7 +74,7 @@ async function main(): Promise<void> {
   // Admission: a malformed ceiling does not stop the agent; every World is then refused by name.
   const policyLoad = loadAdmissionPolicy(cfg.admissionRaw);
   for (const note of policyLoad.notes) logger.info('admission default', { note });
-  let admission: WorldAdmission;
+  let admission: RunAdmission;
   if (policyLoad.ok) {
     const authority = new AdmissionAuthority({ db: store.db, ...policyLoad.policy, observe: () => observeNode({ procDir: cfg.observeProcDir }), clock: store.now, metrics: agentMetrics });
     // No world survives an agent restart (they die with it), so no reservation is live any more.

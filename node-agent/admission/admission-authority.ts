@@ -18,6 +18,12 @@ import { decide, resolveRequest, type Decision, type ReservedTotals, type Resour
 import { WORLD_RESOURCE_FIELDS, type AdmissionOutcome, type AdmissionStage, type NodeCeilings, type PerWorldPolicy, type WorldResources } from './admission-policy.js';
 import { UNKNOWN_STATE, type ObservedState } from './observe-node.js';
 
+/** The admission authority as worlds and checks use it (a malformed node policy answers RESOURCE_POLICY_INVALID). */
+export interface RunAdmission {
+  admit(holder: string, stage: 'agent' | 'check', requested: Partial<WorldResources>): { outcome: string; message: string; reserve?: WorldResources };
+  release(holder: string): void;
+}
+
 /** What the authority reports to Prometheus (the node-agent's metrics implement it). */
 export interface AdmissionMetrics {
   admission(stage: AdmissionStage, outcome: AdmissionOutcome): void;

@@ -17,7 +17,8 @@ import { ControllerRunner, type ReconcileMetrics, type ReconcileResult } from '.
 import { objectKey } from '../../kube/resource-ref.js';
 import type { StatusWriter } from '../../kube/status-writer.js';
 import type { NsName } from '../../native/index.js';
-import { readCandidate, type CheckRoot } from './materialize.js';
+import type { CheckRoot } from './materialize.js';
+import { readCandidate } from '../store/candidates.js';
 import { hasEvaluation, recordEvaluation } from '../store/evaluation-records.js';
 import { checkDefinitions, resolveRequirement, type PolicyChecksView } from '../evidence/policy-requirement.js';
 import { CHECK_ENV_BASE, runCheck, type CheckResult } from './run-check.js';
@@ -33,7 +34,7 @@ import { checkRouting } from '../store/routing.js';
 import { payloadDir } from '../store/store-layout.js';
 import { getGeneration, getRoot } from '../store/store-records.js';
 import { AGENT_VERSION } from '../version.js';
-import type { WorldAdmission } from '../worlds/world-reconciler.js';
+import type { RunAdmission } from '../admission/admission-authority.js';
 import type { WorldObj } from '../worlds/world-launch.js';
 import { acquireSlot, releaseSlot, slotBase, SlotsExhausted } from '../sandbox/id-slots.js';
 import { generationManifest } from '../store/world-records.js';
@@ -61,7 +62,7 @@ export interface NodeChecksDeps {
   config: AgentConfig;
   cgroups: CgroupLayout;
   agentNs: Record<NsName, string>;
-  admission: WorldAdmission;
+  admission: RunAdmission;
   status: StatusWriter;
   events: EventRecorder;
   clock: Clock;

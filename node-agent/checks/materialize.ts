@@ -11,12 +11,11 @@
 // candidate's entry before they are used.
 import { execFile } from 'node:child_process';
 import {
-  chmodSync, chownSync, closeSync, constants as fsc, copyFileSync, existsSync, lchownSync, lstatSync, mkdirSync, openSync, readdirSync, readFileSync,
+  chmodSync, chownSync, closeSync, constants as fsc, copyFileSync, lchownSync, lstatSync, mkdirSync, openSync, readdirSync,
   readlinkSync, symlinkSync,
 } from 'node:fs';
-import { basename, join } from 'node:path';
+import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { digestOf, isDigest } from '../../core/digest.js';
 import { Refusal } from '../../core/errors.js';
 import { qualifiedVerifierPath, verifierIdentity, type VerifierFile } from '../../core/evidence/requirement.js';
 import { compareBytes, isCleanRelativePath, parentOf } from '../../core/relative-path.js';
@@ -62,25 +61,6 @@ export interface CheckRootLayers extends LayerPaths {
   /** The rebuilt delta layer (plain directory) and its idmapped mount. */
   deltaDir: string;
   deltaMount: string;
-}
-
-/** Reads candidate.json and the Root deltas of a stored candidate, refusing one whose name is not its digest. */
-export function readCandidate(candidateDir: string): { digest: string; deltas: Map<string, StoredDelta> } {
-  const digest = `sha256:${basename(candidateDir)}`;
-  if (!isDigest(digest)) throw new CheckSetupError('CANDIDATE_INVALID', `${candidateDir} is not named by a candidate digest`);
-  const value: unknown = JSON.parse(readFileSync(join(candidateDir, 'candidate.json'), 'utf8'));
-  if (digestOf(value) !== digest) throw new CheckSetupError('CANDIDATE_INVALID', `candidate.json in ${candidateDir} does not hash to its name`);
-  const deltas = new Map<string, StoredDelta>();
-  const rootsDir = join(candidateDir, 'roots');
-  if (existsSync(rootsDir)) {
-    for (const f of readdirSync(rootsDir)) {
-      if (!f.endsWith('.delta.json')) continue;
-      const d = JSON.parse(readFileSync(join(rootsDir, f), 'utf8')) as StoredDelta;
-      if (d.format !== 'worldline.delta/v1') throw new CheckSetupError('CANDIDATE_INVALID', `${f}: unknown delta format`);
-      deltas.set(f.slice(0, -'.delta.json'.length), d);
-    }
-  }
-  return { digest, deltas };
 }
 
 /** Creates `rel`'s missing parent directories under `top`, each with the attributes `attrsOf` gives. */

@@ -26,7 +26,7 @@ import { governingPolicy } from '../isolation/world-request.js';
 import { isCollapseError } from './collapse-errors.js';
 import { collapseRoots, type CollapseRootRequest } from './collapse-root.js';
 import type { BoundaryHashes } from './commit-generation.js';
-import { cleanDigest } from './collapse-walk.js';
+import { cleanDigest } from '../store/store-walk.js';
 import { getTransaction, listTransactions, putTransaction, type AgentCollapseStatus, type StatusReceipt, type TransactionRow } from './collapse-transactions.js';
 import { measureCheckpointReturn, type CollapsedResult } from './measure-checkpoint.js';
 import { measureCandidate, type WorldView } from './measure-collapse.js';

@@ -4,7 +4,7 @@
 // runs on those re-hashes, and then one renameat2(RENAME_EXCHANGE) swaps the whole live mapping
 // (exchange-live.ts) — all the Roots of the collapse at once. The database follows in one transaction.
 import { lstat, mkdir, rename, rm } from 'node:fs/promises';
-import { fsyncPath, pathKind } from '../store/durable-fs.js';
+import { fsyncDirectory, pathKind } from '../store/durable-fs.js';
 import { writeMarker } from '../store/generation-marker.js';
 import type { Store } from '../store/open-store.js';
 import { checkRouting } from '../store/routing.js';
@@ -14,7 +14,7 @@ import { generationDir, liveLinkTarget, payloadDir } from '../store/store-layout
 import { deleteIntent, getRoot, insertGeneration, upsertRoot, type RootRecord } from '../store/store-records.js';
 import { CollapseError } from './collapse-errors.js';
 import { nextLinkPath, type CollapseHooks } from './collapse-intent.js';
-import { cleanDigests } from './collapse-walk.js';
+import { cleanDigests } from '../store/store-walk.js';
 import { exchangeLiveMapping, removeNextMapping } from './exchange-live.js';
 import type { StagedGeneration } from './stage-generation.js';
 
@@ -92,10 +92,10 @@ async function commitSerialized(store: Store, items: readonly CommitItem[], opti
         await rm(staged.stagingDir, { recursive: true, force: true });
       }
       await writeMarker(store.layout, staged.generationId, { rootKey: staged.rootKey, generation: staged.generation, digest: staged.digest });
-      await fsyncPath(genDir);
+      await fsyncDirectory(genDir);
     }
-    await fsyncPath(store.layout.staging);
-    await fsyncPath(store.layout.generations);
+    await fsyncDirectory(store.layout.staging);
+    await fsyncDirectory(store.layout.generations);
     await step('after-marker-sync');
 
     // The commit boundary: every walk immediately before the exchange — live PRIME and the staged payload
@@ -130,7 +130,7 @@ async function commitSerialized(store: Store, items: readonly CommitItem[], opti
     exchanged = true;
     await step('after-exchange');
     removeNextMapping(store.layout);
-    await fsyncPath(store.dir);
+    await fsyncDirectory(store.dir);
   } catch (e) {
     if (!exchanged) await undoBeforeExchange(store, items.map((i) => i.staged)).catch(() => undefined);
     throw e;
@@ -169,6 +169,6 @@ async function undoBeforeExchange(store: Store, staged: readonly StagedGeneratio
     await rm(generationDir(store.layout, s.generationId), { recursive: true, force: true });
     await rm(s.stagingDir, { recursive: true, force: true });
   }
-  await fsyncPath(store.dir);
-  await fsyncPath(store.layout.generations);
+  await fsyncDirectory(store.dir);
+  await fsyncDirectory(store.layout.generations);
 }

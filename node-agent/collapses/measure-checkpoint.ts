@@ -12,7 +12,7 @@ import { manifestDigest } from '../../core/manifest.js';
 import type { Store } from '../store/open-store.js';
 import { payloadDir } from '../store/store-layout.js';
 import { getGeneration, getGenerationManifest, getRoot, type RootRecord } from '../store/store-records.js';
-import { cleanDigest } from './collapse-walk.js';
+import { cleanDigest } from '../store/store-walk.js';
 import { composite, primeGenerations, rootSetIds, type Part } from './composite-id.js';
 import type { BoundaryHashes } from './commit-generation.js';
 import type { WorldView } from './measure-collapse.js';

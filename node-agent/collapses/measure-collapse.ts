@@ -15,7 +15,7 @@ import { globToRegExp, verifierIdentity } from '../../core/evidence/requirement.
 import { applyDelta, manifestDigest, validateManifest } from '../../core/manifest.js';
 import { evaluationsFor } from '../store/evaluation-records.js';
 import { verifierModifiedByCandidate } from '../../core/evidence/verifier-delta.js';
-import { readCandidate } from '../checks/materialize.js';
+import { readCandidate } from '../store/candidates.js';
 import { resolveRequirement, type PolicyChecksView } from '../evidence/policy-requirement.js';
 import type { Store } from '../store/open-store.js';
 import { getGeneration, getGenerationManifest, getRoot, type RootRecord } from '../store/store-records.js';

@@ -9,14 +9,14 @@
 // is left alone with its intent, reported as blocked. A leftover live.next/ is removed either way: live/
 // is what counts.
 import { lstat, readlink, rm } from 'node:fs/promises';
-import { fsyncPath, pathKind, replaceSymlink } from '../store/durable-fs.js';
+import { fsyncDirectory, pathKind, replaceSymlink } from '../store/durable-fs.js';
 import { readMarker } from '../store/generation-marker.js';
 import type { Store } from '../store/open-store.js';
 import { errnoCode } from '../store/store-errors.js';
 import { generationDir, liveLinkPath, liveLinkTarget, payloadDir } from '../store/store-layout.js';
 import { deleteIntent, getGeneration, getRoot, insertGeneration, listIntents, upsertRoot } from '../store/store-records.js';
 import { asSetIntent, COLLAPSE_INTENT_KIND, nextLinkPath, type CollapseIntent, type CollapseSetIntent } from './collapse-intent.js';
-import { collapseWalk, type CollapseWalk } from './collapse-walk.js';
+import { collapseWalk, type CollapseWalk } from '../store/store-walk.js';
 import { removeNextMapping } from './exchange-live.js';
 
 export interface CollapseRecoveryOutcome {
@@ -111,8 +111,8 @@ async function cleanup(store: Store, set: CollapseSetIntent, o: { keepGeneration
     }
   }
   removeNextMapping(store.layout);
-  await fsyncPath(store.layout.live);
-  await fsyncPath(store.layout.staging);
-  await fsyncPath(store.layout.generations);
-  await fsyncPath(store.dir);
+  await fsyncDirectory(store.layout.live);
+  await fsyncDirectory(store.layout.staging);
+  await fsyncDirectory(store.layout.generations);
+  await fsyncDirectory(store.dir);
 }

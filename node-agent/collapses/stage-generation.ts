@@ -24,7 +24,7 @@ import type { KnownHash } from '../store/walk-tree-sync.js';
 import type { StoredDelta } from '../store/candidates.js';
 import { CollapseError } from './collapse-errors.js';
 import type { CollapseHooks } from './collapse-intent.js';
-import { cleanDigest, collapseWalkDigest } from './collapse-walk.js';
+import { cleanDigest, collapseWalkDigest } from '../store/store-walk.js';
 
 export interface StagedGeneration {
   rootName: string;

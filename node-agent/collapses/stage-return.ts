@@ -12,7 +12,7 @@ import type { Store } from '../store/open-store.js';
 import { payloadDir } from '../store/store-layout.js';
 import { getGeneration, getGenerationManifest, getRoot } from '../store/store-records.js';
 import { CollapseError } from './collapse-errors.js';
-import { collapseWalkDigest } from './collapse-walk.js';
+import { collapseWalkDigest } from '../store/store-walk.js';
 import { buildPayload, type StageOptions, type StagedGeneration } from './stage-generation.js';
 
 export async function stageReturn(store: Store, rootName: string, fromGeneration: number, checkpointGeneration: number, options: StageOptions = {}): Promise<StagedGeneration> {

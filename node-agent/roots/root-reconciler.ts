@@ -14,7 +14,7 @@ import type { Store } from '../store/open-store.js';
 import { checkRouting } from '../store/routing.js';
 import { isStoreError } from '../store/store-errors.js';
 import { getRoot, upsertRoot } from '../store/store-records.js';
-import { cleanDigest } from '../collapses/collapse-walk.js';
+import { cleanDigest } from '../store/store-walk.js';
 import { refs } from '../api-refs.js';
 
 interface RootObj extends KubernetesObject {

@@ -10,7 +10,7 @@ import { manifestDigest } from '../../core/manifest.js';
 import { generationIdFor, isValidRootName, rootKeyFor } from '../../core/root-key.js';
 import { ADOPT_INTENT_KIND, adoptIntentFor, type AdoptHooks, type AdoptIntent } from './adoption-intent.js';
 import { copyTree } from './copy-tree.js';
-import { fsyncPath, pathKind } from './durable-fs.js';
+import { fsyncDirectory, pathKind } from './durable-fs.js';
 import { finishAdoption, verifiedManifest } from './finish-adoption.js';
 import type { Store } from './open-store.js';
 import { recoverIntent } from './recover-adoptions.js';
@@ -89,8 +89,8 @@ export async function adoptRoot(store: Store, req: AdoptRootRequest, hooks: Adop
       if (errnoCode(e) !== 'EXDEV') throw e;
       return copyIntoStaging(i, h);
     }
-    await fsyncPath(dirname(i.hostPath));
-    await fsyncPath(store.layout.staging);
+    await fsyncDirectory(dirname(i.hostPath));
+    await fsyncDirectory(store.layout.staging);
     await h.afterStep?.('moved');
     if (!(await verifiedManifest(i.staging, i.digest))) {
       await rename(i.staging, i.hostPath);
@@ -101,7 +101,7 @@ export async function adoptRoot(store: Store, req: AdoptRootRequest, hooks: Adop
 
   async function copyIntoStaging(i: AdoptIntent, h: AdoptHooks): Promise<void> {
     await rename(i.hostPath, i.detached); // same directory: never EXDEV; nobody writes through hostPath now
-    await fsyncPath(dirname(i.hostPath));
+    await fsyncDirectory(dirname(i.hostPath));
     await copyTree(i.detached, i.staging, walk.manifest);
     await h.afterStep?.('moved');
     if (!(await verifiedManifest(i.detached, i.digest)) || !(await verifiedManifest(i.staging, i.digest))) {

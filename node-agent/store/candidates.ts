@@ -3,11 +3,11 @@
 // bytes no world can reach any more). Only the delta is built and stored — never the next manifest,
 // which is O(root size): the collapse computes the next generation's manifest (and its digest) when it
 // stages it, by applying the delta to the base generation.
-import { chmodSync, chownSync, copyFileSync, lchownSync, mkdirSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, copyFileSync, existsSync, lchownSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { copyFile } from 'node:fs/promises';
-import { dirname, join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 import { Refusal } from '../../core/errors.js';
-import { digestOf } from '../../core/digest.js';
+import { digestOf, isDigest } from '../../core/digest.js';
 import { measuredEntry, type ManifestEntry, type RootAttributes } from '../../core/manifest.js';
 import { breather } from './breather.js';
 import type { CaptureProblem, LayerDelta } from './layer-delta.js';
@@ -146,4 +146,23 @@ export async function storeCandidate(candidatesDir: string, changes: readonly Ro
     deleted: roots.reduce((n, r) => n + r.deleted, 0),
     roots,
   };
+}
+
+/** Reads candidate.json and the Root deltas of a stored candidate, refusing one whose name is not its digest. */
+export function readCandidate(candidateDir: string): { digest: string; deltas: Map<string, StoredDelta> } {
+  const digest = `sha256:${basename(candidateDir)}`;
+  if (!isDigest(digest)) throw new Refusal('CANDIDATE_INVALID', `${candidateDir} is not named by a candidate digest`);
+  const value: unknown = JSON.parse(readFileSync(join(candidateDir, 'candidate.json'), 'utf8'));
+  if (digestOf(value) !== digest) throw new Refusal('CANDIDATE_INVALID', `candidate.json in ${candidateDir} does not hash to its name`);
+  const deltas = new Map<string, StoredDelta>();
+  const rootsDir = join(candidateDir, 'roots');
+  if (existsSync(rootsDir)) {
+    for (const f of readdirSync(rootsDir)) {
+      if (!f.endsWith('.delta.json')) continue;
+      const d = JSON.parse(readFileSync(join(rootsDir, f), 'utf8')) as StoredDelta;
+      if (d.format !== 'worldline.delta/v1') throw new Refusal('CANDIDATE_INVALID', `${f}: unknown delta format`);
+      deltas.set(f.slice(0, -'.delta.json'.length), d);
+    }
+  }
+  return { digest, deltas };
 }

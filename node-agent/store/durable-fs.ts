@@ -4,7 +4,11 @@ import { lstat, open, rename, rm, symlink } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { errnoCode } from './store-errors.js';
 
-export async function fsyncPath(path: string): Promise<void> {
+/**
+ * Makes a directory's entries durable (open it, fsync, close), off the event loop. Not the addon's
+ * fsyncPath, which syncs any path synchronously and refuses a symbolic link.
+ */
+export async function fsyncDirectory(path: string): Promise<void> {
   const fh = await open(path, 'r');
   try {
     await fh.sync();
@@ -24,7 +28,7 @@ export async function writeFileDurable(path: string, data: string, mode = 0o600)
     await fh.close();
   }
   await rename(tmp, path);
-  await fsyncPath(dirname(path));
+  await fsyncDirectory(dirname(path));
 }
 
 /** Point the symlink at `path` to `target`, atomically (symlink to a temporary name, rename over). */
@@ -33,7 +37,7 @@ export async function replaceSymlink(path: string, target: string): Promise<void
   await rm(tmp, { force: true });
   await symlink(target, tmp);
   await rename(tmp, path);
-  await fsyncPath(dirname(path));
+  await fsyncDirectory(dirname(path));
 }
 
 export type PathKind = 'missing' | 'dir' | 'symlink' | 'file' | 'other';

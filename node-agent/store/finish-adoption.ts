@@ -6,7 +6,7 @@ import { lstat, mkdir, readlink, rename, rm, symlink } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { manifestDigest, type Manifest } from '../../core/manifest.js';
 import { adoptPaths, type AdoptHooks, type AdoptIntent } from './adoption-intent.js';
-import { fsyncPath, pathKind, replaceSymlink } from './durable-fs.js';
+import { fsyncDirectory, pathKind, replaceSymlink } from './durable-fs.js';
 import { writeMarker } from './generation-marker.js';
 import type { Store } from './open-store.js';
 import { errnoCode } from './store-errors.js';
@@ -35,11 +35,11 @@ export async function finishAdoption(store: Store, id: string, intent: AdoptInte
       if (errnoCode(e) !== 'EEXIST') throw e;
     });
     await rename(intent.staging, p.payload);
-    await fsyncPath(store.layout.staging);
+    await fsyncDirectory(store.layout.staging);
   }
   await writeMarker(store.layout, intent.generationId, { rootKey: intent.rootKey, generation: intent.generation, digest: intent.digest });
-  await fsyncPath(p.generationDir);
-  await fsyncPath(store.layout.generations);
+  await fsyncDirectory(p.generationDir);
+  await fsyncDirectory(store.layout.generations);
   await hooks.afterStep?.('promoted');
 
   // Queued with collapse commits, which rebuild live/ as a whole (collapse/exchange-live.ts).
@@ -52,7 +52,7 @@ export async function finishAdoption(store: Store, id: string, intent: AdoptInte
   if (!(await hostRoutesToLive(intent.hostPath, p.liveLink))) {
     if ((await pathKind(intent.hostPath)) === 'missing') {
       await symlink(p.liveLink, intent.hostPath);
-      await fsyncPath(dirname(intent.hostPath));
+      await fsyncDirectory(dirname(intent.hostPath));
     } else {
       // Something took the host path while the tree was in the store: keep PRIME safe, report it broken.
       state = 'Broken';

@@ -17,7 +17,7 @@ import { NODE_CLEANUP_FINALIZER, refs } from '../api-refs.js';
 import type { CgroupReadback } from '../sandbox/cgroup.js';
 import type { Store } from '../store/open-store.js';
 import { cleanupWorldLeftovers } from './world-cleanup.js';
-import type { WorldResources } from '../admission/admission-policy.js';
+import type { RunAdmission } from '../admission/admission-authority.js';
 import type { AgentMetrics } from '../metrics.js';
 import { applyReservation, buildRunSpec, type LaunchContext, type LaunchPlan, type WorldObj } from './world-launch.js';
 import { worldGate, type GateEvents, type GatePlan } from '../isolation/isolation-gate.js';
@@ -40,7 +40,7 @@ export interface WorldReconcilerDeps {
   deleter: ObjectDeleter;
   clock: Clock;
   logger: Logger;
-  admission: WorldAdmission;
+  admission: RunAdmission;
   metrics?: AgentMetrics;
   /** The isolation policy and request for a World's agent stage (from its governing Policy and spec). */
   isolationPlan: (w: WorldObj, plan: LaunchPlan, base: { root: string; generation: number; digest: string }[]) => Pick<GatePlan, 'policy' | 'request' | 'sharedAuthorized'>;
@@ -48,11 +48,6 @@ export interface WorldReconcilerDeps {
   requeue: (key: string) => void;
 }
 
-/** The admission authority as the world reconciler uses it (a malformed node policy answers RESOURCE_POLICY_INVALID). */
-export interface WorldAdmission {
-  admit(holder: string, stage: 'agent' | 'check', requested: Partial<WorldResources>): { outcome: string; message: string; reserve?: WorldResources };
-  release(holder: string): void;
-}
 
 /** Owned keys of World.status (the node-agent's field set). */
 const OWNED_KEYS = ['phase', 'reason', 'message', 'base', 'admission', 'isolation', 'candidate', 'exit', 'networkRefusals'] as const;

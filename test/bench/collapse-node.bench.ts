@@ -8,7 +8,7 @@
 // Next to it the same `cp -a` + `sha256sum` of the 10 changed files.
 import { join } from 'node:path';
 import { collapseRoot } from '../../node-agent/collapses/collapse-root.js';
-import { cleanDigest } from '../../node-agent/collapses/collapse-walk.js';
+import { cleanDigest } from '../../node-agent/store/store-walk.js';
 import { checkRouting } from '../../node-agent/store/routing.js';
 import type { Candidate } from '../../node-agent/store/candidates.js';
 import { changeCommand, copyAndHash, tenFileChange, type CollapseTarget } from './collapse.bench.js';

@@ -10,7 +10,8 @@ import { boundVerifierPaths, qualifiedVerifierPath, requirementHash, verifierIde
 import type { ManifestEntry } from '../../core/manifest.js';
 import * as native from '../../native/index.js';
 import { verifierModifiedByCandidate } from '../../core/evidence/verifier-delta.js';
-import { mountCheckViews, prepareCheckLayers, readCandidate, type CheckRoot } from '../../node-agent/checks/materialize.js';
+import { mountCheckViews, prepareCheckLayers, type CheckRoot } from '../../node-agent/checks/materialize.js';
+import { readCandidate } from '../../node-agent/store/candidates.js';
 import { runCheck, CHECK_ENV_BASE, type CheckResult } from '../../node-agent/checks/run-check.js';
 import { detectCgroups } from '../../node-agent/sandbox/cgroup.js';
 import { adoptRoot } from '../../node-agent/store/adopt-root.js';

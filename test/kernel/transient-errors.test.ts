@@ -22,7 +22,7 @@ import type { StatusWriter } from '../../kube/status-writer.js';
 import * as native from '../../native/index.js';
 import { NodeChecks, type CheckObj } from '../../node-agent/checks/check-reconciler.js';
 import { hasEvaluation } from '../../node-agent/store/evaluation-records.js';
-import { readCandidate } from '../../node-agent/checks/materialize.js';
+import { readCandidate } from '../../node-agent/store/candidates.js';
 import { CHECK_ENV_BASE, runCheck } from '../../node-agent/checks/run-check.js';
 import type { AgentConfig } from '../../node-agent/config.js';
 import type { PolicyView } from '../../node-agent/isolation/world-request.js';

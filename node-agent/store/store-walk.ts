@@ -1,10 +1,10 @@
-// The walk a collapse trusts. Generations share unchanged files by hard link (stage-generation.ts), so a
+// The walk the store trusts (collapses, Root re-measurement). Generations share unchanged files by hard link (stage-generation.ts), so a
 // walk of one payload sees files with more links than it finds inside it: the store walk is told so
 // (sharedWithinStore), which lifts EXTERNAL_HARDLINK for trees under the store's generations/ and
 // staging/ only. Every other walk problem refuses.
 import { manifestDigest, type Manifest } from '../../core/manifest.js';
-import type { KnownHash } from '../store/walk-tree-sync.js';
-import { walkTree, walkTreeDigests, type WalkProblem } from '../store/walk-tree.js';
+import type { KnownHash } from './walk-tree-sync.js';
+import { walkTree, walkTreeDigests, type WalkProblem } from './walk-tree.js';
 
 export interface CollapseWalk {
   manifest: Manifest;
