@@ -5,30 +5,21 @@
 // transient failure (an errno, core/errors.ts) rejects, so that the Check is retried. Nothing the check writes
 // (report files included) is read; its scratch layer is thrown away with the rest of its directory.
 import { classifyError } from '../../core/errors.js';
-import type { NsName } from '../../native/index.js';
-import { WorldCgroup, type CgroupLayout, type CgroupLimits, type CgroupReadback } from '../sandbox/cgroup.js';
-import { assembleRootfs, idMap } from '../sandbox/rootfs.js';
-import { startWorkload, type ExitReason, type RunningWorkload, type StartHooks } from '../sandbox/supervise.js';
+import type { WorldCgroup } from '../sandbox/cgroup.js';
+import type { ExitReason, RunningWorkload } from '../sandbox/supervise.js';
 import { teardownRun, throwTeardownErrors } from '../sandbox/teardown-run.js';
 import { worldPaths } from '../sandbox/run-paths.js';
 import { executedVerifierIdentity, mountCheckRoot, prepareCheckLayers, type CheckRoot } from './materialize.js';
+import { runCgroup, runRootfs, startRun, type SupervisedRunSpec } from '../sandbox/supervised-run.js';
 
 export const CHECK_ENV_BASE = ['PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin', 'LANG=C.UTF-8'];
 
-export interface CheckRunSpec {
+export interface CheckRunSpec extends SupervisedRunSpec {
   /** Identifies this run (its directory and cgroup): [A-Za-z0-9-]+. */
   runId: string;
   /** Parent directory of check runs (in the node store, on a filesystem that supports idmapped mounts). */
   checksDir: string;
   checkName: string;
-  argv: string[];
-  /** Environment of the check (forwarded variables already resolved), NAME=value. */
-  env: string[];
-  /** Working directory inside the sandbox (usually the first Root's path). */
-  cwd: string;
-  runAsUid: number;
-  runAsGid: number;
-  home: string;
   roots: CheckRoot[];
   /** The stored candidate's directory (candidates/<hex>); its name is the subject digest. */
   candidateDir: string;
@@ -36,17 +27,8 @@ export interface CheckRunSpec {
   requirementHash: string;
   /** The verifier identity the policy authorizes (from PRIME's resolved verifier list). */
   verifierIdentity: string;
-  idBase: number;
-  idCount: number;
-  limits: CgroupLimits;
-  timeoutMs: number;
-  outputLimitBytes: number;
   /** Where the check's output goes (never interpreted). */
   outputFile: string;
-  cgroups: CgroupLayout;
-  agentNs: Record<NsName, string>;
-  /** The isolation gate between "sandbox ready" and "check runs" (isolation/isolation-gate.ts), given the limits read back. */
-  gate?: (cgroup: CgroupReadback) => StartHooks;
   now?: () => Date;
 }
 
@@ -71,42 +53,14 @@ export async function runCheck(spec: CheckRunSpec): Promise<CheckResult> {
   let cgroup: WorldCgroup | undefined;
   let workload: RunningWorkload | undefined;
   try {
-    cgroup = WorldCgroup.create(spec.cgroups, 'worldline', `check-${spec.runId}`);
-    const readback = cgroup.applyAndVerify(spec.limits);
+    const made = runCgroup(spec, `check-${spec.runId}`);
+    cgroup = made.cgroup;
     await prepareCheckLayers(paths, spec.roots, spec.candidateDir);
-    assembleRootfs({
-      paths,
-      roots: spec.roots.map((r) => ({ rootKey: r.rootKey, payload: r.basePayload, path: r.path })),
-      idBase: spec.idBase,
-      idCount: spec.idCount,
-      uid: spec.runAsUid,
-      gid: spec.runAsGid,
-      home: spec.home,
-      mountRoot: mountCheckRoot(spec.roots),
-    });
+    runRootfs(spec, paths, spec.roots.map((r) => ({ rootKey: r.rootKey, payload: r.basePayload, path: r.path })), { mountRoot: mountCheckRoot(spec.roots) });
     // What is mounted now is what runs: hash the staged verifiers through the check's own view.
     const executed = executedVerifierIdentity(paths, spec.roots).identity;
-    const map = idMap(spec.idBase, spec.idCount);
     const startedAt = now().toISOString();
-    workload = await startWorkload(
-      {
-        rootfs: paths.rootfs,
-        argv: spec.argv,
-        env: spec.env,
-        cwd: spec.cwd,
-        uid: spec.runAsUid,
-        gid: spec.runAsGid,
-        uidMap: map,
-        gidMap: map,
-        newNetwork: true,
-        cgroup,
-        outputFile: spec.outputFile,
-        outputLimitBytes: spec.outputLimitBytes,
-        wallTimeMs: spec.timeoutMs,
-      },
-      spec.agentNs,
-      spec.gate?.(readback),
-    );
+    workload = await startRun(spec, paths, cgroup, made.readback, spec.outputFile);
     const end = await workload.done;
     const finishedAt = now().toISOString();
     const record: ExecutionRecord = {

@@ -4,15 +4,16 @@
 import { mkdirSync } from 'node:fs';
 import { asRefusal } from '../../core/errors.js';
 import type { Manifest } from '../../core/manifest.js';
-import type { NsName, SandboxObservation } from '../../native/index.js';
-import { WorldCgroup, type CgroupLayout, type CgroupLimits, type CgroupReadback } from '../sandbox/cgroup.js';
+import type { SandboxObservation } from '../../native/index.js';
+import type { CgroupReadback, WorldCgroup } from '../sandbox/cgroup.js';
 import { baseIndexOf } from '../store/base-index.js';
 import { captureLayer } from './capture-layer.js';
 import { storeCandidate, type Candidate, type RootChange } from '../store/candidates.js';
-import { assembleRootfs, idMap, unmountRootfs } from '../sandbox/rootfs.js';
-import { ObservationRefused, startWorkload, type ExitReason, type RunningWorkload, type StartHooks, type WorkloadEnd } from '../sandbox/supervise.js';
+import { unmountRootfs } from '../sandbox/rootfs.js';
+import { ObservationRefused, type ExitReason, type RunningWorkload, type WorkloadEnd } from '../sandbox/supervise.js';
 import { teardownRun, throwTeardownErrors } from '../sandbox/teardown-run.js';
 import type { WorldPaths } from '../sandbox/run-paths.js';
+import { runCgroup, runRootfs, startRun, type SupervisedRunSpec } from '../sandbox/supervised-run.js';
 
 export interface WorldRoot {
   name: string;
@@ -30,28 +31,12 @@ export interface WorldRoot {
   manifest: () => Manifest;
 }
 
-export interface WorldRunSpec {
+export interface WorldRunSpec extends SupervisedRunSpec {
   uid: string;
   paths: WorldPaths;
   roots: WorldRoot[];
-  argv: string[];
-  env: string[];
-  cwd: string;
-  runAsUid: number;
-  runAsGid: number;
-  home: string;
   credential?: { path: string; value: Buffer };
-  newNetwork: boolean;
-  idBase: number;
-  idCount: number;
-  limits: CgroupLimits;
-  wallTimeMs: number;
-  outputLimitBytes: number;
-  cgroups: CgroupLayout;
-  agentNs: Record<NsName, string>;
   candidatesDir: string;
-  /** The gate between a ready sandbox and a running workload (network attach, isolation decision). */
-  startHooks?: (cgroup: CgroupReadback) => StartHooks;
 }
 
 export type WorldEvent =
@@ -80,39 +65,11 @@ export function startWorldRun(spec: WorldRunSpec, report: (e: WorldEvent) => Pro
     let observation: SandboxObservation | undefined;
     try {
       mkdirSync(spec.paths.dir, { recursive: true, mode: 0o711 });
-      cgroup = WorldCgroup.create(spec.cgroups, 'worldline', `world-${spec.uid}`);
-      const readback = cgroup.applyAndVerify(spec.limits);
-      await report({ type: 'cgroup', readback });
-      const layers = assembleRootfs({
-        paths: spec.paths,
-        roots: spec.roots.map((r) => ({ rootKey: r.rootKey, payload: r.payload, path: r.path })),
-        idBase: spec.idBase,
-        idCount: spec.idCount,
-        uid: spec.runAsUid,
-        gid: spec.runAsGid,
-        home: spec.home,
-        ...(spec.credential ? { credential: spec.credential } : {}),
-      });
-      const map = idMap(spec.idBase, spec.idCount);
-      workload = await startWorkload(
-        {
-          rootfs: spec.paths.rootfs,
-          argv: spec.argv,
-          env: spec.env,
-          cwd: spec.cwd,
-          uid: spec.runAsUid,
-          gid: spec.runAsGid,
-          uidMap: map,
-          gidMap: map,
-          newNetwork: spec.newNetwork,
-          cgroup,
-          outputFile: spec.paths.output,
-          outputLimitBytes: spec.outputLimitBytes,
-          wallTimeMs: spec.wallTimeMs,
-        },
-        spec.agentNs,
-        spec.startHooks?.(readback) ?? {},
-      );
+      const made = runCgroup(spec, `world-${spec.uid}`);
+      cgroup = made.cgroup;
+      await report({ type: 'cgroup', readback: made.readback });
+      const layers = runRootfs(spec, spec.paths, spec.roots.map((r) => ({ rootKey: r.rootKey, payload: r.payload, path: r.path })), spec.credential ? { credential: spec.credential } : {});
+      workload = await startRun(spec, spec.paths, cgroup, made.readback, spec.paths.output);
       observation = workload.observation;
       if (killRequested) workload.kill(killRequested);
       await report({ type: 'running', observation, pid: workload.pid });
