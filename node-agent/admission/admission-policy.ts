@@ -125,6 +125,13 @@ export function admissionConfigFrom(
   return out;
 }
 
+/** A parsed amount rounded down to a whole number, or what is wrong with it. */
+function wholeOrProblem(value: number | undefined, notParsed: string): number | string {
+  if (value === undefined) return notParsed;
+  const whole = Math.floor(value);
+  return Number.isSafeInteger(whole) ? whole : 'is too large';
+}
+
 /** A value in the unit the policy stores, or why the text is not one. */
 function parseValue(kind: Kind, raw: string): number | string {
   const text = raw.trim();
@@ -136,23 +143,15 @@ function parseValue(kind: Kind, raw: string): number | string {
       const millis = Math.round(cores * 1000);
       return Number.isSafeInteger(millis) ? millis : 'is too large';
     }
-    case 'bytes': {
-      const bytes = parseQuantity(text);
-      if (bytes === undefined) return 'is not a byte quantity (e.g. 8Gi or 512Mi)';
-      const whole = Math.floor(bytes);
-      return Number.isSafeInteger(whole) ? whole : 'is too large';
-    }
+    case 'bytes':
+      return wholeOrProblem(parseQuantity(text), 'is not a byte quantity (e.g. 8Gi or 512Mi)');
     case 'count': {
       if (!/^[0-9]+$/.test(text)) return 'is not a non-negative integer';
       const n = Number(text);
       return Number.isSafeInteger(n) ? n : 'is too large';
     }
-    case 'duration': {
-      const seconds = parseDuration(text);
-      if (seconds === undefined) return 'is not a duration (e.g. 30m or 1h30m)';
-      const whole = Math.floor(seconds);
-      return Number.isSafeInteger(whole) ? whole : 'is too large';
-    }
+    case 'duration':
+      return wholeOrProblem(parseDuration(text), 'is not a duration (e.g. 30m or 1h30m)');
   }
 }
 

@@ -135,28 +135,26 @@ export function assembleRootfs(spec: RootfsSpec): LayerPaths[] {
   return layers;
 }
 
-/** Unmounts everything under the rootfs, deepest first. Returns mounts that could not be removed. */
-export function unmountRootfs(paths: WorldPaths): string[] {
-  for (const m of mountsUnder(paths.rootfs)) {
+/** Detaches every mount at or below `dir`, deepest first; returns the mounts still there afterwards. */
+function unmountAllUnder(dir: string): string[] {
+  for (const m of mountsUnder(dir)) {
     try {
       native.umount2(m, native.MNT_DETACH);
     } catch {
       /* reported below if it is still there */
     }
   }
-  return mountsUnder(paths.rootfs);
+  return mountsUnder(dir);
 }
 
-/** Unmounts the overlays and idmapped lowers of every layer. */
+/** Unmounts everything under the rootfs, deepest first. Returns mounts that could not be removed. */
+export function unmountRootfs(paths: WorldPaths): string[] {
+  return unmountAllUnder(paths.rootfs);
+}
+
+/** Unmounts the overlays and idmapped lowers of every layer. Returns mounts that could not be removed. */
 export function unmountLayers(paths: WorldPaths): string[] {
-  for (const m of mountsUnder(paths.layers)) {
-    try {
-      native.umount2(m, native.MNT_DETACH);
-    } catch {
-      /* reported below */
-    }
-  }
-  return mountsUnder(paths.layers);
+  return unmountAllUnder(paths.layers);
 }
 
 /**
