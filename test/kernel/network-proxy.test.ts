@@ -59,6 +59,18 @@ async function echoServer(): Promise<{ server: Server; port: number; seen: Incom
   return { server, port: (server.address() as AddressInfo).port, seen };
 }
 
+/** A small deterministic generator (mulberry32) for replayable fuzz inputs: numbers in [0, 1). */
+function seededRandom(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
 /** Sends bytes and collects everything until the peer closes (or timeoutMs). */
 function exchange(port: number, data: Buffer | string, timeoutMs = 5000): Promise<{ text: string; closed: boolean }> {
   return new Promise((resolve) => {
@@ -189,7 +201,7 @@ test('proxy: destinations outside the allowlist get 403 and a refusal record', a
   assert.equal(proxy.stats().refusedByReason.NOT_ALLOWED, 3);
 });
 
-test('proxy: malformed input gets 400 (431 for oversized heads), is reported, and never takes the proxy down', async () => {
+test('proxy: malformed input gets 400 (431 for oversized heads), is reported, and never takes the proxy down', async (t) => {
   const up = await echoServer();
   const { port, refusals, proxy } = await hostProxy([`127.0.0.1:${up.port}`], { maxHeaderSize: 4096 });
   const cases: [string, RegExp][] = [
@@ -211,7 +223,12 @@ test('proxy: malformed input gets 400 (431 for oversized heads), is reported, an
   assert.equal(refusals.length, cases.length);
   assert.ok(refusals.every((r) => r.reason === 'MALFORMED' && typeof r.time === 'string'));
   // random bytes, many at once
-  const fuzz = await Promise.all(Array.from({ length: 64 }, () => exchange(port, randomBytes(1 + Math.floor(Math.random() * 600)), 4000)));
+  // Seeded, so a failure can be replayed: WORLDLINE_FUZZ_SEED=<seed> runs the same inputs again.
+  const seed = Number(process.env['WORLDLINE_FUZZ_SEED'] ?? randomBytes(4).readUInt32LE(0));
+  t.diagnostic(`fuzz seed ${seed} (replay with WORLDLINE_FUZZ_SEED=${seed})`);
+  const next = seededRandom(seed);
+  const inputs = Array.from({ length: 64 }, () => Buffer.from(Array.from({ length: 1 + Math.floor(next() * 600) }, () => Math.floor(next() * 256))));
+  const fuzz = await Promise.all(inputs.map((input) => exchange(port, input, 4000)));
   assert.ok(fuzz.every((f) => f.closed || f.text === ''), 'every fuzzed connection was answered or left idle');
   const r = await viaProxy(port, `http://127.0.0.1:${up.port}/still-alive`);
   assert.equal(r.status, 200);
