@@ -2,7 +2,8 @@
 import { join, resolve } from 'node:path';
 
 export const repoRoot = resolve(import.meta.dirname, '..', '..');
-export const devDir = join(repoRoot, '.worldline', 'dev');
+/** WORLDLINE_DEV_DIR moves it (the dev-stack test uses a scratch directory, never a developer's stack). */
+export const devDir = process.env['WORLDLINE_DEV_DIR'] ?? join(repoRoot, '.worldline', 'dev');
 export const devPaths = {
   dir: devDir,
   kubeconfig: join(devDir, 'kubeconfig'),
