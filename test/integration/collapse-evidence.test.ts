@@ -60,10 +60,11 @@ describe('collapse evidence on a real stack', () => {
     return waitCollapse(s, name);
   };
 
-  const denied = (c: Record<string, any>, reason: string): void => {
+  /** Denied with exactly these reasons (in the decision's canonical order), and receipted. */
+  const denied = (c: Record<string, any>, ...reasons: string[]): void => {
     assert.equal(c.status.phase, 'Denied', JSON.stringify(c.status));
     assert.equal(c.status.transaction.state, 'DENIED');
-    assert.ok(c.status.decision.reasons.includes(reason), `${reason} expected in ${JSON.stringify(c.status.decision)}`);
+    assert.deepEqual([...(c.status.decision.reasons as string[])].sort(), [...reasons].sort(), `reasons of ${JSON.stringify(c.status.decision)}`);
     assert.ok(c.status.receipt?.id, 'a denied transaction has its receipt too');
   };
 
@@ -158,8 +159,9 @@ describe('collapse evidence on a real stack', () => {
     assert.equal(c.status.reason, 'VERIFIER_EXECUTION_IDENTITY_MISMATCH', JSON.stringify(c.status));
     assert.notEqual(c.status.executedVerifierIdentity, c.status.verifierIdentity);
     const col = await collapse('tamper-col', 'tamper-w');
-    denied(col, 'VERIFIER_EXECUTION_IDENTITY_MISMATCH');
-    assert.ok(col.status.decision.reasons.includes('FOREIGN_WRITE'), 'PRIME re-hashes differently too');
+    // The check was refused (not passed) for the identity mismatch, and PRIME re-hashes differently too
+    // (FOREIGN_WRITE), so it no longer is the base the World forked (IDENTITY_MISMATCH_BASE).
+    denied(col, 'VERIFIER_EXECUTION_IDENTITY_MISMATCH', 'CHECK_NOT_PASSED', 'FOREIGN_WRITE', 'IDENTITY_MISMATCH_BASE');
     // The Root is marked until its bytes are the recorded generation's again.
     const marked = await s.waitFor('Root tamper PrimeConsistent=False', async () => {
       const root = await s.get('root', 'tamper');
@@ -197,8 +199,9 @@ describe('collapse evidence on a real stack', () => {
         }
       },
     });
-    denied(await collapse('forge-col', 'forge-w'), 'EVIDENCE_CONTEXT_INVALID');
-    denied(await collapse('strip-col', 'strip-w'), 'EVIDENCE_CONTEXT_MISSING');
+    // The refused row leaves the roster without a valid execution of the check (EXECUTION_EVIDENCE_INCOMPLETE).
+    denied(await collapse('forge-col', 'forge-w'), 'EVIDENCE_CONTEXT_INVALID', 'EXECUTION_EVIDENCE_INCOMPLETE');
+    denied(await collapse('strip-col', 'strip-w'), 'EVIDENCE_CONTEXT_MISSING', 'EXECUTION_EVIDENCE_INCOMPLETE');
   });
 
   test('staged bytes changed between staging and commit are STAGED_UNTESTED; PRIME stays the base', async () => {

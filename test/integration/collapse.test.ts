@@ -10,6 +10,8 @@ import { execFileSync } from 'node:child_process';
 import { chownSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { parseLedgerLine } from '../../core/receipts/ledger-line.js';
+import { parseReceiptBody, type ReceiptBody } from '../../core/receipts/receipt.js';
 import { receiptsConfigMapName } from '../../node-agent/receipts/publish-public-key.js';
 import { startStack, type Stack } from '../support/stack.js';
 import { getJson } from '../support/wait.js';
@@ -18,6 +20,16 @@ import { applyRoot, describeRun, runWorld, shWorld } from '../support/worlds.js'
 
 const OWNER = 1000;
 const CLI = fileURLToPath(new URL('../../cli/worldline.js', import.meta.url));
+
+/** The newest receipt of the node's ledger, parsed as the ledger's own line and body formats (one shape, no fallbacks). */
+function lastReceipt(s: Stack): ReceiptBody {
+  const lines = readFileSync(join(s.storeDir, 'receipts', 'ledger.jsonl'), 'utf8').trim().split('\n');
+  const line = parseLedgerLine(lines[lines.length - 1]!);
+  assert.ok(line.ok, line.ok ? '' : line.message);
+  const body = parseReceiptBody(line.line.receipt);
+  assert.ok(body.ok, body.ok ? '' : body.message);
+  return body.body;
+}
 
 describe('collapse on a real stack', () => {
   let s: Stack;
@@ -129,10 +141,8 @@ describe('collapse on a real stack', () => {
     const world = await s.waitWorld('multi', ['Collapsed']);
     assert.equal(world.status.reason, 'COLLAPSED');
     // The receipt names both Roots with their before and after digests.
-    const lines = readFileSync(join(s.storeDir, 'receipts', 'ledger.jsonl'), 'utf8').trim().split('\n');
-    const last = JSON.parse(lines[lines.length - 1]!) as { body?: { roots?: { root: string; toGeneration: number }[] } } & Record<string, any>;
-    const body = last.body ?? last.receipt ?? last;
-    assert.deepEqual((body.roots as { root: string; toGeneration: number }[]).map((r) => [r.root, r.toGeneration]), [['multi-a', 2], ['multi-b', 2]]);
+    const body = lastReceipt(s);
+    assert.deepEqual(body.roots.map((r) => [r.root, r.toGeneration]), [['multi-a', 2], ['multi-b', 2]]);
   });
 
   test('CheckpointReturn undoes a World\'s own collapse, once; without a collapse there is nothing to return from', async () => {
@@ -166,8 +176,7 @@ describe('collapse on a real stack', () => {
     assert.equal(readFileSync(join(hostPath, 'keep.txt'), 'utf8'), 'original\n');
     assert.equal(readFileSync(join(hostPath, 'gone.txt'), 'utf8'), 'deleted by the world\n');
     assert.throws(() => readFileSync(join(hostPath, 'new.txt')), { code: 'ENOENT' });
-    const lines = readFileSync(join(s.storeDir, 'receipts', 'ledger.jsonl'), 'utf8').trim().split('\n');
-    assert.match(lines[lines.length - 1]!, /"mode":"CheckpointReturn"/);
+    assert.equal(lastReceipt(s).mode, 'CheckpointReturn');
 
     // PRIME is no longer what the World's collapse made: a second return would discard generation 3's history.
     await s.apply(collapseManifest('ret-back-again', 'ret-w', 'CheckpointReturn'));
