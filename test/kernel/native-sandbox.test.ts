@@ -223,8 +223,16 @@ test('SIGKILL to the world pid kills a background child too (pid namespace teard
     await channel.observe();
     channel.go();
     await channel.started();
+    // Both children forked and exec'd (right after the fork a child still shows sh's command line).
+    const cmdline = (k: number): string => {
+      try {
+        return readFileSync(`/proc/${k}/cmdline`, 'utf8');
+      } catch {
+        return '';
+      }
+    };
     let kids: number[] = [];
-    for (let i = 0; i < 100 && kids.length < 2; i++) {
+    for (let i = 0; i < 250 && !(kids.length === 2 && kids.every((k) => cmdline(k) === 'sleep\u00001000\u0000')); i++) {
       await sleep(20);
       kids = descendants(handle.pid);
     }
