@@ -8,14 +8,14 @@ import { parseConfig } from '../../controller/config.js';
 const now = new Date('2026-11-30T10:00:00Z');
 
 test('a Check naming a missing World says WorldNotFound; a present one copies the node', () => {
-  const missing = computeDependentStatus({ kind: 'Check', metadata: { name: 'c', namespace: 'ns', generation: 1 }, spec: { worldRef: 'w' } }, undefined, now);
+  const missing = computeDependentStatus('Check', { metadata: { name: 'c', namespace: 'ns', generation: 1 }, spec: { worldRef: 'w' } }, undefined, now);
   assert.equal(missing.conditions[0]?.reason, 'WorldNotFound');
   assert.equal(missing.conditions[0]?.status, 'False');
   assert.match(missing.conditions[0]?.message ?? '', /"w".*"ns"/);
-  const found = computeDependentStatus({ kind: 'Collapse', metadata: { name: 'c', namespace: 'ns' }, spec: { worldRef: 'w' } }, { metadata: { name: 'w', uid: 'u' }, status: { nodeName: 'n1' } }, now);
+  const found = computeDependentStatus('Collapse', { metadata: { name: 'c', namespace: 'ns' }, spec: { worldRef: 'w' } }, { metadata: { name: 'w', uid: 'u' }, status: { nodeName: 'n1' } }, now);
   assert.equal(found.conditions[0]?.reason, 'WorldFound');
   assert.equal(found.nodeName, 'n1');
-  const dying = computeDependentStatus({ kind: 'Collapse', metadata: { name: 'c', namespace: 'ns' }, spec: { worldRef: 'w' } }, { metadata: { name: 'w', deletionTimestamp: now } }, now);
+  const dying = computeDependentStatus('Collapse', { metadata: { name: 'c', namespace: 'ns' }, spec: { worldRef: 'w' } }, { metadata: { name: 'w', deletionTimestamp: now.toISOString() } }, now);
   assert.equal(dying.conditions[0]?.reason, 'WorldTerminating');
 });
 
