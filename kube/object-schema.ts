@@ -16,11 +16,15 @@ export interface RefusedMeta {
   resourceVersion?: string;
 }
 
+/** One entry of the refused object's status.conditions, as stored (only `type` is known to be a string). */
+export type RefusedCondition = Record<string, unknown> & { type: string };
+
 /** What a refusal writer needs to know of the refused object's status (read defensively, never cast). */
 export interface RefusedStatus {
   reason?: string;
   message?: string;
-  conditions: { type: string; status?: string; reason?: string; message?: string }[];
+  /** The stored entries that have a string type, verbatim (a refusal keeps every other writer's entries). */
+  conditions: RefusedCondition[];
 }
 
 /** An object its kind's schema does not accept. */
@@ -84,8 +88,7 @@ function refusedStatus(raw: unknown): RefusedStatus {
   const conds = fieldOf(st, 'conditions');
   for (const c of Array.isArray(conds) ? (conds as unknown[]) : []) {
     const type = str(fieldOf(c, 'type'));
-    if (type === undefined) continue;
-    out.conditions.push({ type, status: str(fieldOf(c, 'status')), reason: str(fieldOf(c, 'reason')), message: str(fieldOf(c, 'message')) });
+    if (type !== undefined) out.conditions.push({ ...(c as Record<string, unknown>), type });
   }
   return out;
 }

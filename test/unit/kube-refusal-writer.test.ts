@@ -26,6 +26,20 @@ test('a refusal writes the phase, OBJECT_SCHEMA_INVALID and the message naming t
   assert.deepEqual(s, { conditions: [{ type: 'WorldFound', status: 'False', reason: OBJECT_SCHEMA_INVALID_REASON, message: r.message, lastTransitionTime: '2026-12-01T12:00:00Z', observedGeneration: 2 }] });
 });
 
+test('a refusal keeps every other writer\'s condition entry verbatim and replaces only its own, in place', () => {
+  const other = { type: 'Prepared', status: 'True', reason: 'Prepared', message: 'm', lastTransitionTime: '2026-12-01T10:00:00Z', observedGeneration: 1 };
+  const mine = { type: 'WorldFound', status: 'False', reason: 'WorldNotFound', message: 'x', lastTransitionTime: '2026-12-01T09:00:00Z' };
+  const r = refusalOf({ conditions: [mine, other] });
+  const s = refusalStatus(r, { condition: 'WorldFound' }, now);
+  assert.deepEqual(s.conditions, [
+    // Still False: the transition time is kept.
+    { type: 'WorldFound', status: 'False', reason: OBJECT_SCHEMA_INVALID_REASON, message: r.message, lastTransitionTime: '2026-12-01T09:00:00Z', observedGeneration: 2 },
+    other,
+  ]);
+  const added = refusalStatus(refusalOf({ conditions: [other] }), { condition: 'WorldFound' }, now);
+  assert.deepEqual((added.conditions as { type: string }[]).map((c) => c.type), ['Prepared', 'WorldFound']);
+});
+
 test('a refusal already on status is not written again; a changed message or another owner\'s reason is', () => {
   const fresh = refusalOf();
   assert.equal(refusalShown(fresh, { phase: 'Denied' }), false);
