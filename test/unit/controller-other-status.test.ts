@@ -36,16 +36,16 @@ test('overlapping Root paths on one node: the older Root keeps the path', () => 
 
 test('Policy: private checks after legacy ones, with verifiers; warnings for checks binding no file', () => {
   const base = { metadata: { name: 'p', generation: 2 }, spec: { roots: ['r'] } };
-  const ok = computePolicyStatus({ ...base, spec: { roots: ['r'], checks: [{ name: 'a', command: ['sh', 'checks/a.sh'] }, { name: 'b', command: ['python3', 'v.py'], profile: 'private-evaluator-v1', verifiers: ['v.py'] }] } }, [], () => true, now);
+  const ok = computePolicyStatus({ ...base, spec: { roots: ['r'], checks: [{ name: 'a', command: ['sh', 'checks/a.sh'], profile: 'legacy' }, { name: 'b', command: ['python3', 'v.py'], profile: 'private-evaluator-v1', verifiers: ['v.py'] }] } }, [], () => true, now);
   assert.equal(ok.conditions[0]?.status, 'True');
   assert.deepEqual(ok.warnings, []);
-  const order = computePolicyStatus({ ...base, spec: { roots: ['r'], checks: [{ name: 'b', command: ['x'], profile: 'private-evaluator-v1', verifiers: ['v'] }, { name: 'a', command: ['make', 'test'] }] } }, [], () => true, now);
+  const order = computePolicyStatus({ ...base, spec: { roots: ['r'], checks: [{ name: 'b', command: ['x'], profile: 'private-evaluator-v1', verifiers: ['v'] }, { name: 'a', command: ['make', 'test'], profile: 'legacy' }] } }, [], () => true, now);
   assert.equal(order.conditions[0]?.reason, 'CheckProfileOrderInvalid');
   const noVer = computePolicyStatus({ ...base, spec: { roots: ['r'], checks: [{ name: 'b', command: ['x'], profile: 'private-evaluator-v1' }] } }, [], () => true, now);
   assert.equal(noVer.conditions[0]?.reason, 'PrivateCheckWithoutVerifiers');
   const missingRoot = computePolicyStatus(base, [], () => false, now);
   assert.equal(missingRoot.conditions[0]?.reason, 'PolicyRootNotFound');
-  assert.deepEqual(checkWarnings([{ name: 'm', command: ['make', 'test'] }]).length, 1);
+  assert.deepEqual(checkWarnings([{ name: 'm', command: ['make', 'test'], profile: 'legacy' }]).length, 1);
   assert.equal(namesRelativeFile('-m'), false);
   assert.equal(namesRelativeFile('tests/run.sh'), true);
   assert.equal(namesRelativeFile('/usr/bin/x'), false);
