@@ -219,7 +219,7 @@ export class NodeWorlds {
     const uid = w.metadata?.uid ?? '';
     const gen = w.metadata?.generation;
     this.waiting.set(uid, key);
-    const s = { ...refusedStatus(code, message, gen, this.d.clock.now()), phase: 'Pending' };
+    const s: AgentWorldStatus = { ...refusedStatus(code, message, gen, this.d.clock.now()), phase: 'Pending' };
     const before = w.status?.reason;
     await this.applyStatus(w, s);
     if (before !== code) this.d.events.warning(w, code, message);
