@@ -10,7 +10,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { controlPlaneVersions, startControlPlane, stopControlPlaneAt, type ControlPlane } from '../../scripts/controlplane/harness.js';
 
-const harnessUrl = pathToFileURL(join(dirname(fileURLToPath(import.meta.url)), '../controlplane/harness.js')).href;
+const harnessUrl = pathToFileURL(join(dirname(fileURLToPath(import.meta.url)), '../../scripts/controlplane/harness.js')).href;
 
 /** Running (not gone, not a zombie awaiting its reaper). */
 function alive(pid: number): boolean {
