@@ -1,6 +1,9 @@
 // The controller's informers (one per kind it reads) and the lookups reconcilers need from them.
 import type { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
-import { Informer } from '../kube/informer.js';
+import type { Check, Collapse, Policy, Root, World } from '../crds/index.js';
+import { Informer, type InformedObject, type ObjectCache } from '../kube/informer.js';
+import { kindParsers } from '../kube/kind-parsers.js';
+import type { ObjectParser } from '../kube/object-schema.js';
 import type { Logger } from '../kube/logger.js';
 import type { ResourceRef } from '../kube/resource-ref.js';
 import type { Clock } from '../kube/clock.js';
@@ -14,25 +17,26 @@ export interface LeaseObj extends KubernetesObject {
 }
 
 export class Caches {
-  readonly roots: Informer<KubernetesObject>;
-  readonly policies: Informer<KubernetesObject>;
-  readonly worlds: Informer<KubernetesObject>;
-  readonly checks: Informer<KubernetesObject>;
-  readonly collapses: Informer<KubernetesObject>;
+  readonly roots: Informer<Root>;
+  readonly policies: Informer<Policy>;
+  readonly worlds: Informer<World>;
+  readonly checks: Informer<Check>;
+  readonly collapses: Informer<Collapse>;
   readonly leases: Informer<LeaseObj>;
 
   constructor(kc: KubeConfig, namespace: string, logger: Logger, clock?: Clock) {
-    const mk = <T extends KubernetesObject>(resource: ResourceRef, extra: { namespace?: string; labelSelector?: string } = {}): Informer<T> =>
+    const mk = <T extends InformedObject>(resource: ResourceRef, extra: { namespace?: string; labelSelector?: string; parse?: ObjectParser<T> } = {}): Informer<T> =>
       new Informer<T>({ kubeConfig: kc, resource, logger: logger.child({ informer: resource.kind }), ...(clock ? { clock } : {}), ...extra });
-    this.roots = mk(refs.Root);
-    this.policies = mk(refs.Policy);
-    this.worlds = mk(refs.World);
-    this.checks = mk(refs.Check);
-    this.collapses = mk(refs.Collapse);
+    // The worldline kinds are parsed at the edge: the caches hold only objects their schema accepts.
+    this.roots = mk(refs.Root, { parse: kindParsers.Root });
+    this.policies = mk(refs.Policy, { parse: kindParsers.Policy });
+    this.worlds = mk(refs.World, { parse: kindParsers.World });
+    this.checks = mk(refs.Check, { parse: kindParsers.Check });
+    this.collapses = mk(refs.Collapse, { parse: kindParsers.Collapse });
     this.leases = mk<LeaseObj>(LEASE_REF, { namespace, labelSelector: `${COMPONENT_LABEL}=node-agent` });
   }
 
-  all(): Informer<KubernetesObject>[] {
+  all(): { start(): Promise<void>; stop(): void }[] {
     return [this.roots, this.policies, this.worlds, this.checks, this.collapses, this.leases];
   }
 
@@ -58,15 +62,15 @@ export class Caches {
   worldsUsingRoot(root: string): string[] {
     return this.worlds
       .list()
-      .filter((w) => ((w as { spec?: { roots?: string[] } }).spec?.roots ?? []).includes(root))
-      .map((w) => `${w.metadata?.namespace ?? ''}/${w.metadata?.name ?? ''}`);
+      .filter((w) => w.spec.roots.includes(root))
+      .map((w) => `${w.metadata.namespace ?? ''}/${w.metadata.name ?? ''}`);
   }
 
   /** Keys of Checks or Collapses that reference the World. */
-  dependentsOf(informer: Informer<KubernetesObject>, namespace: string, world: string): string[] {
+  dependentsOf(informer: ObjectCache<Check | Collapse>, namespace: string, world: string): string[] {
     return informer
       .list()
-      .filter((o) => o.metadata?.namespace === namespace && (o as { spec?: { worldRef?: string } }).spec?.worldRef === world)
-      .map((o) => `${namespace}/${o.metadata?.name ?? ''}`);
+      .filter((o) => o.metadata.namespace === namespace && o.spec.worldRef === world)
+      .map((o) => `${namespace}/${o.metadata.name ?? ''}`);
   }
 }

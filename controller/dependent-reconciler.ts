@@ -1,15 +1,16 @@
 // Reconciles Checks and Collapses: links each to its World (ownerReference, node label, nodeName)
 // and says on status whether that World exists. A dependent of a World being deleted is deleted.
-import type { KubernetesObject } from '@kubernetes/client-node';
+import type { Check, Collapse } from '../crds/index.js';
 import type { Clock } from '../kube/clock.js';
-import type { Informer } from '../kube/informer.js';
+import type { ObjectCache } from '../kube/informer.js';
 import type { EventRecorder } from '../kube/events.js';
 import type { ReconcileResult } from '../kube/reconcile.js';
+import type { RefusalWriter } from '../kube/refusal-writer.js';
 import type { ResourceRef } from '../kube/resource-ref.js';
 import { statusEqual, type StatusWriter } from '../kube/status-writer.js';
 import { findCondition } from '../kube/conditions.js';
 import type { Caches } from './caches.js';
-import { computeDependentStatus, type DependentView, type WorldRefView } from './dependent-status.js';
+import { computeDependentStatus } from './dependent-status.js';
 import type { ObjectDeleter } from '../kube/object-deleter.js';
 import { ControllerConditions, NODE_LABEL } from './reasons.js';
 import { API_VERSION } from './api-refs.js';
@@ -17,31 +18,34 @@ import { API_VERSION } from './api-refs.js';
 export interface DependentReconcilerDeps {
   kind: 'Check' | 'Collapse';
   ref: ResourceRef;
-  informer: Informer<KubernetesObject>;
+  informer: ObjectCache<Check | Collapse>;
   caches: Caches;
   status: StatusWriter;
+  refusals: RefusalWriter;
   events: EventRecorder;
   deleter: ObjectDeleter;
   clock: Clock;
 }
 
-type DepObj = KubernetesObject & Omit<DependentView, 'kind'>;
-
 export function makeDependentReconciler(d: DependentReconcilerDeps): (key: string) => Promise<ReconcileResult> {
   return async (key) => {
-    const obj = d.informer.get(key) as DepObj | undefined;
-    if (!obj?.metadata?.name || obj.metadata.deletionTimestamp) return;
+    const refused = d.informer.refusal(key);
+    if (refused) {
+      await d.refusals.refuse(d.ref, refused, { condition: ControllerConditions.WorldFound }, d.clock.now());
+      return;
+    }
+    const obj = d.informer.get(key);
+    if (!obj?.metadata.name || obj.metadata.deletionTimestamp) return;
     const ns = obj.metadata.namespace ?? '';
     const name = obj.metadata.name;
-    const worldRef = obj.spec?.worldRef ?? '';
-    const world = d.caches.worlds.get(`${ns}/${worldRef}`) as (KubernetesObject & WorldRefView) | undefined;
+    const world = d.caches.worlds.get(`${ns}/${obj.spec.worldRef}`);
 
-    if (world?.metadata?.deletionTimestamp) {
+    if (world?.metadata.deletionTimestamp) {
       await d.deleter.delete(d.ref, key);
       return;
     }
 
-    const desired = computeDependentStatus({ ...obj, kind: d.kind }, world, d.clock.now());
+    const desired = computeDependentStatus(d.kind, obj, world, d.clock.now());
     const current = {
       nodeName: obj.status?.nodeName,
       conditions: (obj.status?.conditions ?? []).filter((c) => c.type === ControllerConditions.WorldFound),
@@ -56,8 +60,9 @@ export function makeDependentReconciler(d: DependentReconcilerDeps): (key: strin
       }
     }
 
-    if (world?.metadata?.uid && world.metadata.name) {
-      const owned = (obj.metadata.ownerReferences ?? []).some((o) => o.uid === world.metadata?.uid);
+    if (world?.metadata.uid && world.metadata.name) {
+      const uid = world.metadata.uid;
+      const owned = (obj.metadata.ownerReferences ?? []).some((o) => o.uid === uid);
       const node = world.status?.nodeName;
       const labelled = !node || obj.metadata.labels?.[NODE_LABEL] === node;
       if (!owned || !labelled) {

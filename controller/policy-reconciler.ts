@@ -1,20 +1,25 @@
 // Reconciles a Policy's controller-owned status: the Accepted condition and the verifier warnings.
-import type { KubernetesObject } from '@kubernetes/client-node';
 import type { Clock } from '../kube/clock.js';
 import { findCondition } from '../kube/conditions.js';
 import type { EventRecorder } from '../kube/events.js';
 import type { ReconcileResult } from '../kube/reconcile.js';
+import type { RefusalWriter } from '../kube/refusal-writer.js';
 import { statusEqual, type StatusWriter } from '../kube/status-writer.js';
 import type { Caches } from './caches.js';
-import { computePolicyStatus, type PolicyObj } from './policy-status.js';
+import { computePolicyStatus } from './policy-status.js';
 import { ControllerConditions } from './reasons.js';
 import { refs } from './api-refs.js';
 
-export function makePolicyReconciler(d: { caches: Caches; status: StatusWriter; events: EventRecorder; clock: Clock }): (key: string) => Promise<ReconcileResult> {
+export function makePolicyReconciler(d: { caches: Caches; status: StatusWriter; refusals: RefusalWriter; events: EventRecorder; clock: Clock }): (key: string) => Promise<ReconcileResult> {
   return async (key) => {
-    const policy = d.caches.policies.get(key) as (KubernetesObject & PolicyObj & { status?: { warnings?: string[] } }) | undefined;
-    if (!policy?.metadata?.name || policy.metadata.deletionTimestamp) return;
-    const all = d.caches.policies.list() as (KubernetesObject & PolicyObj)[];
+    const refused = d.caches.policies.refusal(key);
+    if (refused) {
+      await d.refusals.refuse(refs.Policy, refused, { condition: ControllerConditions.Accepted }, d.clock.now());
+      return;
+    }
+    const policy = d.caches.policies.get(key);
+    if (!policy?.metadata.name || policy.metadata.deletionTimestamp) return;
+    const all = d.caches.policies.list();
     const desired = computePolicyStatus(policy, all, (r) => d.caches.roots.get(r) !== undefined, d.clock.now());
     const current = {
       conditions: (policy.status?.conditions ?? []).filter((c) => c.type === ControllerConditions.Accepted),

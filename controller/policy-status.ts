@@ -1,20 +1,19 @@
 // The controller's part of a Policy's status: checks that need more than the schema can say
 // (Roots exist, one Policy per Root, private-evaluator ordering and verifiers) and warnings for
 // checks that bind no verifier file.
+import { governsAny, olderPolicyFirst } from '../core/policy/governing.js';
+import type { ObjectMeta, PolicyCheck, PolicySpec, PolicyStatus } from '../crds/index.js';
 import { setCondition, type Condition } from '../kube/conditions.js';
 import { ControllerConditions, Reasons } from './reasons.js';
 
-export interface PolicyCheckView {
-  name?: string;
-  command?: readonly string[];
-  verifiers?: readonly string[];
-  profile?: string;
-}
+/** What the status reads of one of a Policy's checks (a Pick of the parsed check). */
+export type PolicyCheckView = Pick<PolicyCheck, 'name' | 'command' | 'verifiers' | 'profile'>;
 
+/** What the Policy's controller status reads (a Pick of the parsed Policy). */
 export interface PolicyObj {
-  metadata: { name?: string; generation?: number; creationTimestamp?: Date | string };
-  spec?: { roots?: readonly string[]; checks?: readonly PolicyCheckView[] };
-  status?: { conditions?: readonly Condition[] };
+  metadata: Pick<ObjectMeta, 'name' | 'generation' | 'creationTimestamp'>;
+  spec: Pick<PolicySpec, 'roots'> & { checks?: readonly PolicyCheckView[] };
+  status?: Pick<PolicyStatus, 'conditions'>;
 }
 
 export interface PolicyControllerStatus {
@@ -32,26 +31,19 @@ export function namesRelativeFile(arg: string): boolean {
 export function checkWarnings(checks: readonly PolicyCheckView[]): string[] {
   const out: string[] = [];
   for (const c of checks) {
-    const argv = c.command ?? [];
+    const argv = c.command;
     const bindsFile = argv.slice(1).some(namesRelativeFile) || (argv[0] !== undefined && namesRelativeFile(argv[0]));
     if ((c.verifiers ?? []).length === 0 && !bindsFile) {
-      out.push(`check "${c.name ?? ''}" names no verifier file and declares no verifiers; its evidence binds no verifier bytes — declare spec.checks[].verifiers`);
+      out.push(`check "${c.name}" names no verifier file and declares no verifiers; its evidence binds no verifier bytes — declare spec.checks[].verifiers`);
     }
   }
   return out;
 }
 
-function olderFirst(a: PolicyObj, b: PolicyObj): number {
-  const ta = a.metadata.creationTimestamp ? new Date(a.metadata.creationTimestamp).getTime() : Number.MAX_SAFE_INTEGER;
-  const tb = b.metadata.creationTimestamp ? new Date(b.metadata.creationTimestamp).getTime() : Number.MAX_SAFE_INTEGER;
-  if (ta !== tb) return ta - tb;
-  return (a.metadata.name ?? '').localeCompare(b.metadata.name ?? '');
-}
-
 export function computePolicyStatus(policy: PolicyObj, policies: readonly PolicyObj[], rootExists: (name: string) => boolean, now: Date): PolicyControllerStatus {
   const prev = policy.status?.conditions?.filter((c) => c.type === ControllerConditions.Accepted);
-  const checks = policy.spec?.checks ?? [];
-  const roots = policy.spec?.roots ?? [];
+  const checks = policy.spec.checks ?? [];
+  const roots = policy.spec.roots;
   let verdict: { ok: boolean; r: (typeof Reasons)[keyof typeof Reasons]; message: string } = {
     ok: true,
     r: Reasons.PolicyAccepted,
@@ -62,16 +54,16 @@ export function computePolicyStatus(policy: PolicyObj, policies: readonly Policy
   const lateLegacy = firstPrivate >= 0 ? checks.slice(firstPrivate).find((c) => c.profile !== 'private-evaluator-v1') : undefined;
   const unverified = checks.find((c) => c.profile === 'private-evaluator-v1' && (c.verifiers ?? []).length === 0);
   const rival = policies
-    .filter((p) => p.metadata.name !== policy.metadata.name && (p.spec?.roots ?? []).some((r) => roots.includes(r)))
-    .sort(olderFirst)[0];
+    .filter((p) => p.metadata.name !== policy.metadata.name && governsAny(p, roots))
+    .sort(olderPolicyFirst)[0];
   if (missing.length > 0) {
     verdict = { ok: false, r: Reasons.PolicyRootNotFound, message: `Root ${missing.map((m) => `"${m}"`).join(', ')} does not exist` };
   } else if (lateLegacy) {
-    verdict = { ok: false, r: Reasons.CheckProfileOrderInvalid, message: `check "${lateLegacy.name ?? ''}" (legacy) follows a private-evaluator-v1 check; private checks must come after every legacy check` };
+    verdict = { ok: false, r: Reasons.CheckProfileOrderInvalid, message: `check "${lateLegacy.name}" (legacy) follows a private-evaluator-v1 check; private checks must come after every legacy check` };
   } else if (unverified) {
-    verdict = { ok: false, r: Reasons.PrivateCheckWithoutVerifiers, message: `private-evaluator-v1 check "${unverified.name ?? ''}" must declare spec.checks[].verifiers` };
-  } else if (rival && olderFirst(rival, policy) < 0) {
-    const shared = (rival.spec?.roots ?? []).filter((r) => roots.includes(r));
+    verdict = { ok: false, r: Reasons.PrivateCheckWithoutVerifiers, message: `private-evaluator-v1 check "${unverified.name}" must declare spec.checks[].verifiers` };
+  } else if (rival && olderPolicyFirst(rival, policy) < 0) {
+    const shared = rival.spec.roots.filter((r) => roots.includes(r));
     verdict = { ok: false, r: Reasons.PolicyRootConflict, message: `Policy "${rival.metadata.name ?? ''}" already governs Root ${shared.map((s) => `"${s}"`).join(', ')}` };
   }
   const conditions = setCondition(prev, { type: ControllerConditions.Accepted, status: verdict.ok ? 'True' : 'False', reason: verdict.r.reason, message: verdict.message }, policy.metadata.generation, now);

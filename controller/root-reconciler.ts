@@ -1,20 +1,25 @@
 // Reconciles a Root's controller-owned condition (Accepted: no overlapping Root on its node).
-import type { KubernetesObject } from '@kubernetes/client-node';
 import type { Clock } from '../kube/clock.js';
 import { findCondition } from '../kube/conditions.js';
 import type { EventRecorder } from '../kube/events.js';
 import type { ReconcileResult } from '../kube/reconcile.js';
+import type { RefusalWriter } from '../kube/refusal-writer.js';
 import { statusEqual, type StatusWriter } from '../kube/status-writer.js';
 import type { Caches } from './caches.js';
 import { ControllerConditions } from './reasons.js';
 import { refs } from './api-refs.js';
-import { computeRootStatus, type RootObj } from './root-status.js';
+import { computeRootStatus } from './root-status.js';
 
-export function makeRootReconciler(d: { caches: Caches; status: StatusWriter; events: EventRecorder; clock: Clock }): (key: string) => Promise<ReconcileResult> {
+export function makeRootReconciler(d: { caches: Caches; status: StatusWriter; refusals: RefusalWriter; events: EventRecorder; clock: Clock }): (key: string) => Promise<ReconcileResult> {
   return async (key) => {
-    const root = d.caches.roots.get(key) as (KubernetesObject & RootObj) | undefined;
-    if (!root?.metadata?.name || root.metadata.deletionTimestamp) return;
-    const all = d.caches.roots.list() as (KubernetesObject & RootObj)[];
+    const refused = d.caches.roots.refusal(key);
+    if (refused) {
+      await d.refusals.refuse(refs.Root, refused, { condition: ControllerConditions.Accepted }, d.clock.now());
+      return;
+    }
+    const root = d.caches.roots.get(key);
+    if (!root?.metadata.name || root.metadata.deletionTimestamp) return;
+    const all = d.caches.roots.list();
     const desired = computeRootStatus(root, all, d.clock.now());
     const current = (root.status?.conditions ?? []).filter((c) => c.type === ControllerConditions.Accepted);
     if (statusEqual(current, desired.conditions)) return;

@@ -1,12 +1,14 @@
 // The controller's part of a Root's status: a Root is accepted unless another Root on the same node
 // already manages the same directory or one nested in or around it (the older Root keeps it).
+import type { ObjectMeta, RootSpec, RootStatus } from '../crds/index.js';
 import { setCondition, type Condition } from '../kube/conditions.js';
 import { ControllerConditions, Reasons } from './reasons.js';
 
+/** What the Root's controller status reads (a Pick of the parsed Root). */
 export interface RootObj {
-  metadata: { name?: string; generation?: number; creationTimestamp?: Date | string };
-  spec?: { nodeName?: string; path?: string };
-  status?: { conditions?: readonly Condition[] };
+  metadata: Pick<ObjectMeta, 'name' | 'generation' | 'creationTimestamp'>;
+  spec: Pick<RootSpec, 'nodeName' | 'path'>;
+  status?: Pick<RootStatus, 'conditions'>;
 }
 
 export interface RootControllerStatus {
@@ -35,11 +37,10 @@ function olderFirst(a: RootObj, b: RootObj): number {
 
 /** The Root that wins the path this one overlaps, if any. */
 export function conflictingRoot(root: RootObj, all: readonly RootObj[]): RootObj | undefined {
-  const node = root.spec?.nodeName;
-  const path = root.spec?.path;
-  if (!node || !path) return undefined;
+  const node = root.spec.nodeName;
+  const path = root.spec.path;
   const rivals = all
-    .filter((o) => o.metadata.name !== root.metadata.name && o.spec?.nodeName === node && o.spec?.path && pathsOverlap(o.spec.path, path))
+    .filter((o) => o.metadata.name !== root.metadata.name && o.spec.nodeName === node && pathsOverlap(o.spec.path, path))
     .sort(olderFirst);
   const first = rivals[0];
   if (first && olderFirst(first, root) < 0) return first;
@@ -54,13 +55,13 @@ export function computeRootStatus(root: RootObj, all: readonly RootObj[], now: D
         type: ControllerConditions.Accepted,
         status: 'False' as const,
         reason: Reasons.RootPathConflict.reason,
-        message: `Root "${rival.metadata.name ?? ''}" already manages ${rival.spec?.path ?? ''} on node "${rival.spec?.nodeName ?? ''}", which overlaps ${root.spec?.path ?? ''}`,
+        message: `Root "${rival.metadata.name ?? ''}" already manages ${rival.spec.path} on node "${rival.spec.nodeName}", which overlaps ${root.spec.path}`,
       }
     : {
         type: ControllerConditions.Accepted,
         status: 'True' as const,
         reason: Reasons.RootAccepted.reason,
-        message: `no other Root manages ${root.spec?.path ?? ''} on node "${root.spec?.nodeName ?? ''}"`,
+        message: `no other Root manages ${root.spec.path} on node "${root.spec.nodeName}"`,
       };
   return { conditions: setCondition(prev, cond, root.metadata.generation, now) };
 }

@@ -1,27 +1,24 @@
 // The Checks a Captured World needs: one per check of the Policy governing its Roots, named
 // <world>-<check>, owned by the World. Created idempotently (AlreadyExists is success); the summary
 // "passed/required" for the World's CHECKS column is computed from the Checks' verdicts.
-import type { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
+import type { KubeConfig } from '@kubernetes/client-node';
+import { governingPolicy, type GoverningCandidate } from '../core/policy/governing.js';
+import type { Check, PolicySpec } from '../crds/index.js';
 import { isAlreadyExists } from '../kube/api-error.js';
 import { collectionPath } from '../kube/api-paths.js';
 import { httpClientFor } from '../kube/http.js';
-import type { Informer } from '../kube/informer.js';
+import type { ObjectCache } from '../kube/informer.js';
 import { API_VERSION, refs } from './api-refs.js';
 
-interface PolicyChecksView {
-  spec?: { roots?: readonly string[]; checks?: readonly { name?: string }[] };
-}
+/** What the required checks read of a Policy. */
+type PolicyChecksView = GoverningCandidate & { spec: Pick<PolicySpec, 'checks'> };
 
-interface CheckView {
-  metadata?: { name?: string; namespace?: string };
-  spec?: { worldRef?: string; name?: string; revalidate?: boolean };
-  status?: { verdict?: string; subject?: string };
-}
+/** What the summary reads of a Check. */
+type CheckView = Pick<Check, 'spec' | 'status'>;
 
 /** Names of the checks the Policy governing any of the Roots requires (policy order); [] when none governs. */
-export function requiredChecks(policies: readonly KubernetesObject[], roots: readonly string[]): string[] {
-  const p = (policies as (KubernetesObject & PolicyChecksView)[]).find((x) => (x.spec?.roots ?? []).some((r) => roots.includes(r)));
-  return (p?.spec?.checks ?? []).map((c) => c.name ?? '').filter((n) => n !== '');
+export function requiredChecks(policies: readonly PolicyChecksView[], roots: readonly string[]): string[] {
+  return (governingPolicy(policies, roots)?.spec.checks ?? []).map((c) => c.name);
 }
 
 /** The Check object name for a World's required check. */
@@ -30,13 +27,13 @@ export function checkObjectName(world: string, check: string): string {
 }
 
 /** The controller-created Check of a World's required check, when it is the one for that World and check. */
-function requiredCheck(checks: Informer<KubernetesObject>, namespace: string, world: string, name: string): CheckView | undefined {
-  const c: CheckView | undefined = checks.get(`${namespace}/${checkObjectName(world, name)}`);
-  return c?.spec?.worldRef === world && c.spec.name === name ? c : undefined;
+function requiredCheck(checks: ObjectCache<CheckView>, namespace: string, world: string, name: string): CheckView | undefined {
+  const c = checks.get(`${namespace}/${checkObjectName(world, name)}`);
+  return c?.spec.worldRef === world && c.spec.name === name ? c : undefined;
 }
 
 /** "passed/required" over the controller-created Checks of the World (revalidations are not counted). */
-export function checksSummary(checks: Informer<KubernetesObject>, namespace: string, world: string, required: readonly string[]): string {
+export function checksSummary(checks: ObjectCache<CheckView>, namespace: string, world: string, required: readonly string[]): string {
   const passed = required.filter((name) => requiredCheck(checks, namespace, world, name)?.status?.verdict === 'PASS').length;
   return `${passed}/${required.length}`;
 }
@@ -58,7 +55,7 @@ export function checkCreator(kc: KubeConfig): CheckCreator {
 /** Creates each required Check the informer does not hold yet. */
 export async function ensureChecks(
   create: CheckCreator,
-  checks: Informer<KubernetesObject>,
+  checks: ObjectCache<CheckView>,
   world: { name: string; namespace: string; uid: string },
   required: readonly string[],
 ): Promise<string[]> {
@@ -87,7 +84,7 @@ export async function ensureChecks(
  * check required it is True (NoChecksRequired): the collapse then needs no evaluation either.
  */
 export function checksPassedCondition(
-  checks: Informer<KubernetesObject>,
+  checks: ObjectCache<CheckView>,
   namespace: string,
   world: string,
   required: readonly string[],

@@ -1,18 +1,19 @@
 // Reconciles a World: binds it to the node of its Roots, keeps the controller's conditions current,
 // holds the node-cleanup finalizer while it is bound, and deletes its Checks and Collapses when the
 // World is deleted (ownerReferences do the same wherever a garbage collector runs).
-import type { KubernetesObject } from '@kubernetes/client-node';
+import type { World } from '../crds/index.js';
 import type { Clock } from '../kube/clock.js';
 import { findCondition, setCondition } from '../kube/conditions.js';
 import type { EventRecorder } from '../kube/events.js';
 import type { Logger } from '../kube/logger.js';
 import type { ReconcileResult } from '../kube/reconcile.js';
+import type { RefusalWriter } from '../kube/refusal-writer.js';
 import { statusEqual, type StatusWriter } from '../kube/status-writer.js';
 import type { Caches } from './caches.js';
 import type { ObjectDeleter } from '../kube/object-deleter.js';
 import { ControllerConditions, NODE_CLEANUP_FINALIZER, NODE_LABEL } from './reasons.js';
 import { API_VERSION, refs } from './api-refs.js';
-import { computeWorldStatus, type RootView, type WorldView } from './world-status.js';
+import { computeWorldStatus, type RootView } from './world-status.js';
 import { checksPassedCondition, checksSummary, ensureChecks, requiredChecks, type CheckCreator } from './world-checks.js';
 
 /** How often a World waiting on a node-agent's heartbeat is looked at again (leases expire silently). */
@@ -21,6 +22,7 @@ const PRESENCE_RECHECK_MS = 10_000;
 export interface WorldReconcilerDeps {
   caches: Caches;
   status: StatusWriter;
+  refusals: RefusalWriter;
   events: EventRecorder;
   deleter: ObjectDeleter;
   clock: Clock;
@@ -29,21 +31,26 @@ export interface WorldReconcilerDeps {
   createCheck: CheckCreator;
 }
 
-type WorldObj = KubernetesObject & WorldView & { status?: Record<string, unknown> & WorldView['status'] };
-
-function ownedSubset(status: WorldView['status'] & Record<string, unknown> | undefined, keys: readonly string[]): Record<string, unknown> {
+function ownedSubset(status: World['status'], keys: readonly string[]): Record<string, unknown> {
   const out: Record<string, unknown> = {};
+  const st: Record<string, unknown> = { ...status };
   for (const k of keys) {
     if (k === 'conditions') continue;
-    if (status?.[k] !== undefined) out[k] = status[k];
+    if (st[k] !== undefined) out[k] = st[k];
   }
   return out;
 }
 
 export function makeWorldReconciler(d: WorldReconcilerDeps): (key: string) => Promise<ReconcileResult> {
   return async (key) => {
-    const world = d.caches.worlds.get(key) as WorldObj | undefined;
-    if (!world?.metadata?.name) return;
+    const refused = d.caches.worlds.refusal(key);
+    if (refused) {
+      // The World is refused by name: Accepted=False and phase Refused with OBJECT_SCHEMA_INVALID.
+      await d.refusals.refuse(refs.World, refused, { condition: ControllerConditions.Accepted, phase: 'Refused' }, d.clock.now());
+      return;
+    }
+    const world = d.caches.worlds.get(key);
+    if (!world?.metadata.name) return;
     const ns = world.metadata.namespace ?? '';
     const name = world.metadata.name;
 
@@ -59,8 +66,8 @@ export function makeWorldReconciler(d: WorldReconcilerDeps): (key: string) => Pr
     }
 
     const roots = new Map<string, RootView>();
-    for (const r of world.spec?.roots ?? []) {
-      const root = d.caches.roots.get(r) as (KubernetesObject & RootView) | undefined;
+    for (const r of world.spec.roots) {
+      const root = d.caches.roots.get(r);
       if (root) roots.set(r, root);
     }
     const now = d.clock.now();
@@ -68,14 +75,14 @@ export function makeWorldReconciler(d: WorldReconcilerDeps): (key: string) => Pr
     // A captured candidate needs one Check per check of the governing Policy (created while Captured);
     // the CHECKS column and ChecksPassed follow them, and stay once the World is Collapsed.
     const phase = world.status?.phase;
-    const policyChecks = phase === 'Captured' || phase === 'Collapsed' ? requiredChecks(d.caches.policies.list(), world.spec?.roots ?? []) : [];
+    const policyChecks = phase === 'Captured' || phase === 'Collapsed' ? requiredChecks(d.caches.policies.list(), world.spec.roots) : [];
     if (phase === 'Captured' && policyChecks.length > 0 && world.metadata.uid) {
       const made = await ensureChecks(d.createCheck, d.caches.checks, { name, namespace: ns, uid: world.metadata.uid }, policyChecks);
       if (made.length > 0) d.events.normal(world, 'ChecksCreated', `created Check ${made.join(', ')} for the captured candidate`);
     }
     let desired = policyChecks.length > 0 ? { ...computed, checksSummary: checksSummary(d.caches.checks, ns, name, policyChecks) } : computed;
     if (phase === 'Captured' || phase === 'Collapsed') {
-      const candidate = (world.status?.candidate as { digest?: string } | undefined)?.digest;
+      const candidate = world.status?.candidate?.digest;
       const prev = findCondition(world.status?.conditions, 'ChecksPassed');
       const cond = phase === 'Collapsed' && prev ? { status: prev.status, reason: prev.reason, message: prev.message } : checksPassedCondition(d.caches.checks, ns, name, policyChecks, candidate);
       desired = { ...desired, conditions: setCondition([...desired.conditions, ...(prev ? [prev] : [])], { type: 'ChecksPassed', ...cond }, world.metadata.generation, now) };

@@ -1,20 +1,23 @@
 // The controller's part of a World's status, computed as a pure function of the World, the Roots it
 // names and whether a node-agent serves the node. The node-agent owns the rest of the status (phase
 // after it picks the World up, admission, isolation, candidate, exit) under its own field manager.
+import type { ObjectMeta, RootSpec, RootStatus, WorldSpec, WorldStatus } from '../crds/index.js';
 import { setCondition, type Condition } from '../kube/conditions.js';
 import { ControllerConditions, Reasons } from './reasons.js';
 
+/** What binding reads of a Root (a Pick of the parsed Root). */
 export interface RootView {
-  metadata: { name?: string };
-  spec?: { nodeName?: string; path?: string };
-  status?: { phase?: string };
+  metadata: Pick<ObjectMeta, 'name'>;
+  spec: Pick<RootSpec, 'nodeName' | 'path'>;
+  status?: Pick<RootStatus, 'phase'>;
 }
 
+/** What the controller's World status reads of a World (a Pick of the parsed World). */
 export interface WorldView {
-  metadata: { name?: string; namespace?: string; generation?: number; deletionTimestamp?: Date | string };
-  spec?: { roots?: readonly string[] };
+  metadata: Pick<ObjectMeta, 'name' | 'namespace' | 'generation' | 'deletionTimestamp'>;
+  spec: Pick<WorldSpec, 'roots'>;
   /** `admission` is the node-agent's: present once the agent has answered for the World (even Pending or Refused). */
-  status?: { phase?: string; nodeName?: string; conditions?: readonly Condition[]; admission?: unknown };
+  status?: Pick<WorldStatus, 'phase' | 'nodeName' | 'conditions' | 'admission'>;
 }
 
 /** The fields of World.status the controller applies (field manager `worldline-controller`). */
@@ -39,7 +42,7 @@ const WORLD_OWNED_CONDITIONS = new Set<string>([ControllerConditions.Accepted, '
  * Phases the controller sets. Any other phase means the node-agent has taken the World over; so does an
  * admission answer on status, since the node-agent also writes Pending (waiting for room) and Refused.
  */
-const CONTROLLER_PHASES = new Set([undefined, '', 'Pending', 'Refused']);
+const CONTROLLER_PHASES = new Set<WorldStatus['phase']>([undefined, 'Pending', 'Refused']);
 
 type Verdict =
   | { bound: true; nodeName: string }
@@ -47,7 +50,7 @@ type Verdict =
 
 /** Checks the Roots named by a World: all exist, all Ready, all on one node. */
 export function bindWorld(world: WorldView, roots: ReadonlyMap<string, RootView>): Verdict {
-  const names = world.spec?.roots ?? [];
+  const names = world.spec.roots;
   if (names.length === 0) {
     return { bound: false, refuse: true, reason: Reasons.RootNotFound, message: 'spec.roots names no Root' };
   }
@@ -62,7 +65,7 @@ export function bindWorld(world: WorldView, roots: ReadonlyMap<string, RootView>
   }
   const nodes = new Map<string, string[]>();
   for (const n of names) {
-    const node = roots.get(n)?.spec?.nodeName ?? '';
+    const node = roots.get(n)?.spec.nodeName ?? '';
     nodes.set(node, [...(nodes.get(node) ?? []), n]);
   }
   if (nodes.size > 1) {

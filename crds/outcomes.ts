@@ -68,6 +68,11 @@ export const ISOLATION_INSUFFICIENT = 'ISOLATION_INSUFFICIENT';
 export const CHECK_PROFILE_ORDER_INVALID = 'CHECK_PROFILE_ORDER_INVALID';
 /** The World's credentials Secret or key could not be read. */
 export const CREDENTIALS_UNAVAILABLE = 'CREDENTIALS_UNAVAILABLE';
+/**
+ * The stored object does not match its kind's schema (an older version's shape, a hand edit, a field of the
+ * wrong type): it is refused at the informer, never cast, and the message names the field paths.
+ */
+export const OBJECT_SCHEMA_INVALID = 'OBJECT_SCHEMA_INVALID';
 
 export const ADDITIONAL_OUTCOMES = [
   ROOT_NOT_FOUND,
@@ -78,6 +83,7 @@ export const ADDITIONAL_OUTCOMES = [
   ISOLATION_INSUFFICIENT,
   CHECK_PROFILE_ORDER_INVALID,
   CREDENTIALS_UNAVAILABLE,
+  OBJECT_SCHEMA_INVALID,
 ] as const;
 
 /** Every named outcome the API knows. */

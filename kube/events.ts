@@ -2,7 +2,14 @@
 // object+type+reason+message within a window become one Event whose series.count grows. Recording never
 // throws into callers: writes run in the background, failures are logged; flush() waits for them.
 import { randomBytes } from 'node:crypto';
-import type { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
+import type { KubeConfig } from '@kubernetes/client-node';
+
+/** The object an Event is about: any API object (a client-node one or a kind parsed from crds/). */
+export interface EventSubject {
+  apiVersion?: string;
+  kind?: string;
+  metadata?: { name?: string; namespace?: string; uid?: string; resourceVersion?: string };
+}
 import { isNotFound } from './api-error.js';
 import { collectionPath, objectPath } from './api-paths.js';
 import { systemClock, type Clock } from './clock.js';
@@ -62,11 +69,11 @@ export class EventRecorder {
     this.flushMs = opts.seriesFlushMs ?? 2000;
   }
 
-  normal(obj: KubernetesObject, reason: string, message: string): void {
+  normal(obj: EventSubject, reason: string, message: string): void {
     this.record(obj, 'Normal', reason, message);
   }
 
-  warning(obj: KubernetesObject, reason: string, message: string): void {
+  warning(obj: EventSubject, reason: string, message: string): void {
     this.record(obj, 'Warning', reason, message);
   }
 
@@ -78,7 +85,7 @@ export class EventRecorder {
     await this.chain;
   }
 
-  private record(obj: KubernetesObject, type: EventType, reason: string, message: string): void {
+  private record(obj: EventSubject, type: EventType, reason: string, message: string): void {
     try {
       const m = obj.metadata ?? {};
       const now = this.clock.now();
@@ -104,7 +111,7 @@ export class EventRecorder {
     }
   }
 
-  private eventBody(obj: KubernetesObject, e: SeriesEntry, type: EventType, reason: string, message: string, now: Date): Record<string, unknown> {
+  private eventBody(obj: EventSubject, e: SeriesEntry, type: EventType, reason: string, message: string, now: Date): Record<string, unknown> {
     const m = obj.metadata ?? {};
     const body: Record<string, unknown> = {
       apiVersion: 'events.k8s.io/v1',

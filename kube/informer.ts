@@ -1,18 +1,39 @@
 // A list+watch cache for one resource that never gives up: relists on 410 Gone (diffing against the cache),
 // backs off with jitter on any other error, resumes watches from the last resourceVersion, uses bookmarks.
 // The cache is updated before handlers run, so a handler (or a worker it wakes) sees the new state via get().
-import type { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
+// Given a parser (kube/object-schema.ts), it parses every object at the edge: the cache holds only objects
+// the kind's schema accepts, typed; any other one is held as a named refusal (refusal(key), onRefuse) and
+// never reaches get(), list() or the add/update/delete handlers.
+import type { KubeConfig } from '@kubernetes/client-node';
 import { isGone, ApiError, type KubeStatus } from './api-error.js';
 import { collectionPath } from './api-paths.js';
 import { Backoff } from './backoff.js';
 import { systemClock, type Clock } from './clock.js';
 import { httpClientFor, type KubeHttpClient, type Query } from './http.js';
 import { nullLogger, type Logger } from './logger.js';
+import type { ObjectParser, ObjectRefusal } from './object-schema.js';
 import { apiVersionOf, objectKey, type ResourceRef } from './resource-ref.js';
 import { readWatchEvents } from './watch-stream.js';
 
-export interface InformerOptions {
+/** What the informer needs of any object: its key and version. */
+export interface InformedObject {
+  apiVersion?: string;
+  kind?: string;
+  metadata?: { name?: string; namespace?: string; resourceVersion?: string };
+}
+
+/** A read-only view of an informer's cache (covariant, so a cache of a kind is a cache of its Picks). */
+export interface ObjectCache<T> {
+  get(key: string): T | undefined;
+  list(): T[];
+  /** The refusal of the object at `key`, when its schema does not accept it. */
+  refusal(key: string): ObjectRefusal | undefined;
+}
+
+export interface InformerOptions<T = unknown> {
   kubeConfig: KubeConfig;
+  /** Parses each object at the edge; without it objects are taken as T unchecked (core kinds such as Lease). */
+  parse?: ObjectParser<T>;
   resource: ResourceRef;
   namespace?: string;
   labelSelector?: string;
@@ -26,13 +47,17 @@ export interface InformerOptions {
   pageSize?: number;
 }
 
-interface ListResponse<T> { metadata?: { resourceVersion?: string; continue?: string }; items?: T[] }
+interface ListResponse { metadata?: { resourceVersion?: string; continue?: string }; items?: InformedObject[] }
 
 class GoneError extends Error {}
 
-type Emit<T> = { type: 'add'; obj: T } | { type: 'update'; obj: T; old: T } | { type: 'delete'; obj: T };
+type Emit<T> =
+  | { type: 'add'; obj: T }
+  | { type: 'update'; obj: T; old: T }
+  | { type: 'delete'; obj: T }
+  | { type: 'refuse'; refusal: ObjectRefusal };
 
-export class Informer<T extends KubernetesObject> {
+export class Informer<T extends InformedObject> implements ObjectCache<T> {
   private readonly http: KubeHttpClient;
   private readonly clock: Clock;
   private readonly log: Logger;
@@ -41,6 +66,8 @@ export class Informer<T extends KubernetesObject> {
   private readonly addFns: ((obj: T) => void)[] = [];
   private readonly updateFns: ((obj: T, old: T) => void)[] = [];
   private readonly deleteFns: ((obj: T) => void)[] = [];
+  private readonly refuseFns: ((refusal: ObjectRefusal) => void)[] = [];
+  private readonly refused = new Map<string, ObjectRefusal>();
   private resourceVersion: string | undefined;
   private synced = false;
   private lists = 0;
@@ -48,7 +75,7 @@ export class Informer<T extends KubernetesObject> {
   private attempt: AbortController | undefined;
   private running: Promise<void> | undefined;
 
-  constructor(private readonly opts: InformerOptions) {
+  constructor(private readonly opts: InformerOptions<T>) {
     this.http = httpClientFor(opts.kubeConfig);
     this.clock = opts.clock ?? systemClock;
     this.log = (opts.logger ?? nullLogger).child({ informer: opts.resource.plural, namespace: opts.namespace });
@@ -58,9 +85,14 @@ export class Informer<T extends KubernetesObject> {
   onAdd(fn: (obj: T) => void): void { this.addFns.push(fn); }
   onUpdate(fn: (obj: T, old: T) => void): void { this.updateFns.push(fn); }
   onDelete(fn: (obj: T) => void): void { this.deleteFns.push(fn); }
+  /** Called when an object (new or changed) is refused by the parser; it leaves the typed cache without a delete. */
+  onRefuse(fn: (refusal: ObjectRefusal) => void): void { this.refuseFns.push(fn); }
 
   get(key: string): T | undefined { return this.cache.get(key); }
   list(): T[] { return [...this.cache.values()]; }
+  /** The refusal of the object at `key`, when it exists and its schema does not accept it. */
+  refusal(key: string): ObjectRefusal | undefined { return this.refused.get(key); }
+  refusals(): ObjectRefusal[] { return [...this.refused.values()]; }
   hasSynced(): boolean { return this.synced; }
   /** Lists performed after the initial one (410 Gone recoveries, failed-list retries). */
   get relists(): number { return Math.max(0, this.lists - 1); }
@@ -123,11 +155,11 @@ export class Informer<T extends KubernetesObject> {
 
   private async relist(signal: AbortSignal): Promise<void> {
     const path = collectionPath(this.opts.resource, this.opts.namespace);
-    const items: T[] = [];
+    const items: InformedObject[] = [];
     let cont: string | undefined;
     let rv: string | undefined;
     do {
-      const page = await this.http.request<ListResponse<T>>({
+      const page = await this.http.request<ListResponse>({
         path, signal, query: this.query({ limit: this.opts.pageSize ?? 500, continue: cont }),
       });
       items.push(...(page.items ?? []));
@@ -136,19 +168,61 @@ export class Informer<T extends KubernetesObject> {
     } while (cont);
     this.lists++;
     const fresh = new Map<string, T>();
-    for (const item of items) fresh.set(objectKey(item), this.withTypeMeta(item));
+    const freshRefused = new Map<string, ObjectRefusal>();
+    for (const item of items) {
+      const parsed = this.parse(item);
+      if (parsed.ok) fresh.set(objectKey(item), parsed.value);
+      else freshRefused.set(parsed.refusal.key, parsed.refusal);
+    }
     const emits: Emit<T>[] = [];
     for (const [key, obj] of fresh) {
       const old = this.cache.get(key);
       if (!old) emits.push({ type: 'add', obj });
       else if (old.metadata?.resourceVersion !== obj.metadata?.resourceVersion) emits.push({ type: 'update', obj, old });
     }
-    for (const [key, old] of this.cache) if (!fresh.has(key)) emits.push({ type: 'delete', obj: old });
+    for (const [key, old] of this.cache) if (!fresh.has(key) && !freshRefused.has(key)) emits.push({ type: 'delete', obj: old });
+    for (const [key, refusal] of freshRefused) {
+      if (this.refused.get(key)?.metadata.resourceVersion !== refusal.metadata.resourceVersion) emits.push({ type: 'refuse', refusal });
+    }
     this.cache.clear();
     for (const [k, v] of fresh) this.cache.set(k, v);
+    this.refused.clear();
+    for (const [k, v] of freshRefused) this.refused.set(k, v);
     this.resourceVersion = rv;
-    this.log.debug('listed', { items: items.length, resourceVersion: rv });
+    this.log.debug('listed', { items: items.length, refused: freshRefused.size, resourceVersion: rv });
     for (const e of emits) this.emit(e);
+  }
+
+  /** Fills in type meta, then parses (when a parser was given). */
+  private parse(raw: InformedObject): { ok: true; value: T } | { ok: false; refusal: ObjectRefusal } {
+    const obj = this.withTypeMeta(raw);
+    if (!this.opts.parse) return { ok: true, value: obj as T };
+    const parsed = this.opts.parse(obj);
+    if (!parsed.ok) this.log.warn('object refused by its schema', { key: parsed.refusal.key, paths: parsed.refusal.paths });
+    return parsed;
+  }
+
+  /** Applies one ADDED/MODIFIED/DELETED event to the cache and emits what it means. */
+  private apply(type: 'ADDED' | 'MODIFIED' | 'DELETED', raw: InformedObject): void {
+    const key = objectKey(raw);
+    const old = this.cache.get(key);
+    if (type === 'DELETED') {
+      this.refused.delete(key);
+      if (!old) return;
+      this.cache.delete(key);
+      this.emit({ type: 'delete', obj: old });
+      return;
+    }
+    const parsed = this.parse(raw);
+    if (!parsed.ok) {
+      this.cache.delete(key);
+      this.refused.set(key, parsed.refusal);
+      this.emit({ type: 'refuse', refusal: parsed.refusal });
+      return;
+    }
+    this.refused.delete(key);
+    this.cache.set(key, parsed.value);
+    this.emit(old ? { type: 'update', obj: parsed.value, old } : { type: 'add', obj: parsed.value });
   }
 
   private async watch(signal: AbortSignal): Promise<void> {
@@ -161,7 +235,7 @@ export class Informer<T extends KubernetesObject> {
       query: this.query({ watch: 1, allowWatchBookmarks: true, resourceVersion: this.resourceVersion, timeoutSeconds }),
     });
     try {
-      for await (const ev of readWatchEvents<T>(res)) {
+      for await (const ev of readWatchEvents<InformedObject>(res)) {
         if (ev.type === 'ERROR') {
           const st = ev.object as KubeStatus;
           if (st.code === 410) throw new GoneError(st.message ?? 'watch: 410 Gone');
@@ -172,16 +246,7 @@ export class Informer<T extends KubernetesObject> {
           if (rv) this.resourceVersion = rv;
           continue;
         }
-        const obj = this.withTypeMeta(ev.object);
-        const key = objectKey(obj);
-        const old = this.cache.get(key);
-        if (ev.type === 'DELETED') {
-          this.cache.delete(key);
-          this.emit({ type: 'delete', obj: old ?? obj });
-        } else {
-          this.cache.set(key, obj);
-          this.emit(old ? { type: 'update', obj, old } : { type: 'add', obj });
-        }
+        this.apply(ev.type, ev.object);
         if (rv) this.resourceVersion = rv;
         this.backoff.reset();
       }
@@ -191,7 +256,7 @@ export class Informer<T extends KubernetesObject> {
   }
 
   /** List items carry no apiVersion/kind; fill them in so cached objects look the same either way. */
-  private withTypeMeta(obj: T): T {
+  private withTypeMeta(obj: InformedObject): InformedObject {
     if (obj.apiVersion && obj.kind) return obj;
     return { ...obj, apiVersion: apiVersionOf(this.opts.resource), kind: this.opts.resource.kind };
   }
@@ -200,12 +265,13 @@ export class Informer<T extends KubernetesObject> {
     const calls: (() => void)[] =
       e.type === 'add' ? this.addFns.map((fn) => () => fn(e.obj))
         : e.type === 'delete' ? this.deleteFns.map((fn) => () => fn(e.obj))
-          : this.updateFns.map((fn) => () => fn(e.obj, e.old));
+          : e.type === 'refuse' ? this.refuseFns.map((fn) => () => fn(e.refusal))
+            : this.updateFns.map((fn) => () => fn(e.obj, e.old));
     for (const call of calls) {
       try {
         call();
       } catch (err) {
-        this.log.error('informer handler threw', { err, event: e.type, key: objectKey(e.obj) });
+        this.log.error('informer handler threw', { err, event: e.type, key: e.type === 'refuse' ? e.refusal.key : objectKey(e.obj) });
       }
     }
   }

@@ -1,19 +1,22 @@
 // worldline-node-agent entry point: one per node, as root. Opens (and locks) the node store, adopts
 // this node's Roots, runs the Worlds bound to this node, heartbeats a Lease so the controller knows
 // the node is served, and serves health and metrics.
-import type { KubernetesObject } from '@kubernetes/client-node';
 import { Registry, collectDefaultMetrics } from 'prom-client';
 import { loadKubeConfig } from '../kube/client.js';
 import { systemClock } from '../kube/clock.js';
 import { EventRecorder } from '../kube/events.js';
 import { startHttpServer } from '../kube/http-server.js';
 import { Informer } from '../kube/informer.js';
+import { kindParsers } from '../kube/kind-parsers.js';
+import { governingPolicy } from '../core/policy/governing.js';
+import type { Policy, Root, World } from '../crds/index.js';
 import { createLogger } from '../kube/logger.js';
 import { createReconcileMetrics } from '../kube/metrics.js';
 import { ObjectDeleter } from '../kube/object-deleter.js';
 import { ControllerRunner } from '../kube/reconcile.js';
 import { objectKey } from '../kube/resource-ref.js';
 import { onShutdown } from '../kube/shutdown.js';
+import { RefusalWriter } from '../kube/refusal-writer.js';
 import { StatusWriter } from '../kube/status-writer.js';
 import * as native from '../native/index.js';
 import { parseAgentConfig } from './config.js';
@@ -26,21 +29,16 @@ import { recoverCollapses } from './collapses/recover-collapses.js';
 import { startNodeCollapses } from './collapses/collapse-reconciler.js'; // Collapse (issue 5)
 import { isStoreError } from './store/store-errors.js';
 import { sweepOrphanWorlds } from './worlds/orphan-sweep.js';
-import type { WorldObj } from './worlds/world-launch.js';
 import { NodeWorlds } from './worlds/world-reconciler.js';
 import type { RunAdmission } from './admission/admission-authority.js';
 import { AdmissionAuthority } from './admission/admission-authority.js';
 import { loadAdmissionPolicy } from './admission/admission-host.js';
 import { observeNode } from './admission/observe-node.js';
-import { agentPolicyRecord, agentRequestRecord, governingPolicy, type PolicyView } from './isolation/world-request.js';
+import { agentPolicyRecord, agentRequestRecord } from './isolation/world-request.js';
 import { createAgentMetrics } from './metrics.js';
 import { NodeChecks } from './checks/check-reconciler.js';
 import { receiptPaths } from './receipts/open-ledger.js';
 import { publishReceiptsPublicKey } from './receipts/publish-public-key.js';
-
-interface RootObj extends KubernetesObject {
-  spec?: { nodeName?: string; path?: string };
-}
 
 async function main(): Promise<void> {
   const cfg = parseAgentConfig(process.argv.slice(2), process.env);
@@ -102,16 +100,20 @@ async function main(): Promise<void> {
   const clock = systemClock;
   const events = new EventRecorder(kc, { component: 'worldline-node-agent', instance: cfg.nodeName, logger });
   const status = new StatusWriter(kc, FIELD_MANAGER, logger);
+  const refusals = new RefusalWriter(kc, FIELD_MANAGER, logger);
   const deleter = new ObjectDeleter(kc, logger);
-  const roots = new Informer<RootObj>({ kubeConfig: kc, resource: refs.Root, fieldSelector: `spec.nodeName=${cfg.nodeName}`, logger, clock });
-  const worlds = new Informer<WorldObj>({ kubeConfig: kc, resource: refs.World, fieldSelector: `status.nodeName=${cfg.nodeName}`, logger, clock });
-  const policies = new Informer<KubernetesObject & PolicyView>({ kubeConfig: kc, resource: refs.Policy, logger, clock });
+  // Parsed at the edge: the node-agent's caches hold only objects their kind's schema accepts. A refused
+  // Root, World or Policy is refused on status by the controller (which owns Accepted); a refused Check or
+  // Collapse bound to this node is refused by its reconciler here.
+  const roots = new Informer<Root>({ kubeConfig: kc, resource: refs.Root, parse: kindParsers.Root, fieldSelector: `spec.nodeName=${cfg.nodeName}`, logger, clock });
+  const worlds = new Informer<World>({ kubeConfig: kc, resource: refs.World, parse: kindParsers.World, fieldSelector: `status.nodeName=${cfg.nodeName}`, logger, clock });
+  const policies = new Informer<Policy>({ kubeConfig: kc, resource: refs.Policy, parse: kindParsers.Policy, logger, clock });
   // The world runner is made after the reconciler it drives; the reconciler wakes waiting worlds through it.
   const wake: { runner?: ControllerRunner } = {};
 
   const nodeWorlds = new NodeWorlds({
     informer: worlds,
-    rootPath: (name) => roots.get(name)?.spec?.path,
+    rootPath: (name) => roots.get(name)?.spec.path,
     store,
     kubeConfig: kc,
     config: cfg,
@@ -124,17 +126,10 @@ async function main(): Promise<void> {
     admission,
     metrics: agentMetrics,
     isolationPlan: (w, plan, base) => {
-      const roots = w.spec?.roots ?? [];
+      const roots = w.spec.roots;
       const governing = governingPolicy(policies.list(), roots);
-      const view = {
-        roots,
-        network: plan.network.policy,
-        base,
-        ...(w.spec?.isolation?.minimumLevel ? { minimumLevel: w.spec.isolation.minimumLevel } : {}),
-        ...(w.spec?.isolation?.controls ? { controls: w.spec.isolation.controls } : {}),
-        ...(w.spec?.isolation?.acknowledgeHostYolo !== undefined ? { acknowledgeHostYolo: w.spec.isolation.acknowledgeHostYolo } : {}),
-      };
-      return { policy: agentPolicyRecord(governing, view), request: agentRequestRecord(view), sharedAuthorized: governing?.spec?.network?.policy === 'Shared' };
+      const view = { ...w.spec.isolation, roots, network: plan.network.policy, base };
+      return { policy: agentPolicyRecord(governing, view), request: agentRequestRecord(view), sharedAuthorized: governing?.spec.network?.policy === 'Shared' };
     },
     requeue: (key) => wake.runner?.enqueue(key),
   });
@@ -145,13 +140,13 @@ async function main(): Promise<void> {
     const counts: Record<string, number> = {};
     for (const w of worlds.list()) {
       const p = w.status?.phase;
-      if (typeof p === 'string') counts[p] = (counts[p] ?? 0) + 1;
+      if (p !== undefined) counts[p] = (counts[p] ?? 0) + 1;
     }
     agentMetrics.setWorlds(counts);
   };
-  const onRoot = (o: RootObj): void => {
+  const onRoot = (o: Root): void => {
     rootRunner.enqueue(objectKey(o));
-    for (const w of worlds.list()) if ((w.spec?.roots ?? []).includes(o.metadata?.name ?? '')) worldRunner.enqueue(objectKey(w));
+    for (const w of worlds.list()) if (w.spec.roots.includes(o.metadata.name ?? '')) worldRunner.enqueue(objectKey(w));
   };
   roots.onAdd(onRoot);
   roots.onUpdate((o) => onRoot(o));
@@ -175,7 +170,7 @@ async function main(): Promise<void> {
   const heartbeat = new Heartbeat({ kubeConfig: kc, namespace: cfg.namespace, nodeName: cfg.nodeName, identity: `${cfg.nodeName}-${process.pid}`, clock, logger });
 
   // Collapse (issue 5): run this node's Collapses once, with receipts in <store>/receipts/ledger.jsonl.
-  const collapses = startNodeCollapses({ kubeConfig: kc, store, worlds, policies, status, events, clock, nodeName: cfg.nodeName, logger, metrics, requeueRoot: (name) => rootRunner.enqueue(name), requeueWorld: (key) => worldRunner.enqueue(key), agentMetrics, ...(cfg.receiptsExport ? { receiptsExport: cfg.receiptsExport } : {}) });
+  const collapses = startNodeCollapses({ kubeConfig: kc, store, worlds, policies, status, refusals, events, clock, nodeName: cfg.nodeName, logger, metrics, requeueRoot: (name) => rootRunner.enqueue(name), requeueWorld: (key) => worldRunner.enqueue(key), agentMetrics, ...(cfg.receiptsExport ? { receiptsExport: cfg.receiptsExport } : {}) });
   void collapses.start().catch((err: unknown) => logger.error('collapse reconciler failed to start', { error: (err as Error).message }));
   // Receipts: publish the public key as ConfigMap worldline-receipts-<node>, retried in the background, never fatal.
   const receiptsKey = publishReceiptsPublicKey({ kubeConfig: kc, namespace: cfg.namespace, nodeName: cfg.nodeName, keyDir: receiptPaths(store).keyDir, clock, logger });
@@ -202,7 +197,7 @@ async function main(): Promise<void> {
   worldRunner.start();
   // Checks (issue 5): runs the Checks of Worlds bound to this node on their captured candidates. It dies
   // with the process (a Check left Running by a killed agent is not resumed yet).
-  const nodeChecks = new NodeChecks({ kubeConfig: kc, nodeName: cfg.nodeName, worlds, policies, rootPath: (name) => roots.get(name)?.spec?.path, store, config: cfg, cgroups, agentNs: native.nsIds('self'), admission, status, events, clock, logger, metrics, agentMetrics });
+  const nodeChecks = new NodeChecks({ kubeConfig: kc, nodeName: cfg.nodeName, worlds, policies, rootPath: (name) => roots.get(name)?.spec.path, store, config: cfg, cgroups, agentNs: native.nsIds('self'), admission, status, refusals, events, clock, logger, metrics, agentMetrics });
   await nodeChecks.start();
   await heartbeat.start();
   ready = true;

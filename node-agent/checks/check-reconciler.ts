@@ -6,24 +6,28 @@
 // to the Check's status under the node-agent's field manager.
 import { lstatSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import type { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
+import type { KubeConfig } from '@kubernetes/client-node';
 import { classifyError, describeError, Refusal } from '../../core/errors.js';
+import { governingPolicy } from '../../core/policy/governing.js';
 import { parseDuration } from '../../crds/common.js';
+import type { Check, CheckStatus, Policy, World } from '../../crds/index.js';
 import type { Clock } from '../../kube/clock.js';
 import type { EventRecorder } from '../../kube/events.js';
 import { Informer } from '../../kube/informer.js';
+import { kindParsers } from '../../kube/kind-parsers.js';
 import type { Logger } from '../../kube/logger.js';
 import { ControllerRunner, type ReconcileMetrics, type ReconcileResult } from '../../kube/reconcile.js';
 import { objectKey } from '../../kube/resource-ref.js';
+import type { RefusalWriter } from '../../kube/refusal-writer.js';
 import type { StatusWriter } from '../../kube/status-writer.js';
 import type { NsName } from '../../native/index.js';
 import type { CheckRoot } from './materialize.js';
 import { readCandidate } from '../store/candidates.js';
 import { hasEvaluation, recordEvaluation } from '../store/evaluation-records.js';
-import { checkDefinitions, resolveRequirement, type PolicyChecksView } from '../evidence/policy-requirement.js';
+import { checkDefinitions, resolveRequirement } from '../evidence/policy-requirement.js';
 import { CHECK_ENV_BASE, runCheck, type CheckResult } from './run-check.js';
 import { ID_RANGE, type AgentConfig } from '../config.js';
-import { checkPolicyRecord, checkRequestRecord, governingPolicy, type PolicyView } from '../isolation/world-request.js';
+import { checkPolicyRecord, checkRequestRecord } from '../isolation/world-request.js';
 import { worldGate } from '../isolation/isolation-gate.js';
 import type { StartHooks } from '../sandbox/supervise.js';
 import type { AgentMetrics } from '../metrics.js';
@@ -35,7 +39,6 @@ import { payloadDir } from '../store/store-layout.js';
 import { getGeneration, getRoot } from '../store/store-records.js';
 import { AGENT_VERSION } from '../version.js';
 import type { RunAdmission } from '../admission/admission-authority.js';
-import type { WorldObj } from '../worlds/world-launch.js';
 import { acquireSlot, releaseSlot, slotBase, SlotsExhausted } from '../sandbox/id-slots.js';
 import { generationManifest } from '../store/world-records.js';
 
@@ -45,18 +48,14 @@ const FINAL = new Set(['Passed', 'Failed', 'Refused']);
 /** Check.status fields the node-agent owns (the controller owns nodeName and the WorldFound condition). */
 const OWNED_KEYS = ['phase', 'verdict', 'subject', 'requirementHash', 'verifierIdentity', 'executedVerifierIdentity', 'exit', 'reason', 'message', 'startedAt', 'finishedAt'] as const;
 
-export interface CheckObj extends KubernetesObject {
-  spec?: { worldRef?: string; name?: string; revalidate?: boolean };
-  status?: Record<string, unknown> & { phase?: string; nodeName?: string };
-}
-
-type AgentCheckStatus = Partial<Record<(typeof OWNED_KEYS)[number], unknown>>;
+/** The node-agent's part of a Check's status (undefined clears a field it wrote before). */
+type AgentCheckStatus = { [K in (typeof OWNED_KEYS)[number]]?: CheckStatus[K] };
 
 export interface NodeChecksDeps {
   kubeConfig: KubeConfig;
   nodeName: string;
-  worlds: Informer<WorldObj>;
-  policies: Informer<KubernetesObject & PolicyView>;
+  worlds: Informer<World>;
+  policies: Informer<Policy>;
   rootPath: (name: string) => string | undefined;
   store: Store;
   config: AgentConfig;
@@ -64,6 +63,8 @@ export interface NodeChecksDeps {
   agentNs: Record<NsName, string>;
   admission: RunAdmission;
   status: StatusWriter;
+  /** Writes OBJECT_SCHEMA_INVALID on a Check bound to this node that its schema refuses. */
+  refusals: RefusalWriter;
   events: EventRecorder;
   clock: Clock;
   logger: Logger;
@@ -73,18 +74,19 @@ export interface NodeChecksDeps {
 
 /** The Checks of this node: an informer on status.nodeName, a runner, and re-enqueueing on World changes. */
 export class NodeChecks {
-  readonly informer: Informer<CheckObj>;
+  readonly informer: Informer<Check>;
   readonly runner: ControllerRunner;
   private readonly inflight = new Set<string>();
 
   constructor(private readonly d: NodeChecksDeps) {
-    this.informer = new Informer<CheckObj>({ kubeConfig: d.kubeConfig, resource: refs.Check, fieldSelector: `status.nodeName=${d.nodeName}`, logger: d.logger, clock: d.clock });
+    this.informer = new Informer<Check>({ kubeConfig: d.kubeConfig, resource: refs.Check, parse: kindParsers.Check, fieldSelector: `status.nodeName=${d.nodeName}`, logger: d.logger, clock: d.clock });
     this.runner = new ControllerRunner({ kind: 'NodeCheck', reconcile: (k) => this.reconcile(k), workers: 2, metrics: d.metrics, logger: d.logger });
     this.informer.onAdd((o) => this.runner.enqueue(objectKey(o)));
     this.informer.onUpdate((o) => this.runner.enqueue(objectKey(o)));
-    const onWorld = (w: WorldObj): void => {
+    this.informer.onRefuse((r) => this.runner.enqueue(r.key));
+    const onWorld = (w: World): void => {
       for (const c of this.informer.list()) {
-        if (c.metadata?.namespace === w.metadata?.namespace && c.spec?.worldRef === w.metadata?.name) this.runner.enqueue(objectKey(c));
+        if (c.metadata.namespace === w.metadata.namespace && c.spec.worldRef === w.metadata.name) this.runner.enqueue(objectKey(c));
       }
     };
     d.worlds.onAdd(onWorld);
@@ -101,24 +103,30 @@ export class NodeChecks {
     await this.runner.stop();
   }
 
-  private async apply(c: CheckObj, s: AgentCheckStatus): Promise<void> {
+  private async apply(c: Check, s: AgentCheckStatus): Promise<void> {
     await this.d.status.applyOwnedStatus(refs.Check, c, s, { keys: OWNED_KEYS });
   }
 
   async reconcile(key: string): Promise<ReconcileResult> {
+    const refused = this.informer.refusal(key);
+    if (refused) {
+      // Not run: refused by name (phase Refused, OBJECT_SCHEMA_INVALID naming the field paths).
+      await this.d.refusals.refuse(refs.Check, refused, { phase: 'Refused' }, this.d.clock.now());
+      return;
+    }
     const c = this.informer.get(key);
-    const uid = c?.metadata?.uid;
-    if (!c || !uid || c.metadata?.deletionTimestamp) return;
+    const uid = c?.metadata.uid;
+    if (!c || !uid || c.metadata.deletionTimestamp) return;
     if (FINAL.has(c.status?.phase ?? '') || this.inflight.has(uid) || hasEvaluation(this.d.store.db, uid)) return;
-    const world = this.d.worlds.get(`${c.metadata?.namespace ?? ''}/${c.spec?.worldRef ?? ''}`);
-    const candidate = world?.status?.candidate as { digest?: string } | undefined;
+    const world = this.d.worlds.get(`${c.metadata.namespace ?? ''}/${c.spec.worldRef}`);
+    const candidate = world?.status?.candidate;
     if (world?.status?.phase === 'Collapsed') {
       // Its candidate is PRIME's history now: nothing left to check (a Check never runs twice anyway).
-      await this.apply(c, { phase: 'Refused', verdict: 'REFUSED', reason: 'WORLD_ALREADY_COLLAPSED', message: `World ${c.spec?.worldRef ?? ''} was already collapsed; its candidate is not checked any more` });
+      await this.apply(c, { phase: 'Refused', verdict: 'REFUSED', reason: 'WORLD_ALREADY_COLLAPSED', message: `World ${c.spec.worldRef} was already collapsed; its candidate is not checked any more` });
       return;
     }
     if (!world || world.status?.phase !== 'Captured' || !candidate?.digest) {
-      await this.apply(c, { phase: 'Pending', reason: 'CANDIDATE_MISSING', message: `World ${c.spec?.worldRef ?? ''} has no captured candidate on this node (yet)` });
+      await this.apply(c, { phase: 'Pending', reason: 'CANDIDATE_MISSING', message: `World ${c.spec.worldRef} has no captured candidate on this node (yet)` });
       return { requeueAfterMs: WAIT_MS };
     }
     this.inflight.add(uid);
@@ -129,15 +137,15 @@ export class NodeChecks {
     }
   }
 
-  private async run(c: CheckObj, world: WorldObj, subject: string): Promise<ReconcileResult> {
+  private async run(c: Check, world: World, subject: string): Promise<ReconcileResult> {
     const d = this.d;
-    const uid = c.metadata?.uid ?? '';
-    const checkName = c.spec?.name ?? '';
+    const uid = c.metadata.uid ?? '';
+    const checkName = c.spec.name;
     const holder = `check-${uid}`;
     let status: AgentCheckStatus = { subject };
     const refuse = async (code: string, message: string): Promise<void> => {
       status = { ...status, phase: 'Refused', verdict: 'REFUSED', reason: code, message, finishedAt: d.clock.now().toISOString() };
-      recordEvaluation(d.store.db, { checkUid: uid, worldUid: world.metadata?.uid ?? '', checkName, verdict: 'REFUSED', reason: code, subject, ...ids(status) }, d.clock.now());
+      recordEvaluation(d.store.db, { checkUid: uid, worldUid: world.metadata.uid ?? '', checkName, verdict: 'REFUSED', reason: code, subject, ...ids(status) }, d.clock.now());
       d.agentMetrics?.checkVerdict('REFUSED', code);
       await this.apply(c, status);
       d.events.warning(c, 'CheckRefused', `${code}: ${message}`);
@@ -145,15 +153,15 @@ export class NodeChecks {
     let admitted = false;
     let slotHeld = false;
     try {
-      const roots = world.spec?.roots ?? [];
-      const policy: PolicyChecksView | undefined = governingPolicy(d.policies.list(), roots);
+      const roots = world.spec.roots;
+      const policy = governingPolicy(d.policies.list(), roots);
       const definition = checkDefinitions(policy).find((x) => x.name === checkName);
       if (!policy || !definition) throw new Refusal('CHECK_NOT_IN_POLICY', `no Policy governing Roots ${roots.join(', ')} defines check "${checkName}"`);
       if (definition.profile !== 'legacy') throw new Refusal('CHECK_PROFILE_UNSUPPORTED', `profile ${definition.profile} is not run by this node-agent yet`);
 
       const candidateDir = join(d.store.layout.candidates, subject.replace(/^sha256:/, ''));
       const { deltas } = readCandidate(candidateDir);
-      const base = (world.status?.base ?? []) as { root: string; generation: number }[];
+      const base = world.status?.base ?? [];
       // Per Root: the base payload (the candidate's lower layer) and the generation verifiers come from.
       const sources = new Map<string, { rootKey: string; path: string; basePayload: string; primePayload: string; primeGeneration: number }>();
       for (const name of roots) {
@@ -165,7 +173,7 @@ export class NodeChecks {
         // Verifiers are bound from the generation the World forked (or the current PRIME to revalidate).
         let primePayload = basePayload;
         let primeGeneration = b.generation;
-        if (c.spec?.revalidate) {
+        if (c.spec.revalidate) {
           const routing = await checkRouting(d.store, name);
           primePayload = routing.payloadPath;
           primeGeneration = routing.root.generation;
@@ -209,8 +217,8 @@ export class NodeChecks {
       d.events.normal(c, 'CheckStarted', `running check ${checkName} on candidate ${subject}`);
 
       const owner = lstatSync(first.basePayload);
-      const runAsUid = world.spec?.agent?.runAsUser ?? owner.uid;
-      const runAsGid = world.spec?.agent?.runAsUser ?? owner.gid;
+      const runAsUid = world.spec.agent.runAsUser ?? owner.uid;
+      const runAsGid = world.spec.agent.runAsUser ?? owner.gid;
       const checksDir = join(d.store.dir, 'checks');
       mkdirSync(checksDir, { recursive: true, mode: 0o711 });
       const runId = uid.replace(/[^A-Za-z0-9-]/g, '');
@@ -286,7 +294,7 @@ export class NodeChecks {
         startedAt: r.startedAt,
         finishedAt: r.finishedAt,
       };
-      recordEvaluation(d.store.db, { checkUid: uid, worldUid: world.metadata?.uid ?? '', checkName, verdict, subject, ...ids(status), ...(mismatch ? { reason: 'VERIFIER_EXECUTION_IDENTITY_MISMATCH' } : {}) }, d.clock.now());
+      recordEvaluation(d.store.db, { checkUid: uid, worldUid: world.metadata.uid ?? '', checkName, verdict, subject, ...ids(status), ...(mismatch ? { reason: 'VERIFIER_EXECUTION_IDENTITY_MISMATCH' } : {}) }, d.clock.now());
       d.agentMetrics?.checkVerdict(verdict, mismatch ? 'VERIFIER_EXECUTION_IDENTITY_MISMATCH' : undefined);
       await this.apply(c, status);
       const msg = `check ${checkName} on ${subject}: ${verdict} (exit ${r.exit.code ?? r.exit.signal ?? r.exit.reason})`;

@@ -10,7 +10,9 @@
 // checkpoint (the generations it forked from) after its own collapse (collapse/measure-checkpoint.ts).
 // All of a World's Roots move in one exchange.
 import { randomUUID } from 'node:crypto';
-import type { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
+import type { KubeConfig } from '@kubernetes/client-node';
+import { governingPolicy, type GoverningCandidate } from '../../core/policy/governing.js';
+import type { Collapse, World } from '../../crds/index.js';
 import { decide, type Decision, type DecisionInput } from '../../core/collapse/decide.js';
 import { isFinal, transition, type TransactionState } from '../../core/collapse/transaction.js';
 import type { Clock } from '../../kube/clock.js';
@@ -19,10 +21,11 @@ import type { EventRecorder } from '../../kube/events.js';
 import type { Logger } from '../../kube/logger.js';
 import { ControllerRunner, type ReconcileMetrics, type ReconcileResult } from '../../kube/reconcile.js';
 import { Informer } from '../../kube/informer.js';
+import { kindParsers } from '../../kube/kind-parsers.js';
+import type { RefusalWriter } from '../../kube/refusal-writer.js';
 import { objectKey } from '../../kube/resource-ref.js';
 import type { StatusWriter } from '../../kube/status-writer.js';
 import type { PolicyChecksView } from '../evidence/policy-requirement.js';
-import { governingPolicy } from '../isolation/world-request.js';
 import { isCollapseError } from './collapse-errors.js';
 import { collapseRoots, type CollapseRootRequest } from './collapse-root.js';
 import type { BoundaryHashes } from './commit-generation.js';
@@ -39,17 +42,11 @@ import { checkRouting } from '../store/routing.js';
 import { isStoreError } from '../store/store-errors.js';
 import { getRoot, upsertRoot } from '../store/store-records.js';
 import type { AgentMetrics } from '../metrics.js';
-import type { WorldObj } from '../worlds/world-launch.js';
 import { getWorldRecord, putWorldRecord } from '../store/world-records.js';
 import { collapsedStatus, type AgentWorldStatus } from '../worlds/world-status.js';
 
-export interface CollapseObj extends KubernetesObject {
-  spec?: { worldRef?: string; mode?: string };
-  status?: Record<string, unknown> & { nodeName?: string; conditions?: Condition[] };
-}
-
-/** The part of a Policy the collapse reads: which Roots it governs, its checks and their isolation. */
-export type CollapsePolicyView = PolicyChecksView;
+/** The part of a Policy the collapse reads: which Roots it governs (and its age), its checks and their isolation. */
+export type CollapsePolicyView = PolicyChecksView & GoverningCandidate;
 
 function statusReceipt(r: SignedReceipt): StatusReceipt {
   const { previous, ...rest } = receiptStatus(r);
@@ -60,9 +57,11 @@ const OWNED_KEYS = ['phase', 'transaction', 'decision', 'result', 'receipt', 're
 const OWNED_CONDITIONS = new Set(['Committed', 'Collapsed']);
 
 export interface CollapseReconcilerDeps {
-  informer: Informer<CollapseObj>;
+  informer: Informer<Collapse>;
+  /** Writes OBJECT_SCHEMA_INVALID on a Collapse bound to this node that its schema refuses. */
+  refusals: RefusalWriter;
   /** The World `namespace/name` as this node's World informer has it. */
-  world: (key: string) => WorldObj | undefined;
+  world: (key: string) => World | undefined;
   policies: () => readonly CollapsePolicyView[];
   store: Store;
   ledger: ReceiptLedger;
@@ -121,18 +120,18 @@ export function makeNodeCollapseReconciler(d: CollapseReconcilerDeps): (key: str
   const db = d.store.db;
   const hooks: CollapseTestHooks = d.hooks ?? { at: () => Promise.resolve() };
 
-  const applyStatus = async (c: CollapseObj, s: AgentCollapseStatus): Promise<void> => {
+  const applyStatus = async (c: Collapse, s: AgentCollapseStatus): Promise<void> => {
     await d.status.applyOwnedStatus(refs.Collapse, c, s, { keys: OWNED_KEYS, conditionTypes: OWNED_CONDITIONS });
   };
 
   /** Committed (the transaction's outcome) and Collapsed (what `kubectl wait --for=condition=Collapsed` waits for). */
-  const conditions = (c: CollapseObj, status: 'True' | 'False' | 'Unknown', reason: string, message: string): Condition[] => {
-    let out = setCondition(c.status?.conditions?.filter((x) => OWNED_CONDITIONS.has(x.type)), { type: 'Committed', status, reason, message }, c.metadata?.generation, d.clock.now());
-    out = setCondition(out, { type: 'Collapsed', status, reason, message }, c.metadata?.generation, d.clock.now());
+  const conditions = (c: Collapse, status: 'True' | 'False' | 'Unknown', reason: string, message: string): Condition[] => {
+    let out = setCondition(c.status?.conditions?.filter((x) => OWNED_CONDITIONS.has(x.type)), { type: 'Committed', status, reason, message }, c.metadata.generation, d.clock.now());
+    out = setCondition(out, { type: 'Collapsed', status, reason, message }, c.metadata.generation, d.clock.now());
     return out;
   };
 
-  const objectName = (c: CollapseObj): string => `${c.metadata?.namespace ?? ''}/${c.metadata?.name ?? ''}`;
+  const objectName = (c: Collapse): string => `${c.metadata.namespace ?? ''}/${c.metadata.name ?? ''}`;
 
   /** Append the receipt of a final transaction once (a crash after the append finds it as the ledger's head). */
   const receiptFor = (t: TransactionRow, mode: 'Candidate' | 'CheckpointReturn'): SignedReceipt | StatusReceipt => {
@@ -156,21 +155,21 @@ export function makeNodeCollapseReconciler(d: CollapseReconcilerDeps): (key: str
   };
 
   /** A committed World's record moves to phase Collapsed (idempotent); the World queue applies it. */
-  const markWorldCollapsed = (t: TransactionRow, c: CollapseObj): void => {
+  const markWorldCollapsed = (t: TransactionRow, c: Collapse): void => {
     const rec = getWorldRecord(db, t.data.world.uid);
     if (!rec || rec.state === 'collapsed') return;
-    const message = `collapsed by ${c.metadata?.name ?? ''}: ${t.data.status.message ?? ''}`;
+    const message = `collapsed by ${c.metadata.name ?? ''}: ${t.data.status.message ?? ''}`;
     const status = collapsedStatus(rec.status as AgentWorldStatus, message, d.clock.now());
     putWorldRecord(db, { uid: rec.uid, namespace: rec.namespace, name: rec.name, state: 'collapsed', status }, d.clock.now());
     d.requeueWorld(`${rec.namespace}/${rec.name}`);
   };
 
   /** Final state reached: persist, receipt, persist the receipt, status, event. */
-  const finish = async (c: CollapseObj, t: TransactionRow): Promise<void> => {
+  const finish = async (c: Collapse, t: TransactionRow): Promise<void> => {
     const firstTime = !t.data.receipt;
     putTransaction(db, t, d.clock.now());
     if (t.state === 'COMMITTED') await hooks.at('after-committed-row');
-    const r = receiptFor(t, c.spec?.mode === 'CheckpointReturn' ? 'CheckpointReturn' : 'Candidate');
+    const r = receiptFor(t, c.spec.mode);
     await hooks.at('after-receipt');
     const receipt = 'body' in r ? statusReceipt(r) : r;
     t.data.receipt = receipt;
@@ -189,7 +188,7 @@ export function makeNodeCollapseReconciler(d: CollapseReconcilerDeps): (key: str
   };
 
   /** PRIME changed outside any collapse: the store Root is marked (its status shows PrimeConsistent=False) until it re-hashes clean. */
-  const markForeignWrites = (c: CollapseObj, input: DecisionInput): void => {
+  const markForeignWrites = (c: Collapse, input: DecisionInput): void => {
     if (!input.foreignWrites.measured) return;
     for (const name of input.foreignWrites.found) {
       const root = getRoot(db, name);
@@ -201,7 +200,7 @@ export function makeNodeCollapseReconciler(d: CollapseReconcilerDeps): (key: str
     }
   };
 
-  const deny = (c: CollapseObj, t: TransactionRow, reasons: string[], message: string): TransactionRow => {
+  const deny = (c: Collapse, t: TransactionRow, reasons: string[], message: string): TransactionRow => {
     if (t.state === 'COMMITTED') throw new Error(`transaction ${t.id} is COMMITTED and cannot be denied`);
     const step = transition(t.state, { kind: 'deny', reasons });
     const state: TransactionState = step.ok ? step.state : 'DENIED';
@@ -216,14 +215,14 @@ export function makeNodeCollapseReconciler(d: CollapseReconcilerDeps): (key: str
     };
   };
 
-  const committedStatus = (c: CollapseObj, t: TransactionRow, result: NonNullable<AgentCollapseStatus['result']>, message: string): TransactionRow => ({
+  const committedStatus = (c: Collapse, t: TransactionRow, result: NonNullable<AgentCollapseStatus['result']>, message: string): TransactionRow => ({
     ...t,
     state: 'COMMITTED',
     data: { ...t.data, status: { phase: 'Committed', transaction: { id: t.id, state: 'COMMITTED' }, decision: { authorized: true, reasons: [] }, result, reason: 'COMMITTED', message, conditions: conditions(c, 'True', 'Committed', message) } },
   });
 
   /** A transaction a previous agent left before its final state: settled from what the store shows. */
-  const settle = (c: CollapseObj, t: TransactionRow): TransactionRow => {
+  const settle = (c: Collapse, t: TransactionRow): TransactionRow => {
     const moved = t.data.roots.map((r) => ({ r, now: getRoot(db, r.name) }));
     if (t.state === 'AUTHORIZED' && moved.length > 0 && moved.every(({ r, now }) => now && now.generation === r.fromGeneration + 1)) {
       // Collapses on a node run one at a time, so the generation one past the recorded base is this one's (recoverCollapses rolled it forward).
@@ -242,17 +241,17 @@ export function makeNodeCollapseReconciler(d: CollapseReconcilerDeps): (key: str
     }
   };
 
-  const run = async (c: CollapseObj, uid: string): Promise<void> => {
-    const ns = c.metadata?.namespace ?? '';
-    const world = d.world(`${ns}/${c.spec?.worldRef ?? ''}`);
+  const run = async (c: Collapse, uid: string): Promise<void> => {
+    const ns = c.metadata.namespace ?? '';
+    const world = d.world(`${ns}/${c.spec.worldRef}`);
     const id = randomUUID();
     let t: TransactionRow = {
       collapseUid: uid,
       id,
       state: 'PREPARED',
       data: {
-        world: { namespace: ns, name: c.spec?.worldRef ?? '', uid: world?.metadata?.uid ?? 'unknown' },
-        mode: c.spec?.mode === 'CheckpointReturn' ? 'CheckpointReturn' : 'Candidate',
+        world: { namespace: ns, name: c.spec.worldRef, uid: world?.metadata.uid ?? 'unknown' },
+        mode: c.spec.mode,
         startedAt: d.clock.now().toISOString(),
         roots: [],
         evidence: { requirementHash: null, subject: null, verifierIdentity: null, executedVerifierIdentity: null },
@@ -263,21 +262,20 @@ export function makeNodeCollapseReconciler(d: CollapseReconcilerDeps): (key: str
     await applyStatus(c, t.data.status);
     await hooks.at('after-prepared');
 
-    const wrec = world?.metadata?.uid ? getWorldRecord(db, world.metadata.uid) : undefined;
-    const mode = c.spec?.mode ?? 'Candidate';
-    if (mode !== 'Candidate' && mode !== 'CheckpointReturn') return finish(c, deny(c, t, ['COLLAPSE_MODE_UNSUPPORTED'], `mode ${mode} is not one this node-agent knows`));
-    if (!world || !wrec) return finish(c, deny(c, t, ['CANDIDATE_MISSING'], `World ${c.spec?.worldRef ?? ''} has no record on node ${d.nodeName}`));
-    const roots = world.spec?.roots ?? [];
+    const wrec = world?.metadata.uid ? getWorldRecord(db, world.metadata.uid) : undefined;
+    const mode = c.spec.mode;
+    if (!world || !wrec) return finish(c, deny(c, t, ['CANDIDATE_MISSING'], `World ${c.spec.worldRef} has no record on node ${d.nodeName}`));
+    const roots = world.spec.roots;
     const ws = wrec.status as AgentWorldStatus;
-    const view: WorldView = { uid: world.metadata?.uid ?? '', roots, base: ws.base ?? [], candidateDigest: ws.candidate?.digest };
+    const view: WorldView = { uid: world.metadata.uid ?? '', roots, base: ws.base ?? [], candidateDigest: ws.candidate?.digest };
     const policy = governingPolicy(d.policies(), roots);
 
     // What is measured, and how each Root is staged, by mode.
     let plan: Plan;
     if (mode === 'Candidate') {
-      if (wrec.state === 'collapsed') return finish(c, deny(c, t, ['WORLD_ALREADY_COLLAPSED'], `World ${c.spec?.worldRef ?? ''} was already collapsed; its candidate is PRIME's history now`));
+      if (wrec.state === 'collapsed') return finish(c, deny(c, t, ['WORLD_ALREADY_COLLAPSED'], `World ${c.spec.worldRef} was already collapsed; its candidate is PRIME's history now`));
       if (wrec.state !== 'captured') {
-        return finish(c, deny(c, t, ['CANDIDATE_MISSING'], `World ${c.spec?.worldRef ?? ''} has no captured candidate on node ${d.nodeName} (phase ${String(world.status?.phase ?? 'unknown')})`));
+        return finish(c, deny(c, t, ['CANDIDATE_MISSING'], `World ${c.spec.worldRef} has no captured candidate on node ${d.nodeName} (phase ${world.status?.phase ?? 'unknown'})`));
       }
       plan = {
         measure: async (boundary) => {
@@ -288,7 +286,7 @@ export function makeNodeCollapseReconciler(d: CollapseReconcilerDeps): (key: str
       };
     } else {
       const made = committedCandidate(db, view.uid);
-      if (!made) return finish(c, deny(c, t, ['CHECKPOINT_NOT_COLLAPSED'], `World ${c.spec?.worldRef ?? ''} has no committed Candidate collapse on this node to return from`));
+      if (!made) return finish(c, deny(c, t, ['CHECKPOINT_NOT_COLLAPSED'], `World ${c.spec.worldRef} has no committed Candidate collapse on this node to return from`));
       plan = {
         measure: async (boundary) => {
           const m = await measureCheckpointReturn(d.store, view, made, walkPrime, boundary);
@@ -358,9 +356,15 @@ export function makeNodeCollapseReconciler(d: CollapseReconcilerDeps): (key: str
   let chain: Promise<unknown> = Promise.resolve();
   return (key) => {
     const next = chain.then(async (): Promise<ReconcileResult> => {
+      const refused = d.informer.refusal(key);
+      if (refused) {
+        // Never run: refused by name (phase Denied, OBJECT_SCHEMA_INVALID naming the field paths).
+        await d.refusals.refuse(refs.Collapse, refused, { phase: 'Denied' }, d.clock.now());
+        return;
+      }
       const c = d.informer.get(key);
-      const uid = c?.metadata?.uid;
-      if (!c || !uid || c.status?.nodeName !== d.nodeName || c.metadata?.deletionTimestamp) return;
+      const uid = c?.metadata.uid;
+      if (!c || !uid || c.status?.nodeName !== d.nodeName || c.metadata.deletionTimestamp) return;
       const t = getTransaction(db, uid);
       if (!t) return run(c, uid);
       if (!isFinal(t.state)) return finish(c, settle(c, t));
@@ -381,9 +385,10 @@ function describe(result: readonly { root: string; fromGeneration: number; toGen
 export interface NodeCollapsesOptions {
   kubeConfig: KubeConfig;
   store: Store;
-  worlds: Pick<Informer<WorldObj>, 'get' | 'hasSynced'>;
+  worlds: Pick<Informer<World>, 'get' | 'hasSynced'>;
   policies: { list(): readonly CollapsePolicyView[]; hasSynced(): boolean };
   status: StatusWriter;
+  refusals: RefusalWriter;
   events: EventRecorder;
   clock: Clock;
   nodeName: string;
@@ -404,9 +409,10 @@ export interface NodeCollapsesOptions {
 export function startNodeCollapses(o: NodeCollapsesOptions): { start(): Promise<void>; stop(): Promise<void> } {
   const opened = openCollapseLedger(o.store, o.receiptsExport ? { exportPath: o.receiptsExport } : {});
   o.logger.info('collapse receipts ledger opened', { ledger: opened.path, publicKey: opened.publicKeyPath, keyId: opened.ledger.keyId });
-  const informer = new Informer<CollapseObj>({ kubeConfig: o.kubeConfig, resource: refs.Collapse, fieldSelector: `status.nodeName=${o.nodeName}`, logger: o.logger, clock: o.clock });
+  const informer = new Informer<Collapse>({ kubeConfig: o.kubeConfig, resource: refs.Collapse, parse: kindParsers.Collapse, fieldSelector: `status.nodeName=${o.nodeName}`, logger: o.logger, clock: o.clock });
   const reconcile = makeNodeCollapseReconciler({
     informer,
+    refusals: o.refusals,
     world: (key) => o.worlds.get(key),
     policies: () => o.policies.list(),
     store: o.store,
@@ -422,9 +428,10 @@ export function startNodeCollapses(o: NodeCollapsesOptions): { start(): Promise<
     ...(o.agentMetrics ? { agentMetrics: o.agentMetrics } : {}),
   });
   const runner = new ControllerRunner({ kind: 'NodeCollapse', reconcile, workers: 1, ...(o.metrics ? { metrics: o.metrics } : {}), logger: o.logger });
-  const enqueue = (c: CollapseObj): void => runner.enqueue(objectKey(c));
+  const enqueue = (c: Collapse): void => runner.enqueue(objectKey(c));
   informer.onAdd(enqueue);
   informer.onUpdate(enqueue);
+  informer.onRefuse((r) => runner.enqueue(r.key));
   let stopped = false;
   return {
     start: async () => {

@@ -12,21 +12,16 @@ import {
   requirementHash,
   verifierIdentity,
   type CheckDefinition,
-  type CheckProfile,
   type VerifierFile,
 } from '../../core/evidence/requirement.js';
 import { compareBytes } from '../../core/relative-path.js';
 import type { Manifest } from '../../core/manifest.js';
+import type { PolicySpec } from '../../crds/index.js';
 import { AGENT_VERSION } from '../version.js';
 
-/** A Policy as far as checks go (spec.checks[] as the CRD has them, defaults not yet applied). */
+/** A Policy as far as checks go (parsed: spec.checks[] with the schema's defaults applied). */
 export interface PolicyChecksView {
-  metadata?: { name?: string };
-  spec?: {
-    roots?: string[];
-    checks?: { name: string; command: string[]; verifiers?: string[]; timeout?: string; profile?: string; env?: string[] }[];
-    isolation?: { check?: { minimumLevel?: string; controls?: string[]; allowHostYolo?: boolean } };
-  };
+  spec: Pick<PolicySpec, 'checks' | 'isolation'>;
 }
 
 export interface ResolvedRequirement {
@@ -41,14 +36,14 @@ export interface ResolvedRequirement {
   requirementHash: string;
 }
 
-/** spec.checks[] with the CRD's defaults (timeout 10m, profile legacy, no verifiers, no env). */
+/** spec.checks[] as definitions (the schema applied timeout 10m and profile legacy; no verifiers, no env). */
 export function checkDefinitions(policy: PolicyChecksView | undefined): CheckDefinition[] {
-  return (policy?.spec?.checks ?? []).map((c) => ({
+  return (policy?.spec.checks ?? []).map((c) => ({
     name: c.name,
     command: [...c.command],
     verifiers: [...(c.verifiers ?? [])],
-    timeout: c.timeout ?? '10m',
-    profile: (c.profile ?? 'legacy') as CheckProfile,
+    timeout: c.timeout,
+    profile: c.profile,
     env: [...(c.env ?? [])],
   }));
 }
@@ -73,6 +68,6 @@ export function resolveRequirement(policy: PolicyChecksView | undefined, roots: 
     for (const p of sorted) files.push({ path: qualifiedVerifierPath(root, p), sha256: sums.get(p) ?? '' });
   }
   const declaredVerifier = verifierIdentity(files);
-  const hash = requirementHash({ checks: definitions, verifierIdentity: declaredVerifier, engineVersion: AGENT_VERSION, isolation: policy?.spec?.isolation?.check ?? null });
+  const hash = requirementHash({ checks: definitions, verifierIdentity: declaredVerifier, engineVersion: AGENT_VERSION, isolation: policy?.spec.isolation?.check ?? null });
   return { definitions, bound, files, declaredVerifier, requirementHash: hash };
 }

@@ -1,35 +1,25 @@
 // The isolation policy and request for a World's agent stage (and, at the end, a check's stage), from the Policy governing its Roots
 // and the World's own spec.isolation. A World under no Policy gets the built-in rule: os-sandboxed,
 // plus the network control that its own network policy promises.
-import { canonicalControls, type IsolationControl, type IsolationLevel } from '../../core/isolation/vocabulary.js';
+import { canonicalControls, type IsolationControl } from '../../core/isolation/vocabulary.js';
 import type { IsolationPolicy, IsolationRequest, StageRule } from '../../core/isolation/records.js';
 import { digestOf } from '../../core/digest.js';
+import type { BaseEntry, NetworkPolicy, PolicySpec, WorldIsolation } from '../../crds/index.js';
 
+/** What the isolation records read of the governing Policy (a Pick of the parsed Policy). */
 export interface PolicyView {
-  metadata?: { name?: string };
-  spec?: {
-    roots?: string[];
-    isolation?: { agent?: { minimumLevel?: string; controls?: string[]; allowHostYolo?: boolean }; check?: { minimumLevel?: string; controls?: string[]; allowHostYolo?: boolean } };
-    network?: { policy?: string; allow?: string[] };
-  };
+  spec: Pick<PolicySpec, 'isolation' | 'network'>;
 }
 
-export interface WorldIsolationView {
+/** A World's agent-stage request: its Roots, network, spec.isolation and the base it forked. */
+export interface WorldIsolationView extends Partial<WorldIsolation> {
   roots: string[];
-  network: 'None' | 'Allowlist' | 'Shared';
-  minimumLevel?: string;
-  controls?: string[];
-  acknowledgeHostYolo?: boolean;
-  base: { root: string; generation: number; digest: string }[];
+  network: NetworkPolicy;
+  base: BaseEntry[];
 }
 
 export function networkControl(policy: WorldIsolationView['network']): IsolationControl | undefined {
   return policy === 'None' ? 'network-denied' : policy === 'Allowlist' ? 'network-egress-restricted' : undefined;
-}
-
-/** The Policy that governs a World: the one naming any of its Roots (the controller refuses overlaps). */
-export function governingPolicy<P extends { spec?: { roots?: string[] } }>(policies: readonly P[], roots: readonly string[]): P | undefined {
-  return policies.find((p) => (p.spec?.roots ?? []).some((r) => roots.includes(r)));
 }
 
 export function agentPolicyRecord(policy: PolicyView | undefined, world: WorldIsolationView): IsolationPolicy {
@@ -37,13 +27,13 @@ export function agentPolicyRecord(policy: PolicyView | undefined, world: WorldIs
   if (!policy) {
     const net = networkControl(world.network);
     rule = { stage: 'agent', minimumLevel: 'os-sandboxed', requiredControls: net ? [net] : [], allowHostYolo: false };
-  } else if (policy.spec?.isolation?.agent) {
+  } else if (policy.spec.isolation?.agent) {
     const a = policy.spec.isolation.agent;
     rule = {
       stage: 'agent',
-      minimumLevel: (a.minimumLevel ?? 'os-sandboxed') as IsolationLevel,
-      requiredControls: canonicalControls((a.controls ?? []) as IsolationControl[]),
-      allowHostYolo: a.allowHostYolo ?? false,
+      minimumLevel: a.minimumLevel,
+      requiredControls: canonicalControls(a.controls ?? []),
+      allowHostYolo: a.allowHostYolo,
     };
   }
   return { schemaVersion: 1, kind: 'IsolationPolicy', stages: rule ? [rule] : [] };
@@ -61,8 +51,8 @@ export function agentRequestRecord(world: WorldIsolationView): IsolationRequest 
     stage: 'agent',
     subject: digestOf({ format: 'worldline.world-base/v1', base: [...world.base].sort((a, b) => (a.root < b.root ? -1 : 1)) }),
     target: hostTarget(),
-    requestedMinimum: (world.minimumLevel ?? 'os-sandboxed') as IsolationLevel,
-    extraControls: canonicalControls((world.controls ?? []) as IsolationControl[]),
+    requestedMinimum: world.minimumLevel ?? 'os-sandboxed',
+    extraControls: canonicalControls(world.controls ?? []),
     hostYoloAcknowledged: world.acknowledgeHostYolo ?? false,
   };
 }
@@ -73,9 +63,9 @@ export function agentRequestRecord(world: WorldIsolationView): IsolationRequest 
  * (the API says so at spec.isolation.check).
  */
 export function checkPolicyRecord(policy: PolicyView | undefined): IsolationPolicy {
-  const c = policy?.spec?.isolation?.check;
+  const c = policy?.spec.isolation?.check;
   const rule: StageRule | undefined = c
-    ? { stage: 'check', minimumLevel: (c.minimumLevel ?? 'os-sandboxed') as IsolationLevel, requiredControls: canonicalControls((c.controls ?? []) as IsolationControl[]), allowHostYolo: c.allowHostYolo ?? false }
+    ? { stage: 'check', minimumLevel: c.minimumLevel, requiredControls: canonicalControls(c.controls ?? []), allowHostYolo: c.allowHostYolo }
     : undefined;
   return { schemaVersion: 1, kind: 'IsolationPolicy', stages: rule ? [rule] : [] };
 }

@@ -1,9 +1,9 @@
 // Reconciles the Roots of this node: adopts each into the node store (its directory becomes
 // generation 1 and the host path a link through live/), then keeps checking that the host path
 // still routes through the store. Status (phase, generation, digest) is this agent's.
-import type { KubernetesObject } from '@kubernetes/client-node';
+import type { Root, RootPhase, RootStatus } from '../../crds/index.js';
 import type { Clock } from '../../kube/clock.js';
-import { findCondition, setCondition, type Condition } from '../../kube/conditions.js';
+import { findCondition, setCondition } from '../../kube/conditions.js';
 import type { EventRecorder } from '../../kube/events.js';
 import type { Informer } from '../../kube/informer.js';
 import type { Logger } from '../../kube/logger.js';
@@ -17,13 +17,8 @@ import { getRoot, upsertRoot } from '../store/store-records.js';
 import { cleanDigest } from '../store/store-walk.js';
 import { refs } from '../api-refs.js';
 
-interface RootObj extends KubernetesObject {
-  spec?: { nodeName?: string; path?: string };
-  status?: { phase?: string; generation?: number; digest?: string; shortDigest?: string; nodeName?: string; reason?: string; message?: string; conditions?: Condition[] };
-}
-
 export interface RootReconcilerDeps {
-  informer: Informer<RootObj>;
+  informer: Informer<Root>;
   store: Store;
   status: StatusWriter;
   events: EventRecorder;
@@ -37,7 +32,7 @@ const RETRY_MS = 30_000;
 /** How often a Ready Root's routing is re-checked. */
 const ROUTING_RECHECK_MS = 60_000;
 
-type RootStatusDoc = NonNullable<RootObj['status']>;
+type RootStatusDoc = Omit<RootStatus, 'observedGeneration'>;
 
 const OWNED_CONDITIONS = new Set(['Adopted', 'PrimeConsistent']);
 
@@ -45,28 +40,28 @@ const OWNED_CONDITIONS = new Set(['Adopted', 'PrimeConsistent']);
  * The status document. `consistent`: whether live PRIME still has its recorded generation's bytes — false
  * once a collapse found a foreign write (the store root's reason FOREIGN_WRITE), until a re-hash matches.
  */
-function doc(root: RootObj, phase: string, reason: string, message: string, now: Date, extra: Partial<RootStatusDoc> = {}, consistent?: { ok: boolean; message: string }): RootStatusDoc {
+function doc(root: Root, phase: RootPhase, reason: string, message: string, now: Date, extra: Partial<RootStatusDoc> = {}, consistent?: { ok: boolean; message: string }): RootStatusDoc {
   const prev = root.status?.conditions?.filter((c) => OWNED_CONDITIONS.has(c.type));
   const adopted = phase === 'Ready' ? 'True' : 'False';
-  let conditions = setCondition(prev, { type: 'Adopted', status: adopted, reason: phase === 'Ready' ? 'Adopted' : reason, message }, root.metadata?.generation, now);
+  let conditions = setCondition(prev, { type: 'Adopted', status: adopted, reason: phase === 'Ready' ? 'Adopted' : reason, message }, root.metadata.generation, now);
   if (consistent) {
-    conditions = setCondition(conditions, { type: 'PrimeConsistent', status: consistent.ok ? 'True' : 'False', reason: consistent.ok ? 'Consistent' : 'FOREIGN_WRITE', message: consistent.message }, root.metadata?.generation, now);
+    conditions = setCondition(conditions, { type: 'PrimeConsistent', status: consistent.ok ? 'True' : 'False', reason: consistent.ok ? 'Consistent' : 'FOREIGN_WRITE', message: consistent.message }, root.metadata.generation, now);
   }
-  return { phase, reason, message, nodeName: root.spec?.nodeName ?? '', ...extra, conditions };
+  return { phase, reason, message, nodeName: root.spec.nodeName, ...extra, conditions };
 }
 
-function owned(s: RootObj['status']): Partial<RootStatusDoc> {
+function owned(s: Root['status']): Partial<RootStatusDoc> {
   if (!s) return {};
   const { phase, generation, digest, shortDigest, nodeName, reason, message } = s;
   return { phase, generation, digest, shortDigest, nodeName, reason, message, conditions: (s.conditions ?? []).filter((c) => OWNED_CONDITIONS.has(c.type)) };
 }
 
 export function makeNodeRootReconciler(d: RootReconcilerDeps): (key: string) => Promise<ReconcileResult> {
-  const apply = async (root: RootObj, next: RootStatusDoc): Promise<void> => {
+  const apply = async (root: Root, next: RootStatusDoc): Promise<void> => {
     const before = owned(root.status);
     const clean = JSON.parse(JSON.stringify(next)) as RootStatusDoc;
     if (statusEqual(before, owned(clean))) return;
-    await d.status.applyStatus(refs.Root, { metadata: { name: root.metadata?.name ?? '' }, status: clean });
+    await d.status.applyStatus(refs.Root, { metadata: { name: root.metadata.name ?? '' }, status: clean });
     if (before.phase !== clean.phase || before.reason !== clean.reason) {
       if (clean.phase === 'Broken') d.events.warning(root, clean.reason ?? 'Broken', clean.message ?? '');
       else d.events.normal(root, clean.phase ?? '', clean.message ?? '');
@@ -75,9 +70,9 @@ export function makeNodeRootReconciler(d: RootReconcilerDeps): (key: string) => 
 
   return async (key) => {
     const root = d.informer.get(key);
-    const name = root?.metadata?.name;
-    if (!root || !name || root.spec?.nodeName !== d.nodeName || root.metadata?.deletionTimestamp) return;
-    const path = root.spec?.path ?? '';
+    const name = root?.metadata.name;
+    if (!root || !name || root.spec.nodeName !== d.nodeName || root.metadata.deletionTimestamp) return;
+    const path = root.spec.path;
     const now = d.clock.now();
 
     const accepted = findCondition(root.status?.conditions, 'Accepted');

@@ -1,7 +1,8 @@
 // Turns a World bound to this node into a WorldRunSpec: the Roots it forks (read through the store),
 // who the agent runs as, its environment, credential, network and limits. Refusals carry a code.
 import { lstatSync } from 'node:fs';
-import type { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
+import type { KubeConfig } from '@kubernetes/client-node';
+import type { World } from '../../crds/index.js';
 import { parseDuration, parseQuantity } from '../../crds/common.js';
 import { Refusal } from '../../core/errors.js';
 import { isNotFound } from '../../kube/api-error.js';
@@ -22,17 +23,6 @@ import { refs } from '../api-refs.js';
 import type { WorldRoot, WorldRunSpec } from './run-world.js';
 import { generationManifest } from '../store/world-records.js';
 import { worldPaths } from '../sandbox/run-paths.js';
-
-export interface WorldObj extends KubernetesObject {
-  spec?: {
-    roots?: string[];
-    agent?: { command?: string[]; env?: { name: string; value?: string }[]; workingDir?: string; runAsUser?: number; credentials?: { secretName: string; key: string; path: string } };
-    network?: { policy?: string; allow?: string[] };
-    resources?: { cpu?: string | number; memory?: string | number; pids?: number; wallTime?: string; outputBytes?: string | number };
-    isolation?: { minimumLevel?: string; controls?: string[]; acknowledgeHostYolo?: boolean };
-  };
-  status?: Record<string, unknown> & { nodeName?: string; phase?: string; conditions?: { type: string; status: string; reason: string }[] };
-}
 
 export class LaunchRefused extends Refusal {
   constructor(code: string, message: string) {
@@ -69,12 +59,12 @@ function isUnder(path: string, dir: string): boolean {
   return path === dir || path.startsWith(dir.endsWith('/') ? dir : `${dir}/`);
 }
 
-export async function buildRunSpec(world: WorldObj, slotBase: number, ctx: LaunchContext): Promise<LaunchPlan> {
-  const uid = world.metadata?.uid ?? '';
-  const ns = world.metadata?.namespace ?? '';
-  const spec = world.spec ?? {};
+export async function buildRunSpec(world: Pick<World, 'metadata' | 'spec'>, slotBase: number, ctx: LaunchContext): Promise<LaunchPlan> {
+  const uid = world.metadata.uid ?? '';
+  const ns = world.metadata.namespace ?? '';
+  const spec = world.spec;
   const roots: WorldRoot[] = [];
-  for (const name of spec.roots ?? []) {
+  for (const name of spec.roots) {
     const routing = await checkRouting(ctx.store, name);
     const { db } = ctx.store;
     const { rootKey, generation } = routing.root;
@@ -90,14 +80,14 @@ export async function buildRunSpec(world: WorldObj, slotBase: number, ctx: Launc
   const first = roots[0];
   if (!first) throw new LaunchRefused('ROOT_NOT_FOUND', 'the World names no Root');
   const owner = lstatSync(first.payload);
-  const runAsUid = spec.agent?.runAsUser ?? owner.uid;
-  const runAsGid = spec.agent?.runAsUser !== undefined ? spec.agent.runAsUser : owner.gid;
+  const runAsUid = spec.agent.runAsUser ?? owner.uid;
+  const runAsGid = spec.agent.runAsUser ?? owner.gid;
   if (runAsUid >= ID_RANGE || runAsGid >= ID_RANGE) {
     throw new LaunchRefused('RUN_AS_USER_UNMAPPABLE', `the agent would run as ${runAsUid}:${runAsGid}, outside the world's ids 0-${ID_RANGE - 1}; set spec.agent.runAsUser`);
   }
-  const cwd = spec.agent?.workingDir ?? first.path;
+  const cwd = spec.agent.workingDir ?? first.path;
   let credential: { path: string; value: Buffer } | undefined;
-  const cred = spec.agent?.credentials;
+  const cred = spec.agent.credentials;
   if (cred) {
     const inRoot = roots.find((r) => isUnder(cred.path, r.path));
     if (inRoot) throw new LaunchRefused('CREDENTIALS_PATH_CONFLICT', `credentials.path ${cred.path} lies inside Root ${inRoot.name} (${inRoot.path}); it would be captured as a change`);
@@ -111,8 +101,8 @@ export async function buildRunSpec(world: WorldObj, slotBase: number, ctx: Launc
   for (const [field, v, raw] of [['cpu', cpu, r.cpu], ['memory', memory, r.memory], ['wallTime', wall, r.wallTime], ['outputBytes', out, r.outputBytes]] as const) {
     if (raw !== undefined && (v === undefined || !(v > 0))) throw new LaunchRefused('RESOURCE_POLICY_INVALID', `spec.resources.${field} "${String(raw)}" is not a positive amount`);
   }
-  const policy = (spec.network?.policy ?? 'None') as 'None' | 'Allowlist' | 'Shared';
-  let env = [...BASE_ENV, `HOME=${HOME}`, ...(spec.agent?.env ?? []).map((e) => `${e.name}=${e.value ?? ''}`)];
+  const policy = spec.network?.policy ?? 'None';
+  let env = [...BASE_ENV, `HOME=${HOME}`, ...(spec.agent.env ?? []).map((e) => `${e.name}=${e.value}`)];
   let allow: string[] = [];
   if (policy === 'Allowlist') {
     try {
@@ -135,7 +125,7 @@ export async function buildRunSpec(world: WorldObj, slotBase: number, ctx: Launc
     uid,
     paths: worldPaths(ctx.store.layout.worlds, uid),
     roots,
-    argv: spec.agent?.command ?? [],
+    argv: spec.agent.command,
     env,
     cwd,
     runAsUid,

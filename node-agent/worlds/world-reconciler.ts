@@ -19,7 +19,8 @@ import type { Store } from '../store/open-store.js';
 import { cleanupWorldLeftovers } from './world-cleanup.js';
 import type { RunAdmission } from '../admission/admission-authority.js';
 import type { AgentMetrics } from '../metrics.js';
-import { applyReservation, buildRunSpec, type LaunchContext, type LaunchPlan, type WorldObj } from './world-launch.js';
+import { applyReservation, buildRunSpec, type LaunchContext, type LaunchPlan } from './world-launch.js';
+import type { World } from '../../crds/index.js';
 import { worldGate, type GateEvents, type GatePlan } from '../isolation/isolation-gate.js';
 import { AGENT_VERSION } from '../version.js';
 import { acquireSlot, releaseSlot, slotBase, SlotsExhausted } from '../sandbox/id-slots.js';
@@ -29,7 +30,7 @@ import { admittedStatus, isolationMessage, refusedStatus, withEvent, withIsolati
 import { worldPaths } from '../sandbox/run-paths.js';
 
 export interface WorldReconcilerDeps {
-  informer: Informer<WorldObj>;
+  informer: Informer<World>;
   rootPath: (name: string) => string | undefined;
   store: Store;
   kubeConfig: KubeConfig;
@@ -43,7 +44,7 @@ export interface WorldReconcilerDeps {
   admission: RunAdmission;
   metrics?: AgentMetrics;
   /** The isolation policy and request for a World's agent stage (from its governing Policy and spec). */
-  isolationPlan: (w: WorldObj, plan: LaunchPlan, base: { root: string; generation: number; digest: string }[]) => Pick<GatePlan, 'policy' | 'request' | 'sharedAuthorized'>;
+  isolationPlan: (w: World, plan: LaunchPlan, base: { root: string; generation: number; digest: string }[]) => Pick<GatePlan, 'policy' | 'request' | 'sharedAuthorized'>;
   /** Puts a key back on the work queue now. */
   requeue: (key: string) => void;
 }
@@ -60,16 +61,16 @@ export class NodeWorlds {
   private readonly attempts = new Map<string, number>();
   constructor(private readonly d: WorldReconcilerDeps) {}
 
-  private keyOf(w: WorldObj): string {
+  private keyOf(w: World): string {
     return `${w.metadata?.namespace ?? ''}/${w.metadata?.name ?? ''}`;
   }
 
   /** Applies the agent's whole status document if it differs from what the World shows. */
-  private async applyStatus(w: WorldObj, s: AgentWorldStatus): Promise<void> {
+  private async applyStatus(w: World, s: AgentWorldStatus): Promise<void> {
     await this.d.status.applyOwnedStatus(refs.World, w, s, { keys: OWNED_KEYS, conditionTypes: OWNED_CONDITIONS });
   }
 
-  private persist(w: WorldObj, state: WorldState, s: AgentWorldStatus): void {
+  private persist(w: World, state: WorldState, s: AgentWorldStatus): void {
     putWorldRecord(this.d.store.db, { uid: w.metadata?.uid ?? '', namespace: w.metadata?.namespace ?? '', name: w.metadata?.name ?? '', state, status: s }, this.d.clock.now());
   }
 
@@ -93,12 +94,12 @@ export class NodeWorlds {
       return;
     }
 
-    const accepted = findCondition(w.status?.conditions as never, 'Accepted');
+    const accepted = findCondition(w.status?.conditions, 'Accepted');
     if (accepted?.status !== 'True') return;
     return this.launch(key, w);
   };
 
-  private async launch(key: string, w: WorldObj): Promise<ReconcileResult> {
+  private async launch(key: string, w: World): Promise<ReconcileResult> {
     const uid = w.metadata?.uid ?? '';
     const now = this.d.clock.now();
     const gen = w.metadata?.generation;
@@ -211,11 +212,11 @@ export class NodeWorlds {
   }
 
   /** Answers "not now": Pending with the admission outcome, retried with growing delay until it fits or is deleted. */
-  private async wait(key: string, w: WorldObj, code: string, message: string): Promise<ReconcileResult> {
+  private async wait(key: string, w: World, code: string, message: string): Promise<ReconcileResult> {
     const uid = w.metadata?.uid ?? '';
     const gen = w.metadata?.generation;
     this.waiting.set(uid, key);
-    const s = { ...refusedStatus(code, message, gen, this.d.clock.now()), phase: 'Pending' };
+    const s: AgentWorldStatus = { ...refusedStatus(code, message, gen, this.d.clock.now()), phase: 'Pending' };
     const before = w.status?.reason;
     await this.applyStatus(w, s);
     if (before !== code) this.d.events.warning(w, code, message);
@@ -224,7 +225,7 @@ export class NodeWorlds {
     return { requeueAfterMs: Math.min(30_000, 500 * 2 ** Math.min(tries, 6)) };
   }
 
-  private async finalize(key: string, w: WorldObj): Promise<ReconcileResult> {
+  private async finalize(key: string, w: World): Promise<ReconcileResult> {
     const uid = w.metadata?.uid ?? '';
     const run = this.running.get(uid);
     if (run) {

@@ -1,22 +1,16 @@
 // The node-agent's part of a World's status, built step by step from what happened on the node.
 // Pure: every function returns a new document; the caller persists and applies it.
+import type { IsolationDecisionOutcome, WorldPhase, WorldStatus } from '../../crds/index.js';
 import { setCondition, type Condition } from '../../kube/conditions.js';
 import type { SandboxObservation } from '../../native/index.js';
 import type { CgroupReadback } from '../sandbox/cgroup.js';
 import type { WorldEvent } from './run-world.js';
 
-export interface AgentWorldStatus {
-  phase: string;
-  reason?: string;
-  message?: string;
-  base?: { root: string; generation: number; digest: string }[];
-  admission?: { outcome: string; message: string };
-  isolation?: { observation: Record<string, unknown>; decision?: { outcome: string; reasons: string[] } };
-  candidate?: { digest: string; shortDigest: string; added: number; modified: number; deleted: number; capturedAt: string };
-  exit?: { code?: number; signal?: string; reason: string };
+/** The node-agent's part of World.status (the fields it owns), as the World schema types them. */
+export type AgentWorldStatus = Pick<WorldStatus, 'reason' | 'message' | 'base' | 'admission' | 'isolation' | 'candidate' | 'exit' | 'networkRefusals'> & {
+  phase: WorldPhase;
   conditions: Condition[];
-  [k: string]: unknown;
-}
+};
 
 const hex = (n: bigint): string => `0x${n.toString(16).padStart(16, '0')}`;
 
@@ -124,12 +118,12 @@ export function collapsedStatus(s: AgentWorldStatus, message: string, now: Date,
 export const MAX_NETWORK_REFUSALS = 64;
 
 export function withNetworkRefusal(s: AgentWorldStatus, r: { host: string; port: number; time: string }): AgentWorldStatus {
-  const list = [...((s.networkRefusals as { host: string; port: number; time: string }[] | undefined) ?? []), { host: r.host.slice(0, 253), port: r.port, time: r.time.replace(/\.\d{3}Z$/, 'Z') }];
+  const list = [...(s.networkRefusals ?? []), { host: r.host.slice(0, 253), port: r.port, time: r.time.replace(/\.\d{3}Z$/, 'Z') }];
   return { ...s, networkRefusals: list.slice(-MAX_NETWORK_REFUSALS) };
 }
 
 export interface IsolationEvent {
-  decision: { outcome: string; reasons: string[]; missingControls: string[]; effectiveMinimum: string };
+  decision: { outcome: IsolationDecisionOutcome; reasons: string[]; missingControls: string[]; effectiveMinimum: string };
   observation: { achievedLevel: string; enforcedControls: string[] };
   notes: string[];
   sharedAuthorized: boolean;

@@ -9,7 +9,8 @@ import type { AgentConfig } from '../../node-agent/config.js';
 import { detectCgroups, WorldCgroup, type CgroupLayout } from '../../node-agent/sandbox/cgroup.js';
 import { adoptRoot } from '../../node-agent/store/adopt-root.js';
 import { openStore, type Store } from '../../node-agent/store/open-store.js';
-import { buildRunSpec, type LaunchContext, type WorldObj } from '../../node-agent/worlds/world-launch.js';
+import { buildRunSpec, type LaunchContext } from '../../node-agent/worlds/world-launch.js';
+import type { World } from '../../crds/index.js';
 import { mountsUnder } from '../../node-agent/store/mount-table.js';
 import { startWorldRun, type WorldEvent, type WorldRunSpec } from '../../node-agent/worlds/run-world.js';
 import { generateTree } from './tree-fixtures.js';
@@ -101,7 +102,7 @@ export async function openWorldEnv(parent = '/var/tmp'): Promise<WorldEnv> {
       return hostPath;
     },
     async spec(root, worldUid, argv) {
-      const world: WorldObj = {
+      const world: Pick<World, 'metadata' | 'spec'> = {
         metadata: { uid: worldUid, namespace: 'bench', name: worldUid },
         spec: { roots: [root], agent: { command: argv }, resources: { wallTime: '10m' } },
       };

@@ -11,21 +11,22 @@ import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { chownSync, existsSync, mkdirSync, mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { KubeConfig, type KubernetesObject } from '@kubernetes/client-node';
+import { KubeConfig } from '@kubernetes/client-node';
+import { CheckSchema, PolicySchema, WorldSchema, type Check, type Policy, type World } from '../../crds/index.js';
 import { sha256Hex } from '../../core/digest.js';
 import { systemClock } from '../../kube/clock.js';
 import type { EventRecorder } from '../../kube/events.js';
 import type { Informer } from '../../kube/informer.js';
 import { nullLogger } from '../../kube/logger.js';
 import type { ReconcileOutcome } from '../../kube/reconcile.js';
+import type { RefusalWriter } from '../../kube/refusal-writer.js';
 import type { StatusWriter } from '../../kube/status-writer.js';
 import * as native from '../../native/index.js';
-import { NodeChecks, type CheckObj } from '../../node-agent/checks/check-reconciler.js';
+import { NodeChecks } from '../../node-agent/checks/check-reconciler.js';
 import { hasEvaluation } from '../../node-agent/store/evaluation-records.js';
 import { readCandidate } from '../../node-agent/store/candidates.js';
 import { CHECK_ENV_BASE, runCheck } from '../../node-agent/checks/run-check.js';
 import type { AgentConfig } from '../../node-agent/config.js';
-import type { PolicyView } from '../../node-agent/isolation/world-request.js';
 import { detectCgroups } from '../../node-agent/sandbox/cgroup.js';
 import { worldPaths } from '../../node-agent/sandbox/run-paths.js';
 import { adoptRoot } from '../../node-agent/store/adopt-root.js';
@@ -33,7 +34,6 @@ import { storeCandidate } from '../../node-agent/store/candidates.js';
 import { mountsUnder } from '../../node-agent/store/mount-table.js';
 import { openStore, type Store } from '../../node-agent/store/open-store.js';
 import { checkRouting } from '../../node-agent/store/routing.js';
-import type { WorldObj } from '../../node-agent/worlds/world-launch.js';
 import { startWorldRun, type WorldEvent } from '../../node-agent/worlds/run-world.js';
 
 const isRoot = process.getuid?.() === 0;
@@ -88,22 +88,25 @@ async function setup(): Promise<Fixture> {
   return fixture;
 }
 
-const POLICY = {
+// Parsed as the informer would hand it over (typed, defaults applied).
+const POLICY: Policy = PolicySchema.parse({ apiVersion: 'worldline.dev/v1alpha1', kind: 'Policy', ...{
   metadata: { name: 'p' },
   spec: {
     roots: ['proj'],
     checks: [{ name: 'verify', command: ['sh', 'checks/verify.sh'], timeout: '1m' }],
     isolation: { check: { minimumLevel: 'os-sandboxed', controls: ['network-denied'] } },
   },
-};
+} });
 
 /** NodeChecks over the real store and sandbox; the API side is in memory and records every status applied. */
 function nodeChecks(f: Fixture, onStatus: (s: Record<string, unknown>) => void) {
-  const world: WorldObj = {
+  const world: World = WorldSchema.parse({
+    apiVersion: 'worldline.dev/v1alpha1',
+    kind: 'World',
     metadata: { namespace: 'ns', name: 'w', uid: 'world-uid-1' },
-    spec: { roots: ['proj'] },
+    spec: { roots: ['proj'], agent: { command: ['true'] } },
     status: { phase: 'Captured', nodeName: 'n1', candidate: { digest: readCandidate(f.candidateDir).digest }, base: [{ root: 'proj', generation: f.generation, digest: f.digest }] },
-  };
+  });
   const worlds = { get: (k: string) => (k === 'ns/w' ? world : undefined), list: () => [world], onAdd: () => undefined, onUpdate: () => undefined };
   const policies = { get: () => POLICY, list: () => [POLICY], onAdd: () => undefined, onUpdate: () => undefined };
   const kubeConfig = new KubeConfig();
@@ -111,7 +114,7 @@ function nodeChecks(f: Fixture, onStatus: (s: Record<string, unknown>) => void) 
   const outcomes: ReconcileOutcome[] = [];
   let checks: NodeChecks | undefined = undefined;
   const status = {
-    applyOwnedStatus: (_ref: unknown, obj: CheckObj, s: Record<string, unknown>) => {
+    applyOwnedStatus: (_ref: unknown, obj: Check, s: Record<string, unknown>) => {
       const applied = JSON.parse(JSON.stringify(s)) as Record<string, unknown>;
       onStatus(applied);
       // As the watch would deliver it: the informer's copy carries the status just written.
@@ -125,8 +128,8 @@ function nodeChecks(f: Fixture, onStatus: (s: Record<string, unknown>) => void) 
   checks = new NodeChecks({
     kubeConfig,
     nodeName: 'n1',
-    worlds: worlds as unknown as Informer<WorldObj>,
-    policies: policies as unknown as Informer<KubernetesObject & PolicyView>,
+    worlds: worlds as unknown as Informer<World>,
+    policies: policies as unknown as Informer<Policy>,
     rootPath: () => undefined,
     store: f.store,
     config: { idBase: ID_BASE, idSlots: 2 } as AgentConfig,
@@ -134,12 +137,14 @@ function nodeChecks(f: Fixture, onStatus: (s: Record<string, unknown>) => void) 
     agentNs: native.nsIds('self'),
     admission: { admit: () => ({ outcome: 'ADMITTED', message: 'admitted', reserve }), release: () => undefined },
     status: status as unknown as StatusWriter,
+    // Every object here is valid: a schema refusal would be a bug of the test.
+    refusals: { refuse: () => Promise.reject(new Error('no schema refusal expected')) } as unknown as RefusalWriter,
     events: events as unknown as EventRecorder,
     clock: systemClock,
     logger: nullLogger,
     metrics: { observe: (_kind, result) => void outcomes.push(result) },
   });
-  const check: CheckObj = { apiVersion: 'worldline.dev/v1alpha1', kind: 'Check', metadata: { namespace: 'ns', name: 'c1', uid: 'check-uid-1' }, spec: { worldRef: 'w', name: 'verify' }, status: { nodeName: 'n1' } };
+  const check: Check = CheckSchema.parse({ apiVersion: 'worldline.dev/v1alpha1', kind: 'Check', metadata: { namespace: 'ns', name: 'c1', uid: 'check-uid-1' }, spec: { worldRef: 'w', name: 'verify' }, status: { nodeName: 'n1' } });
   // The informer is never started: the Check is put in its cache as a list would put it there.
   checks.informer['cache'].set('ns/c1', check);
   return { checks, outcomes };

@@ -8,14 +8,14 @@ import { parseConfig } from '../../controller/config.js';
 const now = new Date('2026-11-30T10:00:00Z');
 
 test('a Check naming a missing World says WorldNotFound; a present one copies the node', () => {
-  const missing = computeDependentStatus({ kind: 'Check', metadata: { name: 'c', namespace: 'ns', generation: 1 }, spec: { worldRef: 'w' } }, undefined, now);
+  const missing = computeDependentStatus('Check', { metadata: { name: 'c', namespace: 'ns', generation: 1 }, spec: { worldRef: 'w' } }, undefined, now);
   assert.equal(missing.conditions[0]?.reason, 'WorldNotFound');
   assert.equal(missing.conditions[0]?.status, 'False');
   assert.match(missing.conditions[0]?.message ?? '', /"w".*"ns"/);
-  const found = computeDependentStatus({ kind: 'Collapse', metadata: { name: 'c', namespace: 'ns' }, spec: { worldRef: 'w' } }, { metadata: { name: 'w', uid: 'u' }, status: { nodeName: 'n1' } }, now);
+  const found = computeDependentStatus('Collapse', { metadata: { name: 'c', namespace: 'ns' }, spec: { worldRef: 'w' } }, { metadata: { name: 'w', uid: 'u' }, status: { nodeName: 'n1' } }, now);
   assert.equal(found.conditions[0]?.reason, 'WorldFound');
   assert.equal(found.nodeName, 'n1');
-  const dying = computeDependentStatus({ kind: 'Collapse', metadata: { name: 'c', namespace: 'ns' }, spec: { worldRef: 'w' } }, { metadata: { name: 'w', deletionTimestamp: now } }, now);
+  const dying = computeDependentStatus('Collapse', { metadata: { name: 'c', namespace: 'ns' }, spec: { worldRef: 'w' } }, { metadata: { name: 'w', deletionTimestamp: now.toISOString() } }, now);
   assert.equal(dying.conditions[0]?.reason, 'WorldTerminating');
 });
 
@@ -36,16 +36,16 @@ test('overlapping Root paths on one node: the older Root keeps the path', () => 
 
 test('Policy: private checks after legacy ones, with verifiers; warnings for checks binding no file', () => {
   const base = { metadata: { name: 'p', generation: 2 }, spec: { roots: ['r'] } };
-  const ok = computePolicyStatus({ ...base, spec: { roots: ['r'], checks: [{ name: 'a', command: ['sh', 'checks/a.sh'] }, { name: 'b', command: ['python3', 'v.py'], profile: 'private-evaluator-v1', verifiers: ['v.py'] }] } }, [], () => true, now);
+  const ok = computePolicyStatus({ ...base, spec: { roots: ['r'], checks: [{ name: 'a', command: ['sh', 'checks/a.sh'], profile: 'legacy' }, { name: 'b', command: ['python3', 'v.py'], profile: 'private-evaluator-v1', verifiers: ['v.py'] }] } }, [], () => true, now);
   assert.equal(ok.conditions[0]?.status, 'True');
   assert.deepEqual(ok.warnings, []);
-  const order = computePolicyStatus({ ...base, spec: { roots: ['r'], checks: [{ name: 'b', command: ['x'], profile: 'private-evaluator-v1', verifiers: ['v'] }, { name: 'a', command: ['make', 'test'] }] } }, [], () => true, now);
+  const order = computePolicyStatus({ ...base, spec: { roots: ['r'], checks: [{ name: 'b', command: ['x'], profile: 'private-evaluator-v1', verifiers: ['v'] }, { name: 'a', command: ['make', 'test'], profile: 'legacy' }] } }, [], () => true, now);
   assert.equal(order.conditions[0]?.reason, 'CheckProfileOrderInvalid');
   const noVer = computePolicyStatus({ ...base, spec: { roots: ['r'], checks: [{ name: 'b', command: ['x'], profile: 'private-evaluator-v1' }] } }, [], () => true, now);
   assert.equal(noVer.conditions[0]?.reason, 'PrivateCheckWithoutVerifiers');
   const missingRoot = computePolicyStatus(base, [], () => false, now);
   assert.equal(missingRoot.conditions[0]?.reason, 'PolicyRootNotFound');
-  assert.deepEqual(checkWarnings([{ name: 'm', command: ['make', 'test'] }]).length, 1);
+  assert.deepEqual(checkWarnings([{ name: 'm', command: ['make', 'test'], profile: 'legacy' }]).length, 1);
   assert.equal(namesRelativeFile('-m'), false);
   assert.equal(namesRelativeFile('tests/run.sh'), true);
   assert.equal(namesRelativeFile('/usr/bin/x'), false);
