@@ -10,7 +10,7 @@ import { Informer } from '../kube/informer.js';
 import { kindParsers } from '../kube/kind-parsers.js';
 import { governingPolicy } from '../core/policy/governing.js';
 import type { Policy, Root, World } from '../crds/index.js';
-import { createLogger } from '../kube/logger.js';
+import { createLogger, type Logger } from '../kube/logger.js';
 import { createReconcileMetrics } from '../kube/metrics.js';
 import { ObjectDeleter } from '../kube/object-deleter.js';
 import { ControllerRunner } from '../kube/reconcile.js';
@@ -19,14 +19,14 @@ import { onShutdown } from '../kube/shutdown.js';
 import { RefusalWriter } from '../kube/refusal-writer.js';
 import { StatusWriter } from '../kube/status-writer.js';
 import * as native from '../native/index.js';
-import { parseAgentConfig } from './config.js';
+import { parseAgentConfig, type AgentConfig } from './config.js';
 import { Heartbeat } from './heartbeat.js';
 import { FIELD_MANAGER, refs } from './api-refs.js';
 import { makeNodeRootReconciler } from './roots/root-reconciler.js';
-import { detectCgroups } from './sandbox/cgroup.js';
-import { openStore } from './store/open-store.js';
+import { detectCgroups, type CgroupLayout } from './sandbox/cgroup.js';
+import { openStore, type Store } from './store/open-store.js';
 import { recoverCollapses } from './collapses/recover-collapses.js';
-import { startNodeCollapses } from './collapses/collapse-reconciler.js'; // Collapse (issue 5)
+import { startNodeCollapses } from './collapses/node-collapses.js';
 import { isStoreError } from './store/store-errors.js';
 import { sweepOrphanWorlds } from './worlds/orphan-sweep.js';
 import { NodeWorlds } from './worlds/world-reconciler.js';
@@ -35,15 +35,13 @@ import { AdmissionAuthority } from './admission/admission-authority.js';
 import { loadAdmissionPolicy } from './admission/admission-host.js';
 import { observeNode } from './admission/observe-node.js';
 import { agentPolicyRecord, agentRequestRecord } from './isolation/world-request.js';
-import { createAgentMetrics } from './metrics.js';
+import { createAgentMetrics, type AgentMetrics } from './metrics.js';
 import { NodeChecks } from './checks/check-reconciler.js';
 import { receiptPaths } from './receipts/open-ledger.js';
 import { publishReceiptsPublicKey } from './receipts/publish-public-key.js';
 
-async function main(): Promise<void> {
-  const cfg = parseAgentConfig(process.argv.slice(2), process.env);
-  const logger = createLogger('worldline-node-agent', { level: cfg.logLevel }).child({ node: cfg.nodeName });
-  if (process.getuid?.() !== 0) throw new Error('the node-agent must run as root (it mounts, creates namespaces and writes cgroups)');
+/** Opens (and locks) the store, settles what a crash interrupted, removes leftovers of unrecorded worlds. */
+async function openNodeStore(cfg: AgentConfig, logger: Logger): Promise<{ store: Store; cgroups: CgroupLayout }> {
   let opened;
   try {
     opened = await openStore({ dir: cfg.storeDir });
@@ -62,17 +60,13 @@ async function main(): Promise<void> {
   const swept = sweepOrphanWorlds(store, cgroups);
   if (swept.length > 0) logger.warn('removed leftovers of worlds no longer recorded', { worlds: swept });
   logger.info('store opened', { store: store.dir, cgroups: cgroups.version });
+  return { store, cgroups };
+}
 
-  const kc = loadKubeConfig(cfg.kubeconfig ? { kubeconfig: cfg.kubeconfig } : {});
-  const registry = new Registry();
-  collectDefaultMetrics({ register: registry });
-  const metrics = createReconcileMetrics(registry);
-  const agentMetrics = createAgentMetrics(registry);
-
-  // Admission: a malformed ceiling does not stop the agent; every World is then refused by name.
+/** The node's admission authority as worlds and checks use it: a malformed ceiling does not stop the agent; every World is then refused by name. */
+function nodeAdmission(cfg: AgentConfig, store: Store, agentMetrics: AgentMetrics, logger: Logger): RunAdmission {
   const policyLoad = loadAdmissionPolicy(cfg.admissionRaw);
   for (const note of policyLoad.notes) logger.info('admission default', { note });
-  let admission: RunAdmission;
   if (policyLoad.ok) {
     const authority = new AdmissionAuthority({ db: store.db, ...policyLoad.policy, observe: () => observeNode({ procDir: cfg.observeProcDir }), clock: store.now, metrics: agentMetrics });
     // No world survives an agent restart (they die with it), so no reservation is live any more.
@@ -80,7 +74,7 @@ async function main(): Promise<void> {
     if (recoveredReservations.dropped.length > 0) logger.warn('dropped reservations of worlds that ended with the previous agent', { holders: recoveredReservations.dropped });
     agentMetrics.setCapacity(policyLoad.policy.ceilings);
     agentMetrics.setReserved(authority.totals());
-    admission = {
+    return {
       admit: (holder, stage, resources) => authority.admit({ holder, stage, resources }),
       release: (holder) => {
         authority.release(holder);
@@ -89,7 +83,7 @@ async function main(): Promise<void> {
     };
   } else {
     logger.error('admission policy is invalid; every World is refused with RESOURCE_POLICY_INVALID until it is fixed', { field: policyLoad.field, error: policyLoad.message });
-    admission = {
+    return {
       admit: (_holder, stage) => {
         agentMetrics.admission(stage, 'RESOURCE_POLICY_INVALID');
         return { outcome: 'RESOURCE_POLICY_INVALID', message: policyLoad.message };
@@ -97,6 +91,52 @@ async function main(): Promise<void> {
       release: () => undefined,
     };
   }
+}
+
+/** Roots and Worlds to the work queues (a Root's change wakes its Worlds), and the worlds-by-phase gauge. */
+function wireInformerEvents(roots: Informer<Root>, worlds: Informer<World>, rootRunner: ControllerRunner, worldRunner: ControllerRunner, agentMetrics: AgentMetrics): void {
+  const countPhases = (): void => {
+    const counts: Record<string, number> = {};
+    for (const w of worlds.list()) {
+      const p = w.status?.phase;
+      if (p !== undefined) counts[p] = (counts[p] ?? 0) + 1;
+    }
+    agentMetrics.setWorlds(counts);
+  };
+  const onRoot = (o: Root): void => {
+    rootRunner.enqueue(objectKey(o));
+    for (const w of worlds.list()) if (w.spec.roots.includes(o.metadata.name ?? '')) worldRunner.enqueue(objectKey(w));
+  };
+  roots.onAdd(onRoot);
+  roots.onUpdate((o) => onRoot(o));
+  roots.onDelete(onRoot);
+  worlds.onAdd((o) => {
+    worldRunner.enqueue(objectKey(o));
+    countPhases();
+  });
+  worlds.onUpdate((o) => {
+    worldRunner.enqueue(objectKey(o));
+    countPhases();
+  });
+  worlds.onDelete((o) => {
+    worldRunner.enqueue(objectKey(o));
+    countPhases();
+  });
+}
+
+async function main(): Promise<void> {
+  const cfg = parseAgentConfig(process.argv.slice(2), process.env);
+  const logger = createLogger('worldline-node-agent', { level: cfg.logLevel }).child({ node: cfg.nodeName });
+  if (process.getuid?.() !== 0) throw new Error('the node-agent must run as root (it mounts, creates namespaces and writes cgroups)');
+  const { store, cgroups } = await openNodeStore(cfg, logger);
+
+  const kc = loadKubeConfig(cfg.kubeconfig ? { kubeconfig: cfg.kubeconfig } : {});
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry });
+  const metrics = createReconcileMetrics(registry);
+  const agentMetrics = createAgentMetrics(registry);
+
+  const admission = nodeAdmission(cfg, store, agentMetrics, logger);
   const clock = systemClock;
   const events = new EventRecorder(kc, { component: 'worldline-node-agent', instance: cfg.nodeName, logger });
   const status = new StatusWriter(kc, FIELD_MANAGER, logger);
@@ -136,33 +176,7 @@ async function main(): Promise<void> {
   const rootRunner = new ControllerRunner({ kind: 'NodeRoot', reconcile: makeNodeRootReconciler({ informer: roots, store, status, events, clock, nodeName: cfg.nodeName, logger }), workers: 2, metrics, logger });
   const worldRunner = new ControllerRunner({ kind: 'NodeWorld', reconcile: nodeWorlds.reconcile, workers: 4, metrics, logger });
   wake.runner = worldRunner;
-  const countPhases = (): void => {
-    const counts: Record<string, number> = {};
-    for (const w of worlds.list()) {
-      const p = w.status?.phase;
-      if (p !== undefined) counts[p] = (counts[p] ?? 0) + 1;
-    }
-    agentMetrics.setWorlds(counts);
-  };
-  const onRoot = (o: Root): void => {
-    rootRunner.enqueue(objectKey(o));
-    for (const w of worlds.list()) if (w.spec.roots.includes(o.metadata.name ?? '')) worldRunner.enqueue(objectKey(w));
-  };
-  roots.onAdd(onRoot);
-  roots.onUpdate((o) => onRoot(o));
-  roots.onDelete(onRoot);
-  worlds.onAdd((o) => {
-    worldRunner.enqueue(objectKey(o));
-    countPhases();
-  });
-  worlds.onUpdate((o) => {
-    worldRunner.enqueue(objectKey(o));
-    countPhases();
-  });
-  worlds.onDelete((o) => {
-    worldRunner.enqueue(objectKey(o));
-    countPhases();
-  });
+  wireInformerEvents(roots, worlds, rootRunner, worldRunner, agentMetrics);
 
   let ready = false;
   const server = await startHttpServer({ host: cfg.metricsHost, port: cfg.metricsPort, registry, ready: () => ready, logger });

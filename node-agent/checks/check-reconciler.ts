@@ -8,6 +8,7 @@ import { lstatSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { classifyError, describeError, Refusal } from '../../core/errors.js';
+import type { CheckDefinition } from '../../core/evidence/requirement.js';
 import { governingPolicy } from '../../core/policy/governing.js';
 import { parseDuration } from '../../crds/common.js';
 import type { Check, CheckStatus, Policy, World } from '../../crds/index.js';
@@ -26,7 +27,7 @@ import { readCandidate } from '../store/candidates.js';
 import { hasEvaluation, recordEvaluation } from '../store/evaluation-records.js';
 import { checkDefinitions, resolveRequirement } from '../evidence/policy-requirement.js';
 import { CHECK_ENV_BASE, runCheck, type CheckResult } from './run-check.js';
-import { ID_RANGE, type AgentConfig } from '../config.js';
+import type { AgentConfig } from '../config.js';
 import { checkPolicyRecord, checkRequestRecord } from '../isolation/world-request.js';
 import { worldGate } from '../isolation/isolation-gate.js';
 import type { StartHooks } from '../sandbox/supervise.js';
@@ -39,7 +40,8 @@ import { payloadDir } from '../store/store-layout.js';
 import { getGeneration, getRoot } from '../store/store-records.js';
 import { AGENT_VERSION } from '../version.js';
 import type { RunAdmission } from '../admission/admission-authority.js';
-import { acquireSlot, releaseSlot, slotBase, SlotsExhausted } from '../sandbox/id-slots.js';
+import { releaseRun, reserveRun, type ReservationDeps } from '../sandbox/run-reservation.js';
+import type { WorldResources } from '../admission/admission-policy.js';
 import { generationManifest } from '../store/world-records.js';
 
 const HOME = '/home/check';
@@ -140,174 +142,33 @@ export class NodeChecks {
   private async run(c: Check, world: World, subject: string): Promise<ReconcileResult> {
     const d = this.d;
     const uid = c.metadata.uid ?? '';
-    const checkName = c.spec.name;
     const holder = `check-${uid}`;
     let status: AgentCheckStatus = { subject };
-    const refuse = async (code: string, message: string): Promise<void> => {
-      status = { ...status, phase: 'Refused', verdict: 'REFUSED', reason: code, message, finishedAt: d.clock.now().toISOString() };
-      recordEvaluation(d.store.db, { checkUid: uid, worldUid: world.metadata.uid ?? '', checkName, verdict: 'REFUSED', reason: code, subject, ...ids(status) }, d.clock.now());
-      d.agentMetrics?.checkVerdict('REFUSED', code);
-      await this.apply(c, status);
-      d.events.warning(c, 'CheckRefused', `${code}: ${message}`);
-    };
-    let admitted = false;
-    let slotHeld = false;
+    let reserved = false;
     try {
-      const roots = world.spec.roots;
-      const policy = governingPolicy(d.policies.list(), roots);
-      const definition = checkDefinitions(policy).find((x) => x.name === checkName);
-      if (!policy || !definition) throw new Refusal('CHECK_NOT_IN_POLICY', `no Policy governing Roots ${roots.join(', ')} defines check "${checkName}"`);
-      if (definition.profile !== 'legacy') throw new Refusal('CHECK_PROFILE_UNSUPPORTED', `profile ${definition.profile} is not run by this node-agent yet`);
-
-      const candidateDir = join(d.store.layout.candidates, subject.replace(/^sha256:/, ''));
-      const { deltas } = readCandidate(candidateDir);
-      const base = world.status?.base ?? [];
-      // Per Root: the base payload (the candidate's lower layer) and the generation verifiers come from.
-      const sources = new Map<string, { rootKey: string; path: string; basePayload: string; primePayload: string; primeGeneration: number }>();
-      for (const name of roots) {
-        const rec = getRoot(d.store.db, name);
-        const b = base.find((x) => x.root === name);
-        const gen = rec && b ? getGeneration(d.store.db, rec.rootKey, b.generation) : undefined;
-        if (!rec || !b || !gen) throw new Refusal('EVIDENCE_CONTEXT_MISSING', `the base generation of Root ${name} is not recorded in this node's store`);
-        const basePayload = payloadDir(d.store.layout, gen.id);
-        // Verifiers are bound from the generation the World forked (or the current PRIME to revalidate).
-        let primePayload = basePayload;
-        let primeGeneration = b.generation;
-        if (c.spec.revalidate) {
-          const routing = await checkRouting(d.store, name);
-          primePayload = routing.payloadPath;
-          primeGeneration = routing.root.generation;
-        }
-        sources.set(name, { rootKey: rec.rootKey, path: d.rootPath(name) ?? rec.nodePath, basePayload, primePayload, primeGeneration });
+      const view = await this.checkView(c, world, subject);
+      status = { ...status, requirementHash: view.resolved.requirementHash, verifierIdentity: view.resolved.declaredVerifier };
+      // Admission by the node's one authority, then an id range: the same step a World takes.
+      const reservation = reserveRun(this.reservations(), holder, 'check', {}, d.clock.now());
+      if (!reservation.ok) {
+        // A Check waits for room whatever the answer (a node policy being fixed is room too).
+        await this.apply(c, { ...status, phase: 'Pending', reason: reservation.code, message: reservation.message });
+        return { requeueAfterMs: WAIT_MS };
       }
-      const resolved = resolveRequirement(policy, roots, (name) => {
-        const src = sources.get(name);
-        return src && generationManifest(d.store.db, src.rootKey, src.primeGeneration);
-      });
-      if (!resolved) throw new Refusal('EVIDENCE_CONTEXT_MISSING', `a generation of Roots ${roots.join(', ')} has no manifest in this node's store`);
-      const checkRoots: CheckRoot[] = roots.map((name) => {
-        const src = sources.get(name)!;
-        return { name, rootKey: src.rootKey, path: src.path, basePayload: src.basePayload, primePayload: src.primePayload, bound: resolved.bound.get(name) ?? [], delta: deltas.get(src.rootKey) ?? null };
-      });
-      const first = checkRoots[0];
-      if (!first) throw new Refusal('ROOT_NOT_FOUND', 'the World names no Root');
-      const declared = resolved.declaredVerifier;
-      const requirement = resolved.requirementHash;
-      status = { ...status, requirementHash: requirement, verifierIdentity: declared };
-
-      const answer = d.admission.admit(holder, 'check', {});
-      if (answer.outcome !== 'ADMITTED' || !answer.reserve) {
-        await this.apply(c, { ...status, phase: 'Pending', reason: answer.outcome, message: answer.message });
-        throw new Waiting();
-      }
-      admitted = true;
-      let slot: number;
-      try {
-        slot = acquireSlot(d.store.db, holder, d.config.idSlots, d.clock.now());
-      } catch (err) {
-        if (!(err instanceof SlotsExhausted)) throw err;
-        await this.apply(c, { ...status, phase: 'Pending', reason: err.code, message: err.message });
-        throw new Waiting();
-      }
-      slotHeld = true;
-
-      const startedAt = d.clock.now().toISOString();
-      status = { ...status, phase: 'Running', reason: undefined, message: undefined, startedAt };
+      reserved = true;
+      status = { ...status, phase: 'Running', reason: undefined, message: undefined, startedAt: d.clock.now().toISOString() };
       await this.apply(c, status);
-      d.events.normal(c, 'CheckStarted', `running check ${checkName} on candidate ${subject}`);
-
-      const owner = lstatSync(first.basePayload);
-      const runAsUid = world.spec.agent.runAsUser ?? owner.uid;
-      const runAsGid = world.spec.agent.runAsUser ?? owner.gid;
-      const checksDir = join(d.store.dir, 'checks');
-      mkdirSync(checksDir, { recursive: true, mode: 0o711 });
-      const runId = uid.replace(/[^A-Za-z0-9-]/g, '');
-      const reserve = answer.reserve;
-      const env = [...CHECK_ENV_BASE, `HOME=${HOME}`, ...(definition.env ?? []).flatMap((n) => (process.env[n] !== undefined ? [`${n}=${process.env[n]}`] : []))];
-      // The check stage's isolation: observed in the sandbox before the check runs, judged against the Policy's spec.isolation.check.
-      let isolation: string | undefined;
-      const gate = (cg: CgroupReadback): StartHooks =>
-        worldGate(
-          {
-            worldUid: `check-${runId}`,
-            network: { policy: 'None', allow: [] },
-            sharedAuthorized: false,
-            policy: checkPolicyRecord(policy),
-            request: checkRequestRecord(subject),
-            rootPaths: checkRoots.map((r) => r.path),
-            credentialPaths: [],
-            envNames: env.map((e) => e.slice(0, e.indexOf('='))),
-            agentNs: d.agentNs,
-            wallTimeArmed: true,
-            outputLimitArmed: true,
-            backendVersion: AGENT_VERSION,
-          },
-          cg,
-          {
-            isolation: ({ decision }) => {
-              isolation = `isolation decision ${decision.outcome}${decision.reasons.length ? ` (${decision.reasons.join(', ')})` : ''}`;
-              return Promise.resolve();
-            },
-            networkRefusal: () => undefined,
-          },
-          undefined,
-          d.logger,
-        );
-      const result: CheckResult = await runCheck({
-        runId,
-        checksDir,
-        checkName,
-        argv: [...definition.command],
-        env,
-        gate,
-        cwd: first.path,
-        runAsUid,
-        runAsGid,
-        home: HOME,
-        roots: checkRoots,
-        candidateDir,
-        subject,
-        requirementHash: requirement,
-        verifierIdentity: declared,
-        idBase: slotBase(d.config.idBase, slot, ID_RANGE),
-        idCount: ID_RANGE,
-        limits: { cpuMillis: reserve.cpuMillis, memoryBytes: reserve.memoryBytes, pids: reserve.pids },
-        wallTimeMs: Math.round((parseDuration(definition.timeout) ?? 600) * 1000),
-        newNetwork: true,
-        outputLimitBytes: reserve.outputBytes,
-        outputFile: join(checksDir, `${runId}.output.log`),
-        cgroups: d.cgroups,
-        agentNs: d.agentNs,
-        now: () => d.clock.now(),
-      });
+      d.events.normal(c, 'CheckStarted', `running check ${c.spec.name} on candidate ${subject}`);
+      const { result, isolation } = await this.execute(c, world, subject, view, reservation);
       if (result.verdict === 'REFUSED') throw new Refusal(result.code, isolation && result.code === 'ISOLATION_INSUFFICIENT' ? `${result.message}; ${isolation}` : result.message);
-      const r = result.record;
-      const mismatch = r.executedVerifierIdentity !== r.verifierIdentity;
-      const verdict = mismatch ? 'REFUSED' : result.verdict;
-      status = {
-        ...status,
-        phase: verdict === 'PASS' ? 'Passed' : verdict === 'FAIL' ? 'Failed' : 'Refused',
-        verdict,
-        executedVerifierIdentity: r.executedVerifierIdentity,
-        exit: { ...(r.exit.code !== null ? { code: r.exit.code } : {}), ...(r.exit.signal !== null ? { signal: r.exit.signal } : {}), reason: r.exit.reason },
-        ...(mismatch ? { reason: 'VERIFIER_EXECUTION_IDENTITY_MISMATCH', message: 'the verifiers executed are not the ones the requirement binds' } : {}),
-        startedAt: r.startedAt,
-        finishedAt: r.finishedAt,
-      };
-      recordEvaluation(d.store.db, { checkUid: uid, worldUid: world.metadata.uid ?? '', checkName, verdict, subject, ...ids(status), ...(mismatch ? { reason: 'VERIFIER_EXECUTION_IDENTITY_MISMATCH' } : {}) }, d.clock.now());
-      d.agentMetrics?.checkVerdict(verdict, mismatch ? 'VERIFIER_EXECUTION_IDENTITY_MISMATCH' : undefined);
-      await this.apply(c, status);
-      const msg = `check ${checkName} on ${subject}: ${verdict} (exit ${r.exit.code ?? r.exit.signal ?? r.exit.reason})`;
-      if (verdict === 'PASS') d.events.normal(c, 'CheckPassed', msg);
-      else d.events.warning(c, verdict === 'FAIL' ? 'CheckFailed' : 'CheckRefused', msg);
+      await this.record(c, world, status, result);
       return;
     } catch (err) {
-      if (err instanceof Waiting) return { requeueAfterMs: WAIT_MS };
       // Only a Refusal is final. Anything else (an errno such as EBUSY, an API error) is transient: the
       // Check shows it, Pending, and the runner retries it with backoff.
       const failure = classifyError(err);
       if (failure.terminal) {
-        await refuse(failure.code, failure.message);
+        await this.refuse(c, world, status, failure.code, failure.message);
         return;
       }
       await this.apply(c, { ...status, phase: 'Pending', reason: 'CHECK_RETRYING', message: `retrying after a transient failure: ${failure.message}` }).catch((writeErr: unknown) =>
@@ -315,14 +176,180 @@ export class NodeChecks {
       );
       throw err;
     } finally {
-      if (slotHeld) releaseSlot(d.store.db, holder);
-      if (admitted) d.admission.release(holder);
+      if (reserved) releaseRun(this.reservations(), holder);
     }
+  }
+
+  private reservations(): ReservationDeps {
+    return { admission: this.d.admission, db: this.d.store.db, idBase: this.d.config.idBase, idSlots: this.d.config.idSlots };
+  }
+
+  /** Ends the Check REFUSED by name, recorded as an evaluation like any other run. */
+  private async refuse(c: Check, world: World, base: AgentCheckStatus, code: string, message: string): Promise<void> {
+    const d = this.d;
+    const status: AgentCheckStatus = { ...base, phase: 'Refused', verdict: 'REFUSED', reason: code, message, finishedAt: d.clock.now().toISOString() };
+    recordEvaluation(d.store.db, { checkUid: c.metadata.uid ?? '', worldUid: world.metadata.uid ?? '', checkName: c.spec.name, verdict: 'REFUSED', reason: code, subject: base.subject ?? '', ...ids(status) }, d.clock.now());
+    d.agentMetrics?.checkVerdict('REFUSED', code);
+    await this.apply(c, status);
+    d.events.warning(c, 'CheckRefused', `${code}: ${message}`);
+  }
+
+  /**
+   * What the check runs on: the governing Policy's definition of it, the requirement resolved against the
+   * generation verifiers come from (the World's base, or PRIME now to revalidate), and per Root the base
+   * payload, the verifiers it binds and the candidate's delta.
+   */
+  private async checkView(c: Check, world: World, subject: string): Promise<CheckView> {
+    const d = this.d;
+    const roots = world.spec.roots;
+    const checkName = c.spec.name;
+    const policy = governingPolicy(d.policies.list(), roots);
+    const definition = checkDefinitions(policy).find((x) => x.name === checkName);
+    if (!policy || !definition) throw new Refusal('CHECK_NOT_IN_POLICY', `no Policy governing Roots ${roots.join(', ')} defines check "${checkName}"`);
+    if (definition.profile !== 'legacy') throw new Refusal('CHECK_PROFILE_UNSUPPORTED', `profile ${definition.profile} is not run by this node-agent yet`);
+
+    const candidateDir = join(d.store.layout.candidates, subject.replace(/^sha256:/, ''));
+    const { deltas } = readCandidate(candidateDir);
+    const base = world.status?.base ?? [];
+    // Per Root: the base payload (the candidate's lower layer) and the generation verifiers come from.
+    const sources = new Map<string, { rootKey: string; path: string; basePayload: string; primePayload: string; primeGeneration: number }>();
+    for (const name of roots) {
+      const rec = getRoot(d.store.db, name);
+      const b = base.find((x) => x.root === name);
+      const gen = rec && b ? getGeneration(d.store.db, rec.rootKey, b.generation) : undefined;
+      if (!rec || !b || !gen) throw new Refusal('EVIDENCE_CONTEXT_MISSING', `the base generation of Root ${name} is not recorded in this node's store`);
+      const basePayload = payloadDir(d.store.layout, gen.id);
+      // Verifiers are bound from the generation the World forked (or the current PRIME to revalidate).
+      let primePayload = basePayload;
+      let primeGeneration = b.generation;
+      if (c.spec.revalidate) {
+        const routing = await checkRouting(d.store, name);
+        primePayload = routing.payloadPath;
+        primeGeneration = routing.root.generation;
+      }
+      sources.set(name, { rootKey: rec.rootKey, path: d.rootPath(name) ?? rec.nodePath, basePayload, primePayload, primeGeneration });
+    }
+    const resolved = resolveRequirement(policy, roots, (name) => {
+      const src = sources.get(name);
+      return src && generationManifest(d.store.db, src.rootKey, src.primeGeneration);
+    });
+    if (!resolved) throw new Refusal('EVIDENCE_CONTEXT_MISSING', `a generation of Roots ${roots.join(', ')} has no manifest in this node's store`);
+    const checkRoots: CheckRoot[] = roots.map((name) => {
+      const src = sources.get(name)!;
+      return { name, rootKey: src.rootKey, path: src.path, basePayload: src.basePayload, primePayload: src.primePayload, bound: resolved.bound.get(name) ?? [], delta: deltas.get(src.rootKey) ?? null };
+    });
+    const first = checkRoots[0];
+    if (!first) throw new Refusal('ROOT_NOT_FOUND', 'the World names no Root');
+    return { policy, definition, candidateDir, checkRoots, first, resolved };
+  }
+
+  /** Runs the check in its sandbox behind the check stage's isolation gate; `isolation` says what the gate decided. */
+  private async execute(c: Check, world: World, subject: string, view: CheckView, r: { reserve: WorldResources; idBase: number; idCount: number }): Promise<{ result: CheckResult; isolation: string | undefined }> {
+    const d = this.d;
+    const owner = lstatSync(view.first.basePayload);
+    const checksDir = join(d.store.dir, 'checks');
+    mkdirSync(checksDir, { recursive: true, mode: 0o711 });
+    const runId = (c.metadata.uid ?? '').replace(/[^A-Za-z0-9-]/g, '');
+    const env = [...CHECK_ENV_BASE, `HOME=${HOME}`, ...(view.definition.env ?? []).flatMap((n) => (process.env[n] !== undefined ? [`${n}=${process.env[n]}`] : []))];
+    let isolation: string | undefined;
+    const gate = checkGate({ policy: view.policy, subject, runId, rootPaths: view.checkRoots.map((x) => x.path), env, agentNs: d.agentNs, logger: d.logger }, (decided) => (isolation = decided));
+    const result = await runCheck({
+      runId,
+      checksDir,
+      checkName: c.spec.name,
+      argv: [...view.definition.command],
+      env,
+      gate,
+      cwd: view.first.path,
+      runAsUid: world.spec.agent.runAsUser ?? owner.uid,
+      runAsGid: world.spec.agent.runAsUser ?? owner.gid,
+      home: HOME,
+      roots: view.checkRoots,
+      candidateDir: view.candidateDir,
+      subject,
+      requirementHash: view.resolved.requirementHash,
+      verifierIdentity: view.resolved.declaredVerifier,
+      idBase: r.idBase,
+      idCount: r.idCount,
+      limits: { cpuMillis: r.reserve.cpuMillis, memoryBytes: r.reserve.memoryBytes, pids: r.reserve.pids },
+      wallTimeMs: Math.round((parseDuration(view.definition.timeout) ?? 600) * 1000),
+      newNetwork: true,
+      outputLimitBytes: r.reserve.outputBytes,
+      outputFile: join(checksDir, `${runId}.output.log`),
+      cgroups: d.cgroups,
+      agentNs: d.agentNs,
+      now: () => d.clock.now(),
+    });
+    return { result, isolation };
+  }
+
+  /** A run that ended: its verdict (REFUSED when the verifiers executed are not the ones bound), recorded, shown, announced. */
+  private async record(c: Check, world: World, before: AgentCheckStatus, result: Extract<CheckResult, { record: unknown }>): Promise<void> {
+    const d = this.d;
+    const r = result.record;
+    const mismatch = r.executedVerifierIdentity !== r.verifierIdentity;
+    const verdict = mismatch ? 'REFUSED' : result.verdict;
+    const status: AgentCheckStatus = {
+      ...before,
+      phase: verdict === 'PASS' ? 'Passed' : verdict === 'FAIL' ? 'Failed' : 'Refused',
+      verdict,
+      executedVerifierIdentity: r.executedVerifierIdentity,
+      exit: { ...(r.exit.code !== null ? { code: r.exit.code } : {}), ...(r.exit.signal !== null ? { signal: r.exit.signal } : {}), reason: r.exit.reason },
+      ...(mismatch ? { reason: 'VERIFIER_EXECUTION_IDENTITY_MISMATCH', message: 'the verifiers executed are not the ones the requirement binds' } : {}),
+      startedAt: r.startedAt,
+      finishedAt: r.finishedAt,
+    };
+    recordEvaluation(d.store.db, { checkUid: c.metadata.uid ?? '', worldUid: world.metadata.uid ?? '', checkName: c.spec.name, verdict, subject: r.subject, ...ids(status), ...(mismatch ? { reason: 'VERIFIER_EXECUTION_IDENTITY_MISMATCH' } : {}) }, d.clock.now());
+    d.agentMetrics?.checkVerdict(verdict, mismatch ? 'VERIFIER_EXECUTION_IDENTITY_MISMATCH' : undefined);
+    await this.apply(c, status);
+    const msg = `check ${c.spec.name} on ${r.subject}: ${verdict} (exit ${r.exit.code ?? r.exit.signal ?? r.exit.reason})`;
+    if (verdict === 'PASS') d.events.normal(c, 'CheckPassed', msg);
+    else d.events.warning(c, verdict === 'FAIL' ? 'CheckFailed' : 'CheckRefused', msg);
   }
 }
 
-/** Thrown to leave a Check Pending (its status already says why); it is retried on the next event. */
-class Waiting extends Error {}
+interface CheckView {
+  policy: Policy;
+  definition: CheckDefinition;
+  candidateDir: string;
+  checkRoots: CheckRoot[];
+  first: CheckRoot;
+  resolved: NonNullable<ReturnType<typeof resolveRequirement>>;
+}
+
+/** The check stage's isolation gate: observed in the sandbox before the check runs, judged against the Policy's spec.isolation.check. */
+function checkGate(
+  g: { policy: Policy; subject: string; runId: string; rootPaths: string[]; env: string[]; agentNs: Record<NsName, string>; logger: Logger },
+  decided: (summary: string) => void,
+): (cg: CgroupReadback) => StartHooks {
+  return (cg) =>
+    worldGate(
+      {
+        worldUid: `check-${g.runId}`,
+        network: { policy: 'None', allow: [] },
+        sharedAuthorized: false,
+        policy: checkPolicyRecord(g.policy),
+        request: checkRequestRecord(g.subject),
+        rootPaths: g.rootPaths,
+        credentialPaths: [],
+        envNames: g.env.map((e) => e.slice(0, e.indexOf('='))),
+        agentNs: g.agentNs,
+        wallTimeArmed: true,
+        outputLimitArmed: true,
+        backendVersion: AGENT_VERSION,
+      },
+      cg,
+      {
+        isolation: ({ decision }) => {
+          decided(`isolation decision ${decision.outcome}${decision.reasons.length ? ` (${decision.reasons.join(', ')})` : ''}`);
+          return Promise.resolve();
+        },
+        networkRefusal: () => undefined,
+      },
+      undefined,
+      g.logger,
+    );
+}
 
 function ids(s: AgentCheckStatus): { requirementHash?: string; verifierIdentity?: string; executedIdentity?: string } {
   return {

@@ -10,7 +10,6 @@
 // checkpoint (the generations it forked from) after its own collapse (collapse/measure-checkpoint.ts).
 // All of a World's Roots move in one exchange.
 import { randomUUID } from 'node:crypto';
-import type { KubeConfig } from '@kubernetes/client-node';
 import { governingPolicy, type GoverningCandidate } from '../../core/policy/governing.js';
 import type { Collapse, World } from '../../crds/index.js';
 import { decide, type Decision, type DecisionInput } from '../../core/collapse/decide.js';
@@ -19,11 +18,9 @@ import type { Clock } from '../../kube/clock.js';
 import { setCondition, type Condition } from '../../kube/conditions.js';
 import type { EventRecorder } from '../../kube/events.js';
 import type { Logger } from '../../kube/logger.js';
-import { ControllerRunner, type ReconcileMetrics, type ReconcileResult } from '../../kube/reconcile.js';
+import type { ReconcileResult } from '../../kube/reconcile.js';
 import { Informer } from '../../kube/informer.js';
-import { kindParsers } from '../../kube/kind-parsers.js';
 import type { RefusalWriter } from '../../kube/refusal-writer.js';
-import { objectKey } from '../../kube/resource-ref.js';
 import type { StatusWriter } from '../../kube/status-writer.js';
 import type { PolicyChecksView } from '../evidence/policy-requirement.js';
 import { isCollapseError } from './collapse-errors.js';
@@ -33,9 +30,8 @@ import { cleanDigest } from '../store/store-walk.js';
 import { getTransaction, listTransactions, putTransaction, type AgentCollapseStatus, type StatusReceipt, type TransactionRow } from './collapse-transactions.js';
 import { measureCheckpointReturn, type CollapsedResult } from './measure-checkpoint.js';
 import { measureCandidate, type WorldView } from './measure-collapse.js';
-import { collapseTestHooks, type CollapseTestHooks } from './test-hooks.js';
+import type { CollapseTestHooks } from './test-hooks.js';
 import { receiptStatus, type ReceiptLedger, type SignedReceipt } from '../receipts/ledger.js';
-import { openCollapseLedger } from '../receipts/open-ledger.js';
 import { refs } from '../api-refs.js';
 import type { Store } from '../store/open-store.js';
 import { checkRouting } from '../store/routing.js';
@@ -117,30 +113,45 @@ function committedCandidate(db: Store['db'], worldUid: string): CollapsedResult 
 }
 
 export function makeNodeCollapseReconciler(d: CollapseReconcilerDeps): (key: string) => Promise<ReconcileResult> {
-  const db = d.store.db;
-  const hooks: CollapseTestHooks = d.hooks ?? { at: () => Promise.resolve() };
+  const reconciler = new NodeCollapseReconciler(d);
+  return (key) => reconciler.reconcile(key);
+}
 
-  const applyStatus = async (c: Collapse, s: AgentCollapseStatus): Promise<void> => {
-    await d.status.applyOwnedStatus(refs.Collapse, c, s, { keys: OWNED_KEYS, conditionTypes: OWNED_CONDITIONS });
-  };
+/** Runs each Collapse bound to this node once, as one store transaction (see the file comment). */
+class NodeCollapseReconciler {
+  private readonly db: Store['db'];
+  private readonly hooks: CollapseTestHooks;
+  /** One collapse at a time on this node (settle() relies on it); the runner has one worker as well. */
+  private chain: Promise<unknown> = Promise.resolve();
+
+  constructor(private readonly d: CollapseReconcilerDeps) {
+    this.db = d.store.db;
+    this.hooks = d.hooks ?? { at: () => Promise.resolve() };
+  }
+
+  private async applyStatus(c: Collapse, s: AgentCollapseStatus): Promise<void> {
+    await this.d.status.applyOwnedStatus(refs.Collapse, c, s, { keys: OWNED_KEYS, conditionTypes: OWNED_CONDITIONS });
+  }
 
   /** Committed (the transaction's outcome) and Collapsed (what `kubectl wait --for=condition=Collapsed` waits for). */
-  const conditions = (c: Collapse, status: 'True' | 'False' | 'Unknown', reason: string, message: string): Condition[] => {
-    let out = setCondition(c.status?.conditions?.filter((x) => OWNED_CONDITIONS.has(x.type)), { type: 'Committed', status, reason, message }, c.metadata.generation, d.clock.now());
-    out = setCondition(out, { type: 'Collapsed', status, reason, message }, c.metadata.generation, d.clock.now());
+  private conditions(c: Collapse, status: 'True' | 'False' | 'Unknown', reason: string, message: string): Condition[] {
+    let out = setCondition(c.status?.conditions?.filter((x) => OWNED_CONDITIONS.has(x.type)), { type: 'Committed', status, reason, message }, c.metadata.generation, this.d.clock.now());
+    out = setCondition(out, { type: 'Collapsed', status, reason, message }, c.metadata.generation, this.d.clock.now());
     return out;
-  };
+  }
 
-  const objectName = (c: Collapse): string => `${c.metadata.namespace ?? ''}/${c.metadata.name ?? ''}`;
+  private objectName(c: Collapse): string {
+    return `${c.metadata.namespace ?? ''}/${c.metadata.name ?? ''}`;
+  }
 
   /** Append the receipt of a final transaction once (a crash after the append finds it as the ledger's head). */
-  const receiptFor = (t: TransactionRow, mode: 'Candidate' | 'CheckpointReturn'): SignedReceipt | StatusReceipt => {
+  private receiptFor(t: TransactionRow, mode: 'Candidate' | 'CheckpointReturn'): SignedReceipt | StatusReceipt {
     if (t.data.receipt) return t.data.receipt;
-    const head = d.ledger.last();
+    const head = this.d.ledger.last();
     if (head && head.body.transaction.id === t.id && head.body.transaction.state === t.state) return head;
     const committed = t.state === 'COMMITTED';
     const decision = t.data.status.decision ?? { authorized: false, reasons: [t.data.status.reason ?? 'COLLAPSE_DENIED'] };
-    return d.ledger.append({
+    return this.d.ledger.append({
       transaction: { id: t.id, state: committed ? 'COMMITTED' : 'DENIED' },
       world: t.data.world,
       mode,
@@ -150,57 +161,57 @@ export function makeNodeCollapseReconciler(d: CollapseReconcilerDeps): (key: str
         const result = committed ? t.data.status.result?.find((x) => x.root === r.name) : undefined;
         return { root: r.name, fromGeneration: r.fromGeneration, toGeneration: result ? result.toGeneration : null, beforeDigest: r.beforeDigest, afterDigest: result ? result.digest : null };
       }),
-      issuedAt: d.clock.now().toISOString(),
+      issuedAt: this.d.clock.now().toISOString(),
     });
-  };
+  }
 
   /** A committed World's record moves to phase Collapsed (idempotent); the World queue applies it. */
-  const markWorldCollapsed = (t: TransactionRow, c: Collapse): void => {
-    const rec = getWorldRecord(db, t.data.world.uid);
+  private markWorldCollapsed(t: TransactionRow, c: Collapse): void {
+    const rec = getWorldRecord(this.db, t.data.world.uid);
     if (!rec || rec.state === 'collapsed') return;
     const message = `collapsed by ${c.metadata.name ?? ''}: ${t.data.status.message ?? ''}`;
-    const status = collapsedStatus(rec.status as AgentWorldStatus, message, d.clock.now());
-    putWorldRecord(db, { uid: rec.uid, namespace: rec.namespace, name: rec.name, state: 'collapsed', status }, d.clock.now());
-    d.requeueWorld(`${rec.namespace}/${rec.name}`);
-  };
+    const status = collapsedStatus(rec.status as AgentWorldStatus, message, this.d.clock.now());
+    putWorldRecord(this.db, { uid: rec.uid, namespace: rec.namespace, name: rec.name, state: 'collapsed', status }, this.d.clock.now());
+    this.d.requeueWorld(`${rec.namespace}/${rec.name}`);
+  }
 
   /** Final state reached: persist, receipt, persist the receipt, status, event. */
-  const finish = async (c: Collapse, t: TransactionRow): Promise<void> => {
+  private async finish(c: Collapse, t: TransactionRow): Promise<void> {
     const firstTime = !t.data.receipt;
-    putTransaction(db, t, d.clock.now());
-    if (t.state === 'COMMITTED') await hooks.at('after-committed-row');
-    const r = receiptFor(t, c.spec.mode);
-    await hooks.at('after-receipt');
+    putTransaction(this.db, t, this.d.clock.now());
+    if (t.state === 'COMMITTED') await this.hooks.at('after-committed-row');
+    const r = this.receiptFor(t, c.spec.mode);
+    await this.hooks.at('after-receipt');
     const receipt = 'body' in r ? statusReceipt(r) : r;
     t.data.receipt = receipt;
     t.data.status = { ...t.data.status, receipt };
-    putTransaction(db, t, d.clock.now());
-    await hooks.at('after-receipt-row');
-    d.logger.info('collapse receipt appended', { collapse: objectName(c), transaction: t.id, state: t.state, sequence: receipt.sequence, receipt: receipt.id });
-    if (t.state === 'COMMITTED') markWorldCollapsed(t, c);
+    putTransaction(this.db, t, this.d.clock.now());
+    await this.hooks.at('after-receipt-row');
+    this.d.logger.info('collapse receipt appended', { collapse: this.objectName(c), transaction: t.id, state: t.state, sequence: receipt.sequence, receipt: receipt.id });
+    if (t.state === 'COMMITTED') this.markWorldCollapsed(t, c);
     if (firstTime) {
       const started = t.data.startedAt ? Date.parse(t.data.startedAt) : NaN;
-      d.agentMetrics?.collapse(t.data.mode ?? 'Candidate', t.state, t.data.status.reason, Number.isFinite(started) ? Math.max(0, (d.clock.now().getTime() - started) / 1000) : 0);
+      this.d.agentMetrics?.collapse(t.data.mode ?? 'Candidate', t.state, t.data.status.reason, Number.isFinite(started) ? Math.max(0, (this.d.clock.now().getTime() - started) / 1000) : 0);
     }
-    await applyStatus(c, t.data.status);
-    if (t.state === 'COMMITTED') d.events.normal(c, 'Committed', t.data.status.message ?? '');
-    else d.events.warning(c, t.data.status.reason ?? 'Denied', t.data.status.message ?? '');
-  };
+    await this.applyStatus(c, t.data.status);
+    if (t.state === 'COMMITTED') this.d.events.normal(c, 'Committed', t.data.status.message ?? '');
+    else this.d.events.warning(c, t.data.status.reason ?? 'Denied', t.data.status.message ?? '');
+  }
 
   /** PRIME changed outside any collapse: the store Root is marked (its status shows PrimeConsistent=False) until it re-hashes clean. */
-  const markForeignWrites = (c: Collapse, input: DecisionInput): void => {
+  private markForeignWrites(c: Collapse, input: DecisionInput): void {
     if (!input.foreignWrites.measured) return;
     for (const name of input.foreignWrites.found) {
-      const root = getRoot(db, name);
+      const root = getRoot(this.db, name);
       if (!root || root.reason === 'FOREIGN_WRITE') continue;
-      const message = `PRIME of ${name} no longer has the bytes of generation ${root.generation} (found by Collapse ${objectName(c)}); collapses of it are refused until it does again`;
-      upsertRoot(db, { ...root, reason: 'FOREIGN_WRITE', message }, d.clock.now());
-      d.logger.warn('foreign write in PRIME: root marked', { root: name, collapse: objectName(c) });
-      d.requeueRoot(name);
+      const message = `PRIME of ${name} no longer has the bytes of generation ${root.generation} (found by Collapse ${this.objectName(c)}); collapses of it are refused until it does again`;
+      upsertRoot(this.db, { ...root, reason: 'FOREIGN_WRITE', message }, this.d.clock.now());
+      this.d.logger.warn('foreign write in PRIME: root marked', { root: name, collapse: this.objectName(c) });
+      this.d.requeueRoot(name);
     }
-  };
+  }
 
-  const deny = (c: Collapse, t: TransactionRow, reasons: string[], message: string): TransactionRow => {
+  private deny(c: Collapse, t: TransactionRow, reasons: string[], message: string): TransactionRow {
     if (t.state === 'COMMITTED') throw new Error(`transaction ${t.id} is COMMITTED and cannot be denied`);
     const step = transition(t.state, { kind: 'deny', reasons });
     const state: TransactionState = step.ok ? step.state : 'DENIED';
@@ -210,40 +221,76 @@ export function makeNodeCollapseReconciler(d: CollapseReconcilerDeps): (key: str
       state,
       data: {
         ...t.data,
-        status: { phase: 'Denied', transaction: { id: t.id, state }, decision: { authorized: false, reasons }, reason, message, conditions: conditions(c, 'False', reason, message) },
+        status: { phase: 'Denied', transaction: { id: t.id, state }, decision: { authorized: false, reasons }, reason, message, conditions: this.conditions(c, 'False', reason, message) },
       },
     };
-  };
+  }
 
-  const committedStatus = (c: Collapse, t: TransactionRow, result: NonNullable<AgentCollapseStatus['result']>, message: string): TransactionRow => ({
+  private committedStatus(c: Collapse, t: TransactionRow, result: NonNullable<AgentCollapseStatus['result']>, message: string): TransactionRow {
+    return {
     ...t,
     state: 'COMMITTED',
-    data: { ...t.data, status: { phase: 'Committed', transaction: { id: t.id, state: 'COMMITTED' }, decision: { authorized: true, reasons: [] }, result, reason: 'COMMITTED', message, conditions: conditions(c, 'True', 'Committed', message) } },
-  });
+    data: { ...t.data, status: { phase: 'Committed', transaction: { id: t.id, state: 'COMMITTED' }, decision: { authorized: true, reasons: [] }, result, reason: 'COMMITTED', message, conditions: this.conditions(c, 'True', 'Committed', message) } },
+    };
+  }
 
   /** A transaction a previous agent left before its final state: settled from what the store shows. */
-  const settle = (c: Collapse, t: TransactionRow): TransactionRow => {
-    const moved = t.data.roots.map((r) => ({ r, now: getRoot(db, r.name) }));
+  private settle(c: Collapse, t: TransactionRow): TransactionRow {
+    const moved = t.data.roots.map((r) => ({ r, now: getRoot(this.db, r.name) }));
     if (t.state === 'AUTHORIZED' && moved.length > 0 && moved.every(({ r, now }) => now && now.generation === r.fromGeneration + 1)) {
       // Collapses on a node run one at a time, so the generation one past the recorded base is this one's (recoverCollapses rolled it forward).
       const result = moved.map(({ r, now }) => ({ root: r.name, fromGeneration: r.fromGeneration, toGeneration: now!.generation, digest: now!.digest }));
-      return committedStatus(c, t, result, `${describe(result)} (settled after an agent restart)`);
+      return this.committedStatus(c, t, result, `${describe(result)} (settled after an agent restart)`);
     }
-    return deny(c, t, ['COLLAPSE_INTERRUPTED'], 'the node-agent restarted before this collapse committed; PRIME was left at its base');
-  };
+    return this.deny(c, t, ['COLLAPSE_INTERRUPTED'], 'the node-agent restarted before this collapse committed; PRIME was left at its base');
+  }
 
-  const walkPrime = async (root: { name: string }): Promise<string | undefined> => {
+  private async walkPrime(root: { name: string }): Promise<string | undefined> {
     try {
-      return await cleanDigest((await checkRouting(d.store, root.name)).payloadPath, d.store.dir);
+      return await cleanDigest((await checkRouting(this.d.store, root.name)).payloadPath, this.d.store.dir);
     } catch (e) {
       if (isStoreError(e)) return undefined;
       throw e;
     }
-  };
+  }
 
-  const run = async (c: Collapse, uid: string): Promise<void> => {
+  /** What is measured, and how each Root is staged, by mode; or why the World has nothing to collapse. */
+  private planFor(c: Collapse, world: World, wrec: NonNullable<ReturnType<typeof getWorldRecord>>): Plan | { denied: string; message: string } {
+    const roots = world.spec.roots;
+    const ws = wrec.status as AgentWorldStatus;
+    const view: WorldView = { uid: world.metadata.uid ?? '', roots, base: ws.base ?? [], candidateDigest: ws.candidate?.digest };
+    const policy = governingPolicy(this.d.policies(), roots);
+    if (c.spec.mode === 'Candidate') {
+      if (wrec.state === 'collapsed') return { denied: 'WORLD_ALREADY_COLLAPSED', message: `World ${c.spec.worldRef} was already collapsed; its candidate is PRIME's history now` };
+      if (wrec.state !== 'captured') return { denied: 'CANDIDATE_MISSING', message: `World ${c.spec.worldRef} has no captured candidate on node ${this.d.nodeName} (phase ${world.status?.phase ?? 'unknown'})` };
+      return {
+        measure: async (boundary) => {
+          const m = await measureCandidate(this.d.store, view, policy, (root) => this.walkPrime(root), boundary);
+          const moved = m.roots.some((r) => r.prime.generation !== r.base.generation);
+          return { input: m.input, moved, evidence: m.evidence, requests: m.roots.map((r) => ({ rootName: r.name, candidateDir: m.candidateDir, base: r.base })), before: m.roots.map((r) => ({ name: r.name, fromGeneration: r.prime.generation, beforeDigest: r.prime.digest })) };
+        },
+      };
+    }
+    const made = committedCandidate(this.db, view.uid);
+    if (!made) return { denied: 'CHECKPOINT_NOT_COLLAPSED', message: `World ${c.spec.worldRef} has no committed Candidate collapse on this node to return from` };
+    return {
+      measure: async (boundary) => {
+        const m = await measureCheckpointReturn(this.d.store, view, made, (root) => this.walkPrime(root), boundary);
+        const moved = m.roots.some((r) => r.prime.generation !== made.get(r.name)?.toGeneration);
+        return {
+          input: m.input,
+          moved,
+          evidence: m.evidence,
+          requests: m.roots.map((r) => ({ rootName: r.name, candidateDir: '', base: r.prime, returnTo: r.checkpoint.generation })),
+          before: m.roots.map((r) => ({ name: r.name, fromGeneration: r.prime.generation, beforeDigest: r.prime.digest })),
+        };
+      },
+    };
+  }
+
+  private async run(c: Collapse, uid: string): Promise<void> {
     const ns = c.metadata.namespace ?? '';
-    const world = d.world(`${ns}/${c.spec.worldRef}`);
+    const world = this.d.world(`${ns}/${c.spec.worldRef}`);
     const id = randomUUID();
     let t: TransactionRow = {
       collapseUid: uid,
@@ -252,62 +299,29 @@ export function makeNodeCollapseReconciler(d: CollapseReconcilerDeps): (key: str
       data: {
         world: { namespace: ns, name: c.spec.worldRef, uid: world?.metadata.uid ?? 'unknown' },
         mode: c.spec.mode,
-        startedAt: d.clock.now().toISOString(),
+        startedAt: this.d.clock.now().toISOString(),
         roots: [],
         evidence: { requirementHash: null, subject: null, verifierIdentity: null, executedVerifierIdentity: null },
-        status: { phase: 'Preparing', transaction: { id, state: 'PREPARED' }, reason: 'PREPARING', message: 'measuring PRIME, the candidate and its evidence', conditions: conditions(c, 'Unknown', 'Preparing', 'the collapse is being prepared') },
+        status: { phase: 'Preparing', transaction: { id, state: 'PREPARED' }, reason: 'PREPARING', message: 'measuring PRIME, the candidate and its evidence', conditions: this.conditions(c, 'Unknown', 'Preparing', 'the collapse is being prepared') },
       },
     };
-    putTransaction(db, t, d.clock.now());
-    await applyStatus(c, t.data.status);
-    await hooks.at('after-prepared');
+    putTransaction(this.db, t, this.d.clock.now());
+    await this.applyStatus(c, t.data.status);
+    await this.hooks.at('after-prepared');
 
-    const wrec = world?.metadata.uid ? getWorldRecord(db, world.metadata.uid) : undefined;
+    const wrec = world?.metadata.uid ? getWorldRecord(this.db, world.metadata.uid) : undefined;
     const mode = c.spec.mode;
-    if (!world || !wrec) return finish(c, deny(c, t, ['CANDIDATE_MISSING'], `World ${c.spec.worldRef} has no record on node ${d.nodeName}`));
+    if (!world || !wrec) return this.finish(c, this.deny(c, t, ['CANDIDATE_MISSING'], `World ${c.spec.worldRef} has no record on node ${this.d.nodeName}`));
     const roots = world.spec.roots;
-    const ws = wrec.status as AgentWorldStatus;
-    const view: WorldView = { uid: world.metadata.uid ?? '', roots, base: ws.base ?? [], candidateDigest: ws.candidate?.digest };
-    const policy = governingPolicy(d.policies(), roots);
-
-    // What is measured, and how each Root is staged, by mode.
-    let plan: Plan;
-    if (mode === 'Candidate') {
-      if (wrec.state === 'collapsed') return finish(c, deny(c, t, ['WORLD_ALREADY_COLLAPSED'], `World ${c.spec.worldRef} was already collapsed; its candidate is PRIME's history now`));
-      if (wrec.state !== 'captured') {
-        return finish(c, deny(c, t, ['CANDIDATE_MISSING'], `World ${c.spec.worldRef} has no captured candidate on node ${d.nodeName} (phase ${world.status?.phase ?? 'unknown'})`));
-      }
-      plan = {
-        measure: async (boundary) => {
-          const m = await measureCandidate(d.store, view, policy, walkPrime, boundary);
-          const moved = m.roots.some((r) => r.prime.generation !== r.base.generation);
-          return { input: m.input, moved, evidence: m.evidence, requests: m.roots.map((r) => ({ rootName: r.name, candidateDir: m.candidateDir, base: r.base })), before: m.roots.map((r) => ({ name: r.name, fromGeneration: r.prime.generation, beforeDigest: r.prime.digest })) };
-        },
-      };
-    } else {
-      const made = committedCandidate(db, view.uid);
-      if (!made) return finish(c, deny(c, t, ['CHECKPOINT_NOT_COLLAPSED'], `World ${c.spec.worldRef} has no committed Candidate collapse on this node to return from`));
-      plan = {
-        measure: async (boundary) => {
-          const m = await measureCheckpointReturn(d.store, view, made, walkPrime, boundary);
-          const moved = m.roots.some((r) => r.prime.generation !== made.get(r.name)?.toGeneration);
-          return {
-            input: m.input,
-            moved,
-            evidence: m.evidence,
-            requests: m.roots.map((r) => ({ rootName: r.name, candidateDir: '', base: r.prime, returnTo: r.checkpoint.generation })),
-            before: m.roots.map((r) => ({ name: r.name, fromGeneration: r.prime.generation, beforeDigest: r.prime.digest })),
-          };
-        },
-      };
-    }
+    const plan = this.planFor(c, world, wrec);
+    if ('denied' in plan) return this.finish(c, this.deny(c, t, [plan.denied], plan.message));
 
     // The live route first: a broken mapping refuses before anything is read through it.
     for (const name of roots) {
       try {
-        await checkRouting(d.store, name);
+        await checkRouting(this.d.store, name);
       } catch (e) {
-        if (isStoreError(e)) return finish(c, deny(c, t, [e.code], e.message));
+        if (isStoreError(e)) return this.finish(c, this.deny(c, t, [e.code], e.message));
         throw e;
       }
     }
@@ -315,136 +329,68 @@ export function makeNodeCollapseReconciler(d: CollapseReconcilerDeps): (key: str
     const m = await plan.measure();
     t = { ...t, data: { ...t.data, roots: m.before, evidence: m.evidence } };
     const decision = judged(m.input, m.moved);
-    markForeignWrites(c, m.input);
-    if (!decision.authorized) return finish(c, deny(c, t, [...decision.reasons], `denied: ${decision.reasons.join(', ')}`));
+    this.markForeignWrites(c, m.input);
+    if (!decision.authorized) return this.finish(c, this.deny(c, t, [...decision.reasons], `denied: ${decision.reasons.join(', ')}`));
     const authorized = transition(t.state, { kind: 'authorize', decision });
-    if (!authorized.ok) return finish(c, deny(c, t, [authorized.error], `the transaction could not be authorized: ${authorized.error}`));
+    if (!authorized.ok) return this.finish(c, this.deny(c, t, [authorized.error], `the transaction could not be authorized: ${authorized.error}`));
     const names = m.before.map((r) => r.name).join(', ');
     const what = mode === 'Candidate' ? 'promoting the candidate into' : 'returning to the checkpoint';
     t = { ...t, state: authorized.state, data: { ...t.data, status: { ...t.data.status, phase: 'Authorized', transaction: { id, state: authorized.state }, decision: { authorized: true, reasons: [] }, reason: 'AUTHORIZED', message: `authorized; ${what} Root(s) ${names}` } } };
-    putTransaction(db, t, d.clock.now());
-    await applyStatus(c, t.data.status);
-    await hooks.at('after-authorized');
+    putTransaction(this.db, t, this.d.clock.now());
+    await this.applyStatus(c, t.data.status);
+    await this.hooks.at('after-authorized');
 
     // At the serialized commit boundary: the collapse decision again, on the commit's own re-hashes and everything else read again.
     const atBoundary = async (h: BoundaryHashes): Promise<void> => {
       const again = await plan.measure(h);
       const final = judged(again.input, again.moved);
-      markForeignWrites(c, again.input);
+      this.markForeignWrites(c, again.input);
       if (!final.authorized) throw new Denial([...final.reasons], `denied at the commit boundary: ${final.reasons.join(', ')}`);
     };
     let committedRoots: Awaited<ReturnType<typeof collapseRoots>>;
     try {
-      committedRoots = await collapseRoots(d.store, m.requests, { afterStep: (step) => hooks.at(step) }, atBoundary);
+      committedRoots = await collapseRoots(this.d.store, m.requests, { afterStep: (step) => this.hooks.at(step) }, atBoundary);
     } catch (e) {
       // Refused at the boundary or failed before the exchange: PRIME is the base.
       const reasons = e instanceof Denial ? e.reasons : [isCollapseError(e) ? e.code : 'COLLAPSE_FAILED'];
-      d.logger.warn('collapse refused at the commit boundary', { collapse: objectName(c), transaction: id, reasons, error: (e as Error).message });
-      return finish(c, deny(c, t, reasons, (e as Error).message));
+      this.d.logger.warn('collapse refused at the commit boundary', { collapse: this.objectName(c), transaction: id, reasons, error: (e as Error).message });
+      return this.finish(c, this.deny(c, t, reasons, (e as Error).message));
     }
     const committed = transition(t.state, { kind: 'commit', decision });
-    if (!committed.ok) d.logger.error('PRIME moved but the transaction machine refused COMMITTED; recording COMMITTED', { collapse: objectName(c), error: committed.error });
+    if (!committed.ok) this.d.logger.error('PRIME moved but the transaction machine refused COMMITTED; recording COMMITTED', { collapse: this.objectName(c), error: committed.error });
     const result = committedRoots.map((r) => ({ root: r.root.name, fromGeneration: r.fromGeneration, toGeneration: r.toGeneration, digest: r.digest }));
-    t = committedStatus(c, t, result, describe(result));
-    d.logger.info('collapse committed', { collapse: objectName(c), transaction: id, result });
-    for (const r of result) d.requeueRoot(r.root);
+    t = this.committedStatus(c, t, result, describe(result));
+    this.d.logger.info('collapse committed', { collapse: this.objectName(c), transaction: id, result });
+    for (const r of result) this.d.requeueRoot(r.root);
     // From here a failure (a status write) is retried by the runner: the row is final and keeps its receipt.
-    await finish(c, t);
-  };
+    await this.finish(c, t);
+  }
 
-  // One collapse at a time on this node (settle() relies on it); the runner has one worker as well.
-  let chain: Promise<unknown> = Promise.resolve();
-  return (key) => {
-    const next = chain.then(async (): Promise<ReconcileResult> => {
-      const refused = d.informer.refusal(key);
+  // One collapse at a time on this node (this.settle() relies on it); the runner has one worker as well.
+  reconcile(key: string): Promise<ReconcileResult> {
+    const next = this.chain.then(async (): Promise<ReconcileResult> => {
+      const refused = this.d.informer.refusal(key);
       if (refused) {
         // Never run: refused by name (phase Denied, OBJECT_SCHEMA_INVALID naming the field paths).
-        await d.refusals.refuse(refs.Collapse, refused, { phase: 'Denied' }, d.clock.now());
+        await this.d.refusals.refuse(refs.Collapse, refused, { phase: 'Denied' }, this.d.clock.now());
         return;
       }
-      const c = d.informer.get(key);
+      const c = this.d.informer.get(key);
       const uid = c?.metadata.uid;
-      if (!c || !uid || c.status?.nodeName !== d.nodeName || c.metadata.deletionTimestamp) return;
-      const t = getTransaction(db, uid);
-      if (!t) return run(c, uid);
-      if (!isFinal(t.state)) return finish(c, settle(c, t));
-      if (!t.data.receipt) return finish(c, t);
-      if (t.state === 'COMMITTED') markWorldCollapsed(t, c);
-      await applyStatus(c, t.data.status);
+      if (!c || !uid || c.status?.nodeName !== this.d.nodeName || c.metadata.deletionTimestamp) return;
+      const t = getTransaction(this.db, uid);
+      if (!t) return this.run(c, uid);
+      if (!isFinal(t.state)) return this.finish(c, this.settle(c, t));
+      if (!t.data.receipt) return this.finish(c, t);
+      if (t.state === 'COMMITTED') this.markWorldCollapsed(t, c);
+      await this.applyStatus(c, t.data.status);
       return;
     });
-    chain = next.catch(() => undefined);
+    this.chain = next.catch(() => undefined);
     return next;
-  };
+  }
 }
 
 function describe(result: readonly { root: string; fromGeneration: number; toGeneration: number; digest: string }[]): string {
   return result.map((r) => `Root ${r.root} moved from generation ${r.fromGeneration} to ${r.toGeneration} (${r.digest})`).join('; ');
-}
-
-export interface NodeCollapsesOptions {
-  kubeConfig: KubeConfig;
-  store: Store;
-  worlds: Pick<Informer<World>, 'get' | 'hasSynced'>;
-  policies: { list(): readonly CollapsePolicyView[]; hasSynced(): boolean };
-  status: StatusWriter;
-  refusals: RefusalWriter;
-  events: EventRecorder;
-  clock: Clock;
-  nodeName: string;
-  logger: Logger;
-  metrics?: ReconcileMetrics;
-  requeueRoot: (name: string) => void;
-  requeueWorld: (key: string) => void;
-  agentMetrics?: AgentMetrics;
-  /** Where the ledger is mirrored (--receipts-export). */
-  receiptsExport?: string;
-}
-
-/**
- * Everything the agent needs for Collapses, as one unit for main.ts: the receipt ledger, an informer of
- * the Collapses bound to this node and a one-worker runner. start() waits until the World and Policy
- * informers have listed (a Collapse is never judged against a World the agent has not seen yet).
- */
-export function startNodeCollapses(o: NodeCollapsesOptions): { start(): Promise<void>; stop(): Promise<void> } {
-  const opened = openCollapseLedger(o.store, o.receiptsExport ? { exportPath: o.receiptsExport } : {});
-  o.logger.info('collapse receipts ledger opened', { ledger: opened.path, publicKey: opened.publicKeyPath, keyId: opened.ledger.keyId });
-  const informer = new Informer<Collapse>({ kubeConfig: o.kubeConfig, resource: refs.Collapse, parse: kindParsers.Collapse, fieldSelector: `status.nodeName=${o.nodeName}`, logger: o.logger, clock: o.clock });
-  const reconcile = makeNodeCollapseReconciler({
-    informer,
-    refusals: o.refusals,
-    world: (key) => o.worlds.get(key),
-    policies: () => o.policies.list(),
-    store: o.store,
-    ledger: opened.ledger,
-    status: o.status,
-    events: o.events,
-    clock: o.clock,
-    nodeName: o.nodeName,
-    logger: o.logger,
-    requeueRoot: o.requeueRoot,
-    requeueWorld: o.requeueWorld,
-    hooks: collapseTestHooks(o.store.dir),
-    ...(o.agentMetrics ? { agentMetrics: o.agentMetrics } : {}),
-  });
-  const runner = new ControllerRunner({ kind: 'NodeCollapse', reconcile, workers: 1, ...(o.metrics ? { metrics: o.metrics } : {}), logger: o.logger });
-  const enqueue = (c: Collapse): void => runner.enqueue(objectKey(c));
-  informer.onAdd(enqueue);
-  informer.onUpdate(enqueue);
-  informer.onRefuse((r) => runner.enqueue(r.key));
-  let stopped = false;
-  return {
-    start: async () => {
-      while (!stopped && !(o.worlds.hasSynced() && o.policies.hasSynced())) await new Promise((r) => setTimeout(r, 100));
-      if (stopped) return;
-      await informer.start();
-      runner.start();
-    },
-    stop: async () => {
-      stopped = true;
-      informer.stop();
-      await runner.stop();
-      opened.ledger.close();
-    },
-  };
 }

@@ -59,7 +59,7 @@ function isUnder(path: string, dir: string): boolean {
   return path === dir || path.startsWith(dir.endsWith('/') ? dir : `${dir}/`);
 }
 
-export async function buildRunSpec(world: Pick<World, 'metadata' | 'spec'>, slotBase: number, ctx: LaunchContext): Promise<LaunchPlan> {
+export async function buildRunSpec(world: Pick<World, 'metadata' | 'spec'>, ctx: LaunchContext): Promise<LaunchPlan> {
   const uid = world.metadata.uid ?? '';
   const ns = world.metadata.namespace ?? '';
   const spec = world.spec;
@@ -133,7 +133,8 @@ export async function buildRunSpec(world: Pick<World, 'metadata' | 'spec'>, slot
     home: HOME,
     ...(credential ? { credential } : {}),
     newNetwork: policy !== 'Shared',
-    idBase: slotBase,
+    // The id range is the run's reservation (applyReservation); until then it maps nothing.
+    idBase: 0,
     idCount: ID_RANGE,
     limits: {
       ...(cpu !== undefined ? { cpuMillis: Math.round(cpu * 1000) } : {}),
@@ -165,10 +166,13 @@ export interface LaunchPlan {
   credentialPaths: string[];
 }
 
-/** Puts the admitted amounts on the run: cgroup limits, wall time, output limit. */
-export function applyReservation(spec: WorldRunSpec, reserve: WorldResources): WorldRunSpec {
+/** Puts the reservation on the run: its id range, and the admitted cgroup limits, wall time and output limit. */
+export function applyReservation(spec: WorldRunSpec, r: { reserve: WorldResources; idBase: number; idCount: number }): WorldRunSpec {
+  const reserve = r.reserve;
   return {
     ...spec,
+    idBase: r.idBase,
+    idCount: r.idCount,
     limits: { cpuMillis: reserve.cpuMillis, memoryBytes: reserve.memoryBytes, pids: reserve.pids },
     wallTimeMs: reserve.wallTimeSeconds * 1000,
     outputLimitBytes: reserve.outputBytes,

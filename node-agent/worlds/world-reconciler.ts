@@ -12,7 +12,7 @@ import type { Logger } from '../../kube/logger.js';
 import type { ObjectDeleter } from '../../kube/object-deleter.js';
 import type { ReconcileResult } from '../../kube/reconcile.js';
 import type { StatusWriter } from '../../kube/status-writer.js';
-import { ID_RANGE, type AgentConfig } from '../config.js';
+import type { AgentConfig } from '../config.js';
 import { NODE_CLEANUP_FINALIZER, refs } from '../api-refs.js';
 import type { CgroupReadback } from '../sandbox/cgroup.js';
 import type { Store } from '../store/open-store.js';
@@ -23,7 +23,7 @@ import { applyReservation, buildRunSpec, type LaunchContext, type LaunchPlan } f
 import type { World } from '../../crds/index.js';
 import { worldGate, type GateEvents, type GatePlan } from '../isolation/isolation-gate.js';
 import { AGENT_VERSION } from '../version.js';
-import { acquireSlot, releaseSlot, slotBase, SlotsExhausted } from '../sandbox/id-slots.js';
+import { releaseRun, reserveRun, type ReservationDeps } from '../sandbox/run-reservation.js';
 import { startWorldRun, type WorldEvent, type WorldRun } from './run-world.js';
 import { deleteWorldRecord, getWorldRecord, putWorldRecord, type WorldState } from '../store/world-records.js';
 import { admittedStatus, isolationMessage, refusedStatus, withEvent, withIsolation, withNetworkRefusal, type AgentWorldStatus } from './world-status.js';
@@ -61,6 +61,10 @@ export class NodeWorlds {
   private readonly attempts = new Map<string, number>();
   constructor(private readonly d: WorldReconcilerDeps) {}
 
+  private reservations(): ReservationDeps {
+    return { admission: this.d.admission, db: this.d.store.db, idBase: this.d.config.idBase, idSlots: this.d.config.idSlots };
+  }
+
   private keyOf(w: World): string {
     return `${w.metadata?.namespace ?? ''}/${w.metadata?.name ?? ''}`;
   }
@@ -85,7 +89,7 @@ export class NodeWorlds {
       if (rec.state === 'running' && !this.running.has(uid)) {
         // Its processes died with a previous agent (they carry PDEATHSIG); what is left is cleaned up.
         cleanupWorldLeftovers(this.d.store.layout.worlds, uid, this.d.launch.cgroups);
-        releaseSlot(this.d.store.db, uid);
+        releaseRun(this.reservations(), uid);
         const s = withEvent(rec.status as AgentWorldStatus, { type: 'failed', code: 'AGENT_RESTARTED', message: 'the node-agent restarted while the world ran; the world was ended with it' }, { newNetwork: true, now: this.d.clock.now(), ...(w.metadata.generation !== undefined ? { generation: w.metadata.generation } : {}) });
         this.persist(w, 'failed', s);
         this.d.events.warning(w, 'AGENT_RESTARTED', s.message ?? '');
@@ -109,18 +113,10 @@ export class NodeWorlds {
       await this.applyStatus(w, s);
       this.d.events.warning(w, code, message);
     };
-    let slot: number;
-    try {
-      slot = acquireSlot(this.d.store.db, uid, this.d.config.idSlots, now);
-    } catch (err) {
-      if (!(err instanceof SlotsExhausted)) throw err;
-      return this.wait(key, w, err.code, err.message);
-    }
     let plan: LaunchPlan;
     try {
-      plan = await buildRunSpec(w, slotBase(this.d.config.idBase, slot, ID_RANGE), { ...this.d.launch, rootPaths: this.d.rootPath });
+      plan = await buildRunSpec(w, { ...this.d.launch, rootPaths: this.d.rootPath });
     } catch (err) {
-      releaseSlot(this.d.store.db, uid);
       // A refusal (LaunchRefused, StoreError…) ends the World; anything else (an errno) is retried.
       const failure = classifyError(err);
       if (!failure.terminal) throw err;
@@ -128,18 +124,15 @@ export class NodeWorlds {
       return;
     }
 
-    // Admission: one authority for every supervised run on this node.
-    const admission = this.d.admission.admit(uid, 'agent', plan.requested);
-    if (admission.outcome !== 'ADMITTED' || !admission.reserve) {
-      releaseSlot(this.d.store.db, uid);
-      if (admission.outcome === 'RESOURCES_UNAVAILABLE' || admission.outcome === 'RESOURCE_STATE_UNKNOWN') {
-        return this.wait(key, w, admission.outcome, admission.message);
-      }
-      await refuse(admission.outcome, admission.message);
+    // Admission by the node's one authority, then an id range: the same step a Check takes.
+    const admission = reserveRun(this.reservations(), uid, 'agent', plan.requested, now);
+    if (!admission.ok) {
+      if (admission.wait) return this.wait(key, w, admission.code, admission.message);
+      await refuse(admission.code, admission.message);
       return;
     }
     this.waiting.delete(uid);
-    const spec = applyReservation(plan.spec, admission.reserve);
+    const spec = applyReservation(plan.spec, admission);
     const base = spec.roots.map((r) => ({ root: r.name, generation: r.generation, digest: r.digest }));
     let status = admittedStatus(base, gen, now, `${admission.message}; id range ${spec.idBase}-${spec.idBase + spec.idCount - 1} on node ${this.d.config.nodeName}`);
     this.persist(w, 'running', status);
@@ -202,8 +195,7 @@ export class NodeWorlds {
       .then(() => {
         if (refusalTimer) clearTimeout(refusalTimer);
         this.running.delete(uid);
-        releaseSlot(this.d.store.db, uid);
-        this.d.admission.release(uid);
+        releaseRun(this.reservations(), uid);
         // A world that waits for room is looked at again as soon as this one's reservation is gone.
         for (const k of this.waiting.values()) this.d.requeue(k);
       })
@@ -233,8 +225,7 @@ export class NodeWorlds {
       await run.finished.catch(() => undefined); // logged where the run was started
     }
     cleanupWorldLeftovers(this.d.store.layout.worlds, uid, this.d.launch.cgroups);
-    releaseSlot(this.d.store.db, uid);
-    this.d.admission.release(uid);
+    releaseRun(this.reservations(), uid);
     this.waiting.delete(uid);
     this.attempts.delete(uid);
     deleteWorldRecord(this.d.store.db, uid);

@@ -106,7 +106,7 @@ export async function openWorldEnv(parent = '/var/tmp'): Promise<WorldEnv> {
         metadata: { uid: worldUid, namespace: 'bench', name: worldUid },
         spec: { roots: [root], agent: { command: argv }, resources: { wallTime: '10m' } },
       };
-      return (await buildRunSpec(world, ID_BASE, ctx)).spec;
+      return { ...(await buildRunSpec(world, ctx)).spec, idBase: ID_BASE };
     },
     async run(spec, on) {
       worldUids.push(spec.uid);

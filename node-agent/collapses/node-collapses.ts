@@ -1,0 +1,86 @@
+// The Collapses of this node as one unit for main.ts: the receipt ledger, an informer of the Collapses
+// bound to this node (parsed at the edge) and a one-worker runner driving the collapse reconciler.
+import type { KubeConfig } from '@kubernetes/client-node';
+import type { Collapse, World } from '../../crds/index.js';
+import type { Clock } from '../../kube/clock.js';
+import type { EventRecorder } from '../../kube/events.js';
+import type { Logger } from '../../kube/logger.js';
+import { ControllerRunner, type ReconcileMetrics } from '../../kube/reconcile.js';
+import { Informer } from '../../kube/informer.js';
+import { kindParsers } from '../../kube/kind-parsers.js';
+import type { RefusalWriter } from '../../kube/refusal-writer.js';
+import { objectKey } from '../../kube/resource-ref.js';
+import type { StatusWriter } from '../../kube/status-writer.js';
+import { collapseTestHooks } from './test-hooks.js';
+import { openCollapseLedger } from '../receipts/open-ledger.js';
+import { refs } from '../api-refs.js';
+import type { Store } from '../store/open-store.js';
+import type { AgentMetrics } from '../metrics.js';
+import { makeNodeCollapseReconciler, type CollapsePolicyView } from './collapse-reconciler.js';
+
+export interface NodeCollapsesOptions {
+  kubeConfig: KubeConfig;
+  store: Store;
+  worlds: Pick<Informer<World>, 'get' | 'hasSynced'>;
+  policies: { list(): readonly CollapsePolicyView[]; hasSynced(): boolean };
+  status: StatusWriter;
+  refusals: RefusalWriter;
+  events: EventRecorder;
+  clock: Clock;
+  nodeName: string;
+  logger: Logger;
+  metrics?: ReconcileMetrics;
+  requeueRoot: (name: string) => void;
+  requeueWorld: (key: string) => void;
+  agentMetrics?: AgentMetrics;
+  /** Where the ledger is mirrored (--receipts-export). */
+  receiptsExport?: string;
+}
+
+/**
+ * Everything the agent needs for Collapses, as one unit for main.ts: the receipt ledger, an informer of
+ * the Collapses bound to this node and a one-worker runner. start() waits until the World and Policy
+ * informers have listed (a Collapse is never judged against a World the agent has not seen yet).
+ */
+export function startNodeCollapses(o: NodeCollapsesOptions): { start(): Promise<void>; stop(): Promise<void> } {
+  const opened = openCollapseLedger(o.store, o.receiptsExport ? { exportPath: o.receiptsExport } : {});
+  o.logger.info('collapse receipts ledger opened', { ledger: opened.path, publicKey: opened.publicKeyPath, keyId: opened.ledger.keyId });
+  const informer = new Informer<Collapse>({ kubeConfig: o.kubeConfig, resource: refs.Collapse, parse: kindParsers.Collapse, fieldSelector: `status.nodeName=${o.nodeName}`, logger: o.logger, clock: o.clock });
+  const reconcile = makeNodeCollapseReconciler({
+    informer,
+    refusals: o.refusals,
+    world: (key) => o.worlds.get(key),
+    policies: () => o.policies.list(),
+    store: o.store,
+    ledger: opened.ledger,
+    status: o.status,
+    events: o.events,
+    clock: o.clock,
+    nodeName: o.nodeName,
+    logger: o.logger,
+    requeueRoot: o.requeueRoot,
+    requeueWorld: o.requeueWorld,
+    hooks: collapseTestHooks(o.store.dir),
+    ...(o.agentMetrics ? { agentMetrics: o.agentMetrics } : {}),
+  });
+  const runner = new ControllerRunner({ kind: 'NodeCollapse', reconcile, workers: 1, ...(o.metrics ? { metrics: o.metrics } : {}), logger: o.logger });
+  const enqueue = (c: Collapse): void => runner.enqueue(objectKey(c));
+  informer.onAdd(enqueue);
+  informer.onUpdate(enqueue);
+  informer.onRefuse((r) => runner.enqueue(r.key));
+  let stopped = false;
+  return {
+    start: async () => {
+      while (!stopped && !(o.worlds.hasSynced() && o.policies.hasSynced())) await new Promise((r) => setTimeout(r, 100));
+      if (stopped) return;
+      await informer.start();
+      runner.start();
+    },
+    stop: async () => {
+      stopped = true;
+      informer.stop();
+      await runner.stop();
+      opened.ledger.close();
+    },
+  };
+}
