@@ -5,10 +5,10 @@
 //
 // The public key is written next to it for verifiers: SPKI PEM and the 32 raw bytes as hex.
 import { createPrivateKey, createPublicKey, randomBytes } from 'node:crypto';
-import { closeSync, constants, fstatSync, fsyncSync, linkSync, lstatSync, mkdirSync, openSync, readFileSync, renameSync, unlinkSync } from 'node:fs';
+import { closeSync, constants, fstatSync, linkSync, lstatSync, mkdirSync, openSync, readFileSync, renameSync, unlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { keyIdOf } from '../../core/receipts/ledger-line.js';
-import { fsyncDir, writeAll } from './durable-write.js';
+import { fsyncDir, writeSyncedFile } from './durable-write.js';
 import { ed } from './ed25519.js';
 import { ReceiptLedgerError } from './errors.js';
 
@@ -89,13 +89,7 @@ function createKeyFile(dir: string, path: string): void {
     .toString();
   seed.fill(0);
   const tmp = join(dir, `.${KEY_FILE}.${process.pid}.${randomBytes(6).toString('hex')}`);
-  const fd = openSync(tmp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
-  try {
-    writeAll(fd, pem);
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
-  }
+  writeSyncedFile(tmp, pem, constants.O_EXCL, 0o600);
   try {
     linkSync(tmp, path);
   } catch (e) {
@@ -150,13 +144,7 @@ function writePublicFiles(dir: string, pem: string, hex: string): void {
     }
     if (current === text) continue;
     const tmp = `${path}.${process.pid}.tmp`;
-    const fd = openSync(tmp, constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC | constants.O_NOFOLLOW, 0o644);
-    try {
-      writeAll(fd, text);
-      fsyncSync(fd);
-    } finally {
-      closeSync(fd);
-    }
+    writeSyncedFile(tmp, text, constants.O_TRUNC, 0o644);
     renameSync(tmp, path);
   }
   fsyncDir(dir);

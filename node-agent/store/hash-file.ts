@@ -40,15 +40,35 @@ export function hashFileSync(rootFd: number, relPath: string, seen: BigIntStats,
   }
 }
 
+/** A SHA-256 and byte count fed one read at a time. */
+class RunningHash {
+  private readonly hash = createHash('sha256');
+  private size = 0;
+
+  /** Reads the next chunk of `fd` into the hash; false at end of file. */
+  step(fd: number, buffer: Buffer): boolean {
+    const n = readSync(fd, buffer, 0, buffer.length, null);
+    if (n === 0) return false;
+    this.hash.update(buffer.subarray(0, n));
+    this.size += n;
+    return true;
+  }
+
+  result(): { sha256: string; size: number } {
+    return { sha256: this.hash.digest('hex'), size: this.size };
+  }
+}
+
 /** SHA-256 (hex) and size of everything left to read from an open descriptor; `buffer` is scratch space. */
 export function hashOpenFile(fd: number, buffer: Buffer): { sha256: string; size: number } {
-  const hash = createHash('sha256');
-  let size = 0;
-  for (;;) {
-    const n = readSync(fd, buffer, 0, buffer.length, null);
-    if (n === 0) break;
-    hash.update(buffer.subarray(0, n));
-    size += n;
-  }
-  return { sha256: hash.digest('hex'), size };
+  const h = new RunningHash();
+  while (h.step(fd, buffer));
+  return h.result();
+}
+
+/** hashOpenFile for a loop that must not stall the event loop: `breathe` runs after every read. */
+export async function hashOpenFileYielding(fd: number, buffer: Buffer, breathe: () => Promise<void>): Promise<{ sha256: string; size: number }> {
+  const h = new RunningHash();
+  while (h.step(fd, buffer)) await breathe();
+  return h.result();
 }

@@ -2,8 +2,7 @@
 // of the change), looks up what it touches in the base generation's index and reports the delta. Whiteouts
 // and opaque directories become deletions; owners are translated back out of the world's id range;
 // the escape rules of adoption apply (EXTERNAL_SYMLINK, EXTERNAL_HARDLINK, SPECIAL_FILE).
-import { createHash } from 'node:crypto';
-import { closeSync, constants as fsc, fstatSync, lstatSync, openSync, readSync, readdirSync, readlinkSync, type Stats } from 'node:fs';
+import { closeSync, constants as fsc, fstatSync, lstatSync, openSync, readdirSync, readlinkSync, type Stats } from 'node:fs';
 import { join } from 'node:path';
 import { compareEntries, sameEntry, type ManifestEntry, type RootAttributes } from '../../core/manifest.js';
 import { compareBytes } from '../../core/relative-path.js';
@@ -11,6 +10,7 @@ import { symlinkTargetProblem } from '../../core/symlink-policy.js';
 import * as native from '../../native/index.js';
 import type { BaseIndex } from '../store/base-index.js';
 import { breather } from '../store/breather.js';
+import { hashOpenFileYielding } from '../store/hash-file.js';
 import type { CaptureProblem, LayerDelta } from '../store/layer-delta.js';
 
 const OPAQUE_XATTR = 'trusted.overlay.opaque';
@@ -26,16 +26,7 @@ async function hashFile(abs: string, expect: { dev: number; ino: number }, buffe
   try {
     const st = fstatSync(fd);
     if (st.dev !== expect.dev || st.ino !== expect.ino || !st.isFile()) return null;
-    const hash = createHash('sha256');
-    let size = 0;
-    for (;;) {
-      const n = readSync(fd, buffer, 0, buffer.length, null);
-      if (n === 0) break;
-      hash.update(buffer.subarray(0, n));
-      size += n;
-      await breathe();
-    }
-    return { sha256: hash.digest('hex'), size };
+    return await hashOpenFileYielding(fd, buffer, breathe);
   } finally {
     closeSync(fd);
   }
