@@ -30,7 +30,7 @@ import { cleanDigest } from '../store/store-walk.js';
 import { getTransaction, listTransactions, putTransaction, type AgentCollapseStatus, type StatusReceipt, type TransactionRow } from './collapse-transactions.js';
 import { measureCheckpointReturn, type CollapsedResult } from './measure-checkpoint.js';
 import { measureCandidate, type WorldView } from './measure-collapse.js';
-import type { CollapseTestHooks } from './test-hooks.js';
+import type { CollapseStepHooks } from './step-hooks.js';
 import { receiptStatus, type ReceiptLedger, type SignedReceipt } from '../receipts/ledger.js';
 import { refs } from '../api-refs.js';
 import type { Store } from '../store/open-store.js';
@@ -70,7 +70,7 @@ export interface CollapseReconcilerDeps {
   requeueRoot: (name: string) => void;
   /** Puts a World back on the agent's World queue, so its status shows phase Collapsed. */
   requeueWorld: (key: string) => void;
-  hooks?: CollapseTestHooks;
+  hooks?: CollapseStepHooks;
   agentMetrics?: AgentMetrics;
 }
 
@@ -120,7 +120,7 @@ export function makeNodeCollapseReconciler(d: CollapseReconcilerDeps): (key: str
 /** Runs each Collapse bound to this node once, as one store transaction (see the file comment). */
 class NodeCollapseReconciler {
   private readonly db: Store['db'];
-  private readonly hooks: CollapseTestHooks;
+  private readonly hooks: CollapseStepHooks;
   /** One collapse at a time on this node (settle() relies on it); the runner has one worker as well. */
   private chain: Promise<unknown> = Promise.resolve();
 

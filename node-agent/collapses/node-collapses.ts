@@ -11,7 +11,7 @@ import { kindParsers } from '../../kube/kind-parsers.js';
 import type { RefusalWriter } from '../../kube/refusal-writer.js';
 import { objectKey } from '../../kube/resource-ref.js';
 import type { StatusWriter } from '../../kube/status-writer.js';
-import { collapseTestHooks } from './test-hooks.js';
+import { collapseStepHooks } from './step-hooks.js';
 import { openCollapseLedger } from '../receipts/open-ledger.js';
 import { refs } from '../api-refs.js';
 import type { Store } from '../store/open-store.js';
@@ -60,7 +60,7 @@ export function startNodeCollapses(o: NodeCollapsesOptions): { start(): Promise<
     logger: o.logger,
     requeueRoot: o.requeueRoot,
     requeueWorld: o.requeueWorld,
-    hooks: collapseTestHooks(o.store.dir),
+    hooks: collapseStepHooks(),
     ...(o.agentMetrics ? { agentMetrics: o.agentMetrics } : {}),
   });
   const runner = new ControllerRunner({ kind: 'NodeCollapse', reconcile, workers: 1, ...(o.metrics ? { metrics: o.metrics } : {}), logger: o.logger });

@@ -25,7 +25,7 @@ import { chownSync, lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSyn
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
-import { COLLAPSE_TEST_STEPS, type CollapseTestStep } from '../../node-agent/collapses/test-hooks.js';
+import { COLLAPSE_OBSERVED_STEPS as COLLAPSE_TEST_STEPS, type CollapseObservedStep as CollapseTestStep } from '../../node-agent/collapses/step-hooks.js';
 import { collapseManifest, waitCollapse } from '../support/collapses.js';
 import { startStack, type Stack } from '../support/stack.js';
 import { getJson } from '../support/wait.js';

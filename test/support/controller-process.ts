@@ -4,6 +4,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { createInterface } from 'node:readline';
 
 const DIST = resolve(import.meta.dirname, '..', '..');
@@ -43,7 +44,14 @@ export async function startNodeAgent(opts: { kubeconfig: string; nodeName: strin
     '--node-name', opts.nodeName,
     '--store', opts.storeDir,
     ...(opts.extraArgs ?? []),
-  ], opts.wrapper, opts.env);
+  ], opts.wrapper, withCrashHooks(opts.env ?? {}));
+}
+
+/** A test that asks for collapse fault injection gets it preloaded into the agent (test/support/collapse-crash-hooks.ts). */
+function withCrashHooks(env: Record<string, string>): Record<string, string> {
+  if (env['WORLDLINE_TEST_COLLAPSE_HOOK'] === undefined) return env;
+  const preload = pathToFileURL(resolve(import.meta.dirname, 'collapse-crash-hooks.js')).href;
+  return { ...env, NODE_OPTIONS: `${process.env['NODE_OPTIONS'] ?? ''} --import=${preload}`.trim() };
 }
 
 /**
