@@ -7,21 +7,13 @@ import { closeSync, createWriteStream, type WriteStream } from 'node:fs';
 import { Socket } from 'node:net';
 import * as native from '../../native/index.js';
 import { Refusal } from '../../core/errors.js';
-import type { IdMap, SandboxExit, SandboxObservation } from '../../native/index.js';
+import type { SandboxExit, SandboxObservation, SandboxSpawnOptions } from '../../native/index.js';
 import type { WorldCgroup } from './cgroup.js';
 
 export type ExitReason = 'Completed' | 'WallTimeExceeded' | 'OutputLimitExceeded' | 'OOMKilled' | 'Signaled';
 
-export interface WorkloadSpec {
-  rootfs: string;
-  argv: string[];
-  env: string[];
-  cwd: string;
-  uid: number;
-  gid: number;
-  uidMap: IdMap[];
-  gidMap: IdMap[];
-  newNetwork: boolean;
+/** What startWorkload spawns: the addon's spawn options (less hostname and the fds it fills in), plus supervision. */
+export interface WorkloadSpec extends Pick<SandboxSpawnOptions, 'rootfs' | 'argv' | 'env' | 'cwd' | 'uid' | 'gid' | 'uidMap' | 'gidMap' | 'newNetwork'> {
   cgroup: WorldCgroup;
   outputFile: string;
   outputLimitBytes: number;
