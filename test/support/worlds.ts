@@ -36,12 +36,19 @@ export function shWorld(roots: string[], script: string, extra: Omit<WorldSpec, 
 }
 
 /** Applies a Root and waits until the node-agent has adopted it (Ready) or refused it (Broken). */
-export async function applyRoot(s: Stack, name: string, path: string, timeoutMs = 30_000): Promise<Record<string, any>> {
+export async function applyRoot(s: Stack, name: string, path: string, timeoutMs = 60_000): Promise<Record<string, any>> {
   await s.apply(rootManifest(name, s.nodeName, path));
-  return s.waitFor(`Root ${name} Ready or Broken`, async () => {
-    const r = await s.get('root', name);
-    return r?.status?.phase === 'Ready' || r?.status?.phase === 'Broken' ? r : undefined;
-  }, timeoutMs);
+  let seen: Record<string, any> | undefined;
+  try {
+    return await s.waitFor(`Root ${name} Ready or Broken`, async () => {
+      seen = await s.get('root', name);
+      return seen?.status?.phase === 'Ready' || seen?.status?.phase === 'Broken' ? seen : undefined;
+    }, timeoutMs);
+  } catch (err) {
+    // Say where it stood: its status, and what the node-agent logged about it (a CI run once saw only "last: undefined").
+    const agentSaid = s.agent.logs.filter((r) => JSON.stringify(r).includes(name)).slice(-10);
+    throw new Error(`${(err as Error).message}\nRoot ${name} status: ${JSON.stringify(seen?.status ?? null)}\nnode-agent log lines naming it: ${JSON.stringify(agentSaid)}`);
+  }
 }
 
 /** Writes a host file owned by uid:uid with `mode` (a Root's content, before adoption). */
