@@ -6,7 +6,7 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { chownSync, existsSync, linkSync, lstatSync, mkdirSync, readFileSync, realpathSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { chownSync, existsSync, lstatSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { connect as netConnect, createServer, type Server, type Socket } from 'node:net';
 import { dirname, join } from 'node:path';
 import { startStack, type Stack } from '../support/stack.js';
@@ -24,7 +24,6 @@ import {
   readWorldCgroupFile,
   runWorld,
   shWorld,
-  storeSnapshot,
   worldCgroupExists,
   worldIdRange,
   worldManifest,
@@ -197,60 +196,6 @@ describe('escape attempts from a world on a real stack', () => {
       assert.equal(hashTree('/etc/passwd'), passwd, '/etc/passwd changed');
       assert.deepEqual([r.status.candidate.added, r.status.candidate.modified, r.status.candidate.deleted], [0, 0, 0]);
       await assertNoTrace(r);
-    });
-
-    test('escaping symlinks planted before adoption are refused at adoption (absolute, ../.., name-then-..), as are outside hardlinks and special files', async () => {
-      const cases: { name: string; plant: (dir: string) => void; reason: string; mentions: string }[] = [
-        { name: 'plant-absolute', plant: (d) => symlinkSync('/etc/shadow', join(d, 'leak')), reason: 'EXTERNAL_SYMLINK', mentions: 'leak' },
-        { name: 'plant-dotdot', plant: (d) => symlinkSync('../..', join(d, 'up')), reason: 'EXTERNAL_SYMLINK', mentions: 'up' },
-        {
-          // a/b/x -> .. is contained (it is a/). a/b/y -> x/../.. normalizes to a/, inside the root, and climbs no
-          // more than its depth; but the kernel enters x (a/), then .. (the root), then .. (the root's parent).
-          name: 'plant-name-dotdot',
-          plant: (d) => {
-            mkdirSync(join(d, 'a', 'b'), { recursive: true });
-            symlinkSync('..', join(d, 'a', 'b', 'x'));
-            symlinkSync('x/../..', join(d, 'a', 'b', 'y'));
-            // realpathSync.native asks libc (which walks like the kernel); Node's JS realpathSync resolves link targets lexically.
-            assert.equal(realpathSync.native(join(d, 'a', 'b', 'y')), s.scratch, 'the planted link does not escape as intended');
-          },
-          reason: 'EXTERNAL_SYMLINK',
-          mentions: 'a/b/y',
-        },
-        {
-          name: 'plant-hardlink',
-          plant: (d) => {
-            const outside = join(s.scratch, 'outside-target.txt');
-            writeFileSync(outside, 'outside\n');
-            linkSync(outside, join(d, 'hl'));
-          },
-          reason: 'EXTERNAL_HARDLINK',
-          mentions: 'hl',
-        },
-        {
-          name: 'plant-fifo',
-          plant: (d) => {
-            const made = spawnSync('mkfifo', [join(d, 'pipe')]);
-            assert.equal(made.status, 0);
-          },
-          reason: 'SPECIAL_FILE',
-          mentions: 'pipe',
-        },
-      ];
-      for (const c of cases) {
-        const dir = join(s.scratch, c.name);
-        mkdirSync(dir);
-        writeFileSync(join(dir, 'ok.txt'), 'fine\n');
-        c.plant(dir);
-        const before = hashTree(dir);
-        const store = storeSnapshot(s.storeDir);
-        const root = await applyRoot(s, c.name, dir);
-        assert.equal(root.status.phase, 'Broken', `${c.name}: ${JSON.stringify(root.status)}`);
-        assert.equal(root.status.reason, c.reason, `${c.name}: ${root.status.message}`);
-        assert.ok(root.status.message.includes(c.mentions), `${c.name}: the refusal does not name ${c.mentions}: ${root.status.message}`);
-        assert.ok(statSync(dir).isDirectory() && hashTree(dir) === before, `${c.name}: the host directory changed`);
-        assert.deepEqual(storeSnapshot(s.storeDir), store, `${c.name}: the store changed`);
-      }
     });
 
     test('escaping symlinks the agent creates make capture refuse with EXTERNAL_SYMLINK; no candidate is stored', async () => {

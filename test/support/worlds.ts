@@ -46,8 +46,8 @@ export async function applyRoot(s: Stack, name: string, path: string, timeoutMs 
     }, timeoutMs);
   } catch (err) {
     // Say where it stood: its status, and what the node-agent logged about it (a CI run once saw only "last: undefined").
-    const agentSaid = s.agent.logs.filter((r) => JSON.stringify(r).includes(name)).slice(-10);
-    throw new Error(`${(err as Error).message}\nRoot ${name} status: ${JSON.stringify(seen?.status ?? null)}\nnode-agent log lines naming it: ${JSON.stringify(agentSaid)}`);
+    const agentSaid = s.agent.logs.filter((r) => JSON.stringify(r).includes(name) || r['level'] === 'warn' || r['level'] === 'error').slice(-15);
+    throw new Error(`${(err as Error).message}\nRoot ${name} status: ${JSON.stringify(seen?.status ?? null)}\nnode-agent log lines naming it, and its warnings and errors: ${JSON.stringify(agentSaid)}`);
   }
 }
 
