@@ -43,44 +43,7 @@ elif [[ -e $dir ]]; then
   rm -rf "$dir"
 fi
 
-mkdir -p "$dir/checks" "$dir/src"
-cat >"$dir/README.md" <<'EOF'
-# greeter
-
-A tiny project managed by worldline. `sh src/greet.sh [--shout] [NAME]` prints a greeting.
-Tests: `sh checks/test.sh` (the demo Policy runs it on every candidate).
-EOF
-cat >"$dir/src/greet.sh" <<'EOF'
-#!/bin/sh
-# greet.sh [NAME] — prints a greeting (default NAME: world).
-printf 'Hello, %s!\n' "${1:-world}"
-EOF
-printf '1\n' >"$dir/VERSION"
-cat >"$dir/checks/test.sh" <<'EOF'
-#!/bin/sh
-# The project's tests. The demo Policy's check "verify" runs them in each candidate's tree. This file
-# is a verifier: the check runs PRIME's copy of it, never the candidate's. Exit 0 = PASS.
-failed=0
-expect() { # expect DESCRIPTION WANT [ARG...]: `sh src/greet.sh ARG...` must print WANT
-  desc=$1 want=$2
-  shift 2
-  got=$(sh src/greet.sh "$@" 2>&1) || got="$got (exit $?)"
-  if [ "$got" = "$want" ]; then
-    echo "ok   $desc"
-  else
-    echo "FAIL $desc: want '$want', got '$got'"
-    failed=1
-  fi
-}
-expect 'greets the world by default' 'Hello, world!'
-expect 'greets by name' 'Hello, Ada!' Ada
-expect '--shout greets in capitals' 'HELLO, ADA!' --shout Ada
-case $(cat VERSION) in
-  '' | *[!0-9]*) echo "FAIL VERSION is a number: got '$(cat VERSION)'"; failed=1 ;;
-  *) echo "ok   VERSION is a number" ;;
-esac
-exit "$failed"
-EOF
+cp -R examples/greeter/. "$dir/"
 chmod 0755 "$dir/checks/test.sh" "$dir/src/greet.sh"
 chown -R 1000:1000 "$dir"
 echo "created $dir (owned by uid 1000)"

@@ -7,13 +7,15 @@
 #   unit         pure logic, no root, no kernel features (test/unit)
 #   kernel       the Linux kernel as root: namespaces, overlayfs, cgroups, the native addon (test/kernel)
 #   integration  a real kube-apiserver + etcd, the controller and node-agent as processes (test/integration)
+#   e2e          not part of `npm test`: a two-node kind cluster on a locally built node image, worldline
+#                installed with helm (test/e2e; `npm run test:e2e`; builds and caches images first)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tier="${1:-all}"
 case "$tier" in
   all) dirs=(dist/test/unit dist/test/kernel dist/test/integration) ;;
-  unit | kernel | integration) dirs=("dist/test/$tier") ;;
-  *) echo "scripts/test.sh: unknown tier '$tier' (unit, kernel, integration, or none for all)" >&2; exit 2 ;;
+  unit | kernel | integration | e2e) dirs=("dist/test/$tier") ;;
+  *) echo "scripts/test.sh: unknown tier '$tier' (unit, kernel, integration, e2e, or none for all but e2e)" >&2; exit 2 ;;
 esac
 if [[ $tier != unit && $(id -u) != 0 ]]; then
   echo "scripts/test.sh: the $tier tier runs as root (namespaces, mounts, cgroups); run it with sudo" >&2

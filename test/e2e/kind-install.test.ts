@@ -1,0 +1,207 @@
+// The user's path on a real cluster: a two-node kind cluster on a locally built node image, worldline
+// installed with `helm install` from charts/worldline, then the whole loop through kubectl: a Root
+// adopted on a node, a World run, checked and collapsed, its receipt verified with the published key; a
+// World on the second node bound there; the node-agent of one node refused writing another node's World
+// status (the ValidatingAdmissionPolicy); a view-only user refused creating a World; `helm upgrade`
+// rolling the pods with the API still working; `helm uninstall` leaving no World mount and no worldline
+// process on either node. Run with `npm run test:e2e` (docs/testing.md says what it builds and costs).
+import assert from 'node:assert/strict';
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { requireRoot } from '../support/require-root.js';
+import { waitFor } from '../support/wait.js';
+import { run } from './support/commands.js';
+import { clusterPieces, helmIn, inNode, kubectlIn, kubectlMust, nodeProcesses, tokenKubeconfig, type ClusterPieces } from './support/kind-cluster.js';
+
+const repo = resolve(dirname(fileURLToPath(import.meta.url)), '../../..');
+const CLUSTER = process.env.WORLDLINE_E2E_CLUSTER ?? 'worldline-e2e';
+const NS = 'worldline-system';
+const RELEASE = 'worldline';
+/** Where kind-config/two-node.yaml mounts each node's sample-Root directory from, on the host. */
+const HOST_ROOTS = '/srv/worldline-kind';
+/** Where that directory appears inside a node (and so inside the node-agent and its Worlds). */
+const NODE_ROOTS = '/srv/worldline';
+
+let p: ClusterPieces;
+let k: ReturnType<typeof kubectlIn>;
+let tmp: string;
+
+async function json<T = any>(args: string[]): Promise<T> {
+  return JSON.parse(await kubectlMust(p, [...args, '-o', 'json'])) as T;
+}
+
+async function phase(kind: string, name: string): Promise<string | undefined> {
+  const r = await k(['get', kind, name, '-o', 'jsonpath={.status.phase}']);
+  return r.code === 0 ? r.stdout : undefined;
+}
+
+async function waitPhase(kind: string, name: string, want: string[], timeoutMs = 240_000): Promise<string> {
+  try {
+    return await waitFor(`${kind}/${name} phase in ${want.join('|')}`, async () => {
+      const ph = await phase(kind, name);
+      return ph && want.includes(ph) ? ph : undefined;
+    }, timeoutMs, 1000);
+  } catch (err) {
+    const st = await k(['get', kind, name, '-o', 'jsonpath={.status}']);
+    throw new Error(`${(err as Error).message}\nstatus: ${st.stdout}`);
+  }
+}
+
+/** A copy of examples/greeter as directory `name` of node `node`'s sample-Root folder, owned by uid 1000. */
+function plantRepo(node: string, name: string): string {
+  const host = join(HOST_ROOTS, node, name);
+  rmSync(host, { recursive: true, force: true });
+  mkdirSync(dirname(host), { recursive: true });
+  cpSync(join(repo, 'examples/greeter'), host, { recursive: true });
+  return `${NODE_ROOTS}/${name}`;
+}
+
+function rootYaml(name: string, node: string, path: string): string {
+  return JSON.stringify({ apiVersion: 'worldline.dev/v1alpha1', kind: 'Root', metadata: { name }, spec: { nodeName: node, path } });
+}
+
+function worldYaml(name: string, root: string, script: string): string {
+  return JSON.stringify({
+    apiVersion: 'worldline.dev/v1alpha1',
+    kind: 'World',
+    metadata: { name, namespace: 'default' },
+    spec: { roots: [root], agent: { command: ['/bin/sh', '-c', script] }, network: { policy: 'None' }, resources: { cpu: '1', memory: '256Mi', pids: 128, wallTime: '2m' } },
+  });
+}
+
+const IMPLEMENT_SHOUT = [
+  "cat > src/greet.sh <<'SRC'",
+  '#!/bin/sh',
+  'shout=false',
+  'if [ "${1:-}" = --shout ]; then shout=true; shift; fi',
+  'greeting="Hello, ${1:-world}!"',
+  "if $shout; then printf '%s\\n' \"$greeting\" | tr '[:lower:]' '[:upper:]'; else printf '%s\\n' \"$greeting\"; fi",
+  'SRC',
+  'echo $(( $(cat VERSION) + 1 )) > VERSION',
+].join('\n');
+
+before(async () => {
+  requireRoot('the end-to-end test (docker, kind nodes, host directories)');
+  tmp = mkdtempSync(join(tmpdir(), 'worldline-e2e-'));
+  p = await clusterPieces(repo, CLUSTER, 'kind-config/two-node.yaml');
+  k = kubectlIn(p);
+  assert.equal(p.nodes.length, 2, `the two-node config gives two nodes, got ${p.nodes.join(', ')}`);
+  process.stderr.write(`# e2e pieces (seconds): ${JSON.stringify(p.timings)}\n`);
+});
+
+after(() => {
+  if (tmp) rmSync(tmp, { recursive: true, force: true });
+});
+
+describe('worldline on a two-node kind cluster', { concurrency: false }, () => {
+  const [nodeA, nodeB] = [() => p.nodes[0]!, () => p.nodes[1]!];
+
+  it('installs with helm: controller and node-agent pods Ready on every node', async () => {
+    const t0 = Date.now();
+    const [repoName, tag] = p.image.split(/:(?=[^:]+$)/);
+    await helmIn(p, ['upgrade', '--install', RELEASE, join(repo, 'charts/worldline'), '-n', NS, '--create-namespace',
+      '--set', `image.repository=${repoName}`, '--set', `image.tag=${tag}`, '--wait', '--timeout', '6m']);
+    process.stderr.write(`# helm install: ${Math.round((Date.now() - t0) / 1000)} s\n`);
+    const pods = await json<{ items: any[] }>(['get', 'pods', '-n', NS]);
+    const ready = (pod: any) => pod.status?.conditions?.some((c: any) => c.type === 'Ready' && c.status === 'True');
+    const controllers = pods.items.filter((x) => x.metadata.labels?.['app.kubernetes.io/component'] === 'controller');
+    const agents = pods.items.filter((x) => x.metadata.labels?.['app.kubernetes.io/component'] === 'node-agent');
+    assert.equal(controllers.length, 2, 'two controller replicas');
+    assert.ok(controllers.every(ready), 'every controller pod is Ready');
+    assert.deepEqual(agents.map((x) => x.spec.nodeName).sort(), [...p.nodes].sort(), 'one node-agent on each node');
+    assert.ok(agents.every(ready), 'every node-agent pod is Ready');
+  });
+
+  it('adopts a Root, runs a World, checks and collapses it, and the receipt verifies with the published key', async () => {
+    const node = nodeA();
+    const path = plantRepo(node, 'e2e-repo');
+    await kubectlMust(p, ['apply', '-f', '-'], rootYaml('e2e-repo', node, path));
+    assert.equal(await waitPhase('root', 'e2e-repo', ['Ready', 'Broken']), 'Ready');
+    const policy = readFileSync(join(repo, 'examples/policy.yaml'), 'utf8').replace('demo-policy', 'e2e-policy').replace('- demo-repo', '- e2e-repo\n    - e2e-repo-b');
+    await kubectlMust(p, ['apply', '-f', '-'], policy);
+    await kubectlMust(p, ['apply', '-f', '-'], worldYaml('e2e-hello', 'e2e-repo', IMPLEMENT_SHOUT));
+    assert.equal(await waitPhase('world', 'e2e-hello', ['Captured', 'Failed', 'Refused']), 'Captured');
+    assert.equal(await waitPhase('check', 'e2e-hello-verify', ['Passed', 'Failed', 'Refused']), 'Passed');
+    await kubectlMust(p, ['apply', '-f', '-'], JSON.stringify({ apiVersion: 'worldline.dev/v1alpha1', kind: 'Collapse', metadata: { name: 'e2e-hello', namespace: 'default' }, spec: { worldRef: 'e2e-hello', mode: 'Candidate' } }));
+    assert.equal(await waitPhase('collapse', 'e2e-hello', ['Committed', 'Denied', 'Failed']), 'Committed');
+    // The node's directory shows the change (read inside the node: the host path is a link into its store).
+    assert.equal((await inNode(node, ['cat', `${path}/VERSION`])).trim(), '2');
+    assert.match(await inNode(node, ['sh', `${path}/src/greet.sh`, '--shout', 'Ada']), /HELLO, ADA!/);
+    // The receipt in the Collapse's status verifies against the key the node-agent published.
+    const cm = await json<{ data: Record<string, string> }>(['get', 'configmap', `worldline-receipts-${node}`, '-n', NS]);
+    const key = join(tmp, 'receipts.pub.pem');
+    writeFileSync(key, cm.data['public-key.pem'] ?? '');
+    const collapse = join(tmp, 'collapse.json');
+    writeFileSync(collapse, await kubectlMust(p, ['get', 'collapse', 'e2e-hello', '-o', 'json']));
+    const verified = await run(process.execPath, [join(repo, 'dist/cli/worldline.js'), 'receipts', 'verify-status', '--collapse', collapse, '--public-key', key]);
+    assert.equal(verified.code, 0, verified.stderr + verified.stdout);
+  });
+
+  it('binds a World on the second node to that node', async () => {
+    const node = nodeB();
+    const path = plantRepo(node, 'e2e-repo-b');
+    await kubectlMust(p, ['apply', '-f', '-'], rootYaml('e2e-repo-b', node, path));
+    assert.equal(await waitPhase('root', 'e2e-repo-b', ['Ready', 'Broken']), 'Ready');
+    await kubectlMust(p, ['apply', '-f', '-'], worldYaml('e2e-b', 'e2e-repo-b', 'echo 3 > VERSION'));
+    assert.equal(await waitPhase('world', 'e2e-b', ['Captured', 'Failed', 'Refused']), 'Captured');
+    const w = await json(['get', 'world', 'e2e-b']);
+    assert.equal(w.status.nodeName, node);
+  });
+
+  it("refuses a node-agent's token writing the status of a World bound to another node", async () => {
+    const agents = await json<{ items: any[] }>(['get', 'pods', '-n', NS, '-l', 'app.kubernetes.io/component=node-agent']);
+    const agentA = agents.items.find((x) => x.spec.nodeName === nodeA());
+    assert.ok(agentA, `a node-agent pod on ${nodeA()}`);
+    const sa = agentA.spec.serviceAccountName as string;
+    const token = (await kubectlMust(p, ['create', 'token', sa, '-n', NS, '--bound-object-kind', 'Pod', '--bound-object-name', agentA.metadata.name, '--duration', '10m'])).trim();
+    const kcfg = tokenKubeconfig(p, token, join(tmp, 'agent-a.kubeconfig'));
+    const patch = JSON.stringify({ status: { message: 'written by the e2e test' } });
+    const other = await run(p.kubectl, ['--kubeconfig', kcfg, 'patch', 'world', 'e2e-b', '--subresource', 'status', '--type', 'merge', '-p', patch]);
+    assert.notEqual(other.code, 0, 'the patch of another node\'s World must be refused');
+    assert.match(other.stderr, /ValidatingAdmissionPolicy|denied request/i, other.stderr);
+    const own = await run(p.kubectl, ['--kubeconfig', kcfg, 'patch', 'world', 'e2e-hello', '--subresource', 'status', '--type', 'merge', '-p', patch]);
+    assert.equal(own.code, 0, `its own node's World: ${own.stderr}`);
+  });
+
+  it('refuses a user with only worldline-view creating a World, and lets them read', async () => {
+    await kubectlMust(p, ['create', 'clusterrolebinding', 'e2e-viewer', '--clusterrole', 'worldline-view', '--user', 'e2e-viewer', '--dry-run=client', '-o', 'yaml'])
+      .then((y) => kubectlMust(p, ['apply', '-f', '-'], y));
+    const list = await k(['--as', 'e2e-viewer', 'get', 'worlds', '-n', 'default']);
+    assert.equal(list.code, 0, list.stderr);
+    assert.match(list.stdout, /e2e-hello/);
+    const create = await k(['--as', 'e2e-viewer', 'apply', '-f', '-'], worldYaml('e2e-viewer-world', 'e2e-repo', 'true'));
+    assert.notEqual(create.code, 0);
+    assert.match(create.stderr, /forbidden/i);
+  });
+
+  it('rolls the pods on helm upgrade with a changed value, and the API keeps working', async () => {
+    const before = await json<{ items: any[] }>(['get', 'pods', '-n', NS]);
+    const oldNames = new Set(before.items.map((x) => x.metadata.name as string));
+    await helmIn(p, ['upgrade', RELEASE, join(repo, 'charts/worldline'), '-n', NS, '--reuse-values', '--set', 'logLevel=debug', '--wait', '--timeout', '6m']);
+    await waitFor('every worldline pod replaced', async () => {
+      const now = await json<{ items: any[] }>(['get', 'pods', '-n', NS]);
+      const live = now.items.filter((x) => !x.metadata.deletionTimestamp);
+      return live.length >= 4 && live.every((x) => !oldNames.has(x.metadata.name)) && live.every((x) => x.status?.conditions?.some((c: any) => c.type === 'Ready' && c.status === 'True'));
+    }, 300_000, 2000);
+    await kubectlMust(p, ['apply', '-f', '-'], worldYaml('e2e-after-upgrade', 'e2e-repo', 'echo after-upgrade > NOTE'));
+    assert.equal(await waitPhase('world', 'e2e-after-upgrade', ['Captured', 'Failed', 'Refused']), 'Captured');
+  });
+
+  it('leaves no World mounted and no worldline process on either node after helm uninstall', async () => {
+    for (const kind of ['collapses', 'checks', 'worlds']) await kubectlMust(p, ['delete', kind, '--all', '-n', 'default', '--wait', '--timeout', '180s']);
+    await kubectlMust(p, ['delete', 'roots', '--all', '--wait', '--timeout', '180s']);
+    await helmIn(p, ['uninstall', RELEASE, '-n', NS, '--wait', '--timeout', '5m']);
+    for (const node of p.nodes) {
+      await waitFor(`no worldline process on ${node}`, async () => {
+        const procs = await nodeProcesses(node);
+        return !procs.some((l) => /node-agent\/main\.js|controller\/main\.js/.test(l));
+      }, 120_000, 2000);
+      const mounts = (await inNode(node, ['cat', '/proc/self/mountinfo'])).split('\n');
+      const worldMounts = mounts.filter((l) => / \/var\/lib\/worldline\/\S/.test(l));
+      assert.deepEqual(worldMounts, [], `mounts left below the store on ${node}`);
+    }
+  });
+});

@@ -1,0 +1,91 @@
+// The pieces of the end-to-end test's cluster: the host prepared, the worldline image and the kind node
+// image built (each cached by version by its own script), a kind cluster created from a kind-config file,
+// the worldline image loaded into its nodes, and helm built. Each step is one project script, the same
+// ones the quick start (docs/quickstart-kind.md) runs, so the test exercises the user's path.
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { parse, stringify } from 'yaml';
+import { lastLine, must, run, type RunResult } from './commands.js';
+
+export interface ClusterPieces {
+  /** The worldline image, e.g. worldline.local/worldline:0.1.0. */
+  image: string;
+  kind: string;
+  helm: string;
+  kubectl: string;
+  kubeconfig: string;
+  cluster: string;
+  nodes: string[];
+  timings: Record<string, number>;
+}
+
+const HOUR = 3_600_000;
+
+async function timed<T>(timings: Record<string, number>, name: string, f: () => Promise<T>): Promise<T> {
+  const t0 = Date.now();
+  try {
+    return await f();
+  } finally {
+    timings[name] = Math.round((Date.now() - t0) / 1000);
+  }
+}
+
+/** Builds (or finds cached) every piece and creates (or reuses) the cluster `name` from `config`. */
+export async function clusterPieces(repo: string, name: string, config: string): Promise<ClusterPieces> {
+  const timings: Record<string, number> = {};
+  const sh = (script: string, ...args: string[]) => must('bash', [join(repo, script), ...args], { cwd: repo, timeoutMs: 2 * HOUR });
+  await timed(timings, 'host-prep', () => sh('scripts/kind/host-prep.sh'));
+  const image = await timed(timings, 'worldline-image', async () => lastLine(await sh('scripts/images/build-local.sh')));
+  await timed(timings, 'node-image', () => sh('scripts/kind/build-node-image.sh'));
+  const kind = await timed(timings, 'kind', async () => lastLine(await sh('scripts/kind/kind.sh')));
+  const helm = await timed(timings, 'helm', async () => lastLine(await sh('scripts/helm/build.sh')));
+  const kubectl = join(lastLine(await sh('scripts/controlplane/build.sh')), 'kubectl');
+  const kubeconfig = await timed(timings, 'cluster', async () => lastLine(await sh('scripts/kind/create-cluster.sh', name, join(repo, config))));
+  await timed(timings, 'image-load', () => must(kind, ['load', 'docker-image', image, '--name', name], { timeoutMs: HOUR }));
+  const nodes = (await must(kind, ['get', 'nodes', '--name', name])).split('\n').map((l) => l.trim()).filter(Boolean).sort();
+  return { image, kind, helm, kubectl, kubeconfig, cluster: name, nodes, timings };
+}
+
+export function kubectlIn(p: ClusterPieces) {
+  return (args: readonly string[], input?: string): Promise<RunResult> =>
+    run(p.kubectl, ['--kubeconfig', p.kubeconfig, ...args], input === undefined ? {} : { input });
+}
+
+export async function kubectlMust(p: ClusterPieces, args: readonly string[], input?: string): Promise<string> {
+  return must(p.kubectl, ['--kubeconfig', p.kubeconfig, ...args], input === undefined ? {} : { input });
+}
+
+export function helmIn(p: ClusterPieces, args: readonly string[]): Promise<string> {
+  return must(p.helm, ['--kubeconfig', p.kubeconfig, ...args], { timeoutMs: 900_000 });
+}
+
+/** A kubeconfig for the same cluster that authenticates with `token` only (no client certificate). */
+export function tokenKubeconfig(p: ClusterPieces, token: string, file: string): string {
+  const admin = parse(readFileSync(p.kubeconfig, 'utf8')) as { clusters: { name: string; cluster: Record<string, unknown> }[] };
+  const cluster = admin.clusters[0];
+  if (!cluster) throw new Error(`${p.kubeconfig} names no cluster`);
+  writeFileSync(
+    file,
+    stringify({
+      apiVersion: 'v1',
+      kind: 'Config',
+      clusters: [cluster],
+      users: [{ name: 'token', user: { token } }],
+      contexts: [{ name: 'token', context: { cluster: cluster.name, user: 'token' } }],
+      'current-context': 'token',
+    }),
+    { mode: 0o600 },
+  );
+  return file;
+}
+
+/** Runs `argv` inside kind node `node` (a container) and returns its stdout. */
+export function inNode(node: string, argv: readonly string[], input?: string): Promise<string> {
+  return must('docker', ['exec', ...(input === undefined ? [] : ['-i']), node, ...argv], input === undefined ? {} : { input });
+}
+
+/** Every process of node `node` as "pid args" lines, from the host's view (docker top). */
+export async function nodeProcesses(node: string): Promise<string[]> {
+  const out = await must('docker', ['top', node, '-eo', 'pid,args']);
+  return out.split('\n').slice(1).map((l) => l.trim()).filter(Boolean);
+}
