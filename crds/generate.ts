@@ -1,5 +1,6 @@
-// Writes the generated artifacts of the API — crds/<plural>.worldline.dev.yaml and
-// docs/schemas/<kind>.schema.json, docs/api.md, docs/schemas/isolation-*.schema.json — from the zod definitions. `--check` writes nothing and exits 1
+// Writes the generated artifacts of the API — crds/<plural>.worldline.dev.yaml (and the same bytes in the
+// Helm chart's charts/worldline/crds/), docs/schemas/<kind>.schema.json, docs/api.md,
+// docs/schemas/isolation-*.schema.json — from the zod definitions. `--check` writes nothing and exits 1
 // listing every file whose content differs from what would be generated.
 //
 //   node dist/crds/generate.js [--check]
@@ -12,6 +13,9 @@ import { definitions } from './index.js';
 import { renderApiReference } from './api-reference.js';
 import { renderCrdYaml, renderSpecJsonSchema } from './render.js';
 
+/** Where the Helm chart keeps its copy of the CRDs (relative to the repository root). */
+export const CHART_CRD_DIR = 'charts/worldline/crds';
+
 export interface GeneratedFile {
   /** Path relative to the repository root. */
   path: string;
@@ -23,6 +27,10 @@ export function generatedFiles(): GeneratedFile[] {
   const files: GeneratedFile[] = [];
   for (const def of definitions) {
     files.push({ path: `crds/${def.plural}.${GROUP}.yaml`, content: renderCrdYaml(def) });
+  }
+  // The chart installs the same CRDs (Helm applies charts/<chart>/crds/ before the templates).
+  for (const def of definitions) {
+    files.push({ path: `${CHART_CRD_DIR}/${def.plural}.${GROUP}.yaml`, content: renderCrdYaml(def) });
   }
   for (const def of definitions) {
     files.push({ path: `docs/schemas/${def.kind.toLowerCase()}.schema.json`, content: renderSpecJsonSchema(def) });

@@ -1,0 +1,254 @@
+// charts/worldline through the real helm (built from the Go module proxy by scripts/helm/build.sh):
+// `helm lint --strict` and `helm template` are clean with the defaults and with every optional part on;
+// the rendered controller, node-agent, RBAC, policy, Services, PrometheusRule and dashboard say what the
+// chart promises; values.schema.json refuses bad values with an error that names the value.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { readFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parse } from 'yaml';
+import { CHART_DIR, findObject, helm, helmTemplate, renderChart, type K8sObject } from '../support/helm.js';
+
+const chart = parse(readFileSync(join(CHART_DIR, 'Chart.yaml'), 'utf8')) as { appVersion: string; version: string };
+
+/** Every optional part switched on. */
+const ALL_ON = {
+  metrics: { serviceMonitor: { enabled: true, labels: { release: 'prom' } } },
+  prometheusRule: { enabled: true },
+  nodeAgent: { credentialNamespaces: ['team-a', 'team-b'], receiptsExport: '/var/log/worldline/ledger.jsonl', admission: { 'node-worlds': '8' } },
+};
+
+interface Container {
+  name: string;
+  image: string;
+  imagePullPolicy: string;
+  args: string[];
+  env: { name: string; value?: string; valueFrom?: { fieldRef?: { fieldPath: string } } }[];
+  ports: { name: string; containerPort: number }[];
+  livenessProbe: { httpGet: { path: string; port: string } };
+  readinessProbe: { httpGet: { path: string; port: string } };
+  securityContext: Record<string, unknown> & { capabilities?: { drop?: string[] }; seccompProfile?: { type: string } };
+  resources: { requests?: Record<string, string>; limits?: Record<string, string> };
+  volumeMounts: { name: string; mountPath: string; mountPropagation?: string }[];
+}
+interface PodSpec {
+  serviceAccountName: string;
+  automountServiceAccountToken?: boolean;
+  hostPID?: boolean;
+  hostNetwork?: boolean;
+  securityContext?: Record<string, unknown>;
+  containers: Container[];
+  volumes: { name: string; hostPath?: { path: string; type?: string }; projected?: unknown }[];
+}
+const podSpec = (o: K8sObject): PodSpec => (o as unknown as { spec: { template: { spec: PodSpec } } }).spec.template.spec;
+interface Rule {
+  apiGroups: string[];
+  resources: string[];
+  verbs: string[];
+  resourceNames?: string[];
+}
+const rules = (o: K8sObject): Rule[] => (o as unknown as { rules: Rule[] }).rules;
+
+async function lint(values: Record<string, unknown>): Promise<{ code: number; out: string }> {
+  const dir = mkdtempSync(join(tmpdir(), 'worldline-chart-lint-'));
+  try {
+    const file = join(dir, 'values.json');
+    writeFileSync(file, JSON.stringify(values));
+    const r = await helm(['lint', '--strict', CHART_DIR, '--namespace', 'worldline-system', '--values', file]);
+    return { code: r.code, out: r.stdout + r.stderr };
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+void test('helm lint --strict is clean with the default values and with every optional part on', async () => {
+  for (const values of [{}, ALL_ON]) {
+    const r = await lint(values);
+    assert.equal(r.code, 0, r.out);
+    assert.match(r.out, /1 chart\(s\) linted, 0 chart\(s\) failed/);
+    assert.doesNotMatch(r.out, /\[(WARNING|ERROR)\]/, r.out);
+  }
+});
+
+void test('helm template is clean and renders the expected objects', async () => {
+  const r = await helmTemplate();
+  assert.equal(r.code, 0, r.stderr);
+  assert.equal(r.stderr, '');
+  const objects = await renderChart();
+  const names = objects.map((o) => `${o.kind}/${o.metadata.name}`).sort();
+  assert.deepEqual(names, [
+    'ClusterRole/worldline-controller',
+    'ClusterRole/worldline-edit',
+    'ClusterRole/worldline-node-agent',
+    'ClusterRole/worldline-node-agent-credentials',
+    'ClusterRole/worldline-view',
+    'ClusterRoleBinding/worldline-controller',
+    'ClusterRoleBinding/worldline-node-agent',
+    'ClusterRoleBinding/worldline-node-agent-credentials',
+    'ConfigMap/worldline-dashboard',
+    'DaemonSet/worldline-node-agent',
+    'Deployment/worldline-controller',
+    'Role/worldline-controller',
+    'Role/worldline-node-agent',
+    'RoleBinding/worldline-controller',
+    'RoleBinding/worldline-node-agent',
+    'Service/worldline-controller-metrics',
+    'Service/worldline-node-agent-metrics',
+    'ServiceAccount/worldline-controller',
+    'ServiceAccount/worldline-node-agent',
+    'ValidatingAdmissionPolicy/worldline-node-agent-leases',
+    'ValidatingAdmissionPolicy/worldline-node-agent-objects',
+    'ValidatingAdmissionPolicy/worldline-node-agent-roots',
+    'ValidatingAdmissionPolicyBinding/worldline-node-agent-leases',
+    'ValidatingAdmissionPolicyBinding/worldline-node-agent-objects',
+    'ValidatingAdmissionPolicyBinding/worldline-node-agent-roots',
+  ]);
+  for (const o of objects) {
+    assert.equal(o.metadata.labels?.['app.kubernetes.io/managed-by'], 'Helm', `${o.kind}/${o.metadata.name}`);
+    assert.equal(o.metadata.labels?.['app.kubernetes.io/instance'], 'worldline', `${o.kind}/${o.metadata.name}`);
+    assert.equal(o.metadata.labels?.['app.kubernetes.io/version'], chart.appVersion, `${o.kind}/${o.metadata.name}`);
+  }
+});
+
+void test('the controller: 2 replicas with leader election, non-root, read-only, no privileges, probes on its health server, requests and limits', async () => {
+  const d = findObject(await renderChart(), 'Deployment', 'worldline-controller');
+  assert.equal((d as unknown as { spec: { replicas: number } }).spec.replicas, 2);
+  const spec = podSpec(d);
+  const [c] = spec.containers;
+  assert.ok(c);
+  assert.equal(c.image, `worldline.local/worldline:${chart.appVersion}`);
+  assert.equal(c.imagePullPolicy, 'IfNotPresent');
+  assert.ok(c.args.includes('--leader-elect=true'), c.args.join(' '));
+  assert.ok(c.args.includes('--metrics-bind=0.0.0.0:8080'), c.args.join(' '));
+  assert.deepEqual(c.ports, [{ name: 'metrics', containerPort: 8080, protocol: 'TCP' }]);
+  assert.deepEqual(c.livenessProbe.httpGet, { path: '/healthz', port: 'metrics' });
+  assert.deepEqual(c.readinessProbe.httpGet, { path: '/readyz', port: 'metrics' });
+  assert.equal(c.securityContext.runAsNonRoot, true);
+  assert.equal(c.securityContext.runAsUser, 65532);
+  assert.equal(c.securityContext.readOnlyRootFilesystem, true);
+  assert.equal(c.securityContext.allowPrivilegeEscalation, false);
+  assert.equal(c.securityContext.privileged, false);
+  assert.deepEqual(c.securityContext.capabilities?.drop, ['ALL']);
+  assert.equal(c.securityContext.seccompProfile?.type, 'RuntimeDefault');
+  assert.ok(c.resources.requests?.cpu && c.resources.requests.memory && c.resources.limits?.cpu && c.resources.limits.memory, JSON.stringify(c.resources));
+  const env = new Map(c.env.map((e) => [e.name, e]));
+  assert.equal(env.get('POD_NAME')?.valueFrom?.fieldRef?.fieldPath, 'metadata.name');
+  assert.equal(env.get('WORLDLINE_NAMESPACE')?.valueFrom?.fieldRef?.fieldPath, 'metadata.namespace');
+  assert.equal(spec.serviceAccountName, 'worldline-controller');
+});
+
+void test('the node-agent: privileged, no hostPID, node name from the downward API, the store on a hostPath at the same path, a pod-bound token', async () => {
+  const ds = findObject(await renderChart(), 'DaemonSet', 'worldline-node-agent');
+  const spec = podSpec(ds);
+  const [c] = spec.containers;
+  assert.ok(c);
+  assert.equal(c.securityContext.privileged, true);
+  assert.equal(spec.hostPID, false);
+  assert.equal(spec.hostNetwork, false);
+  const env = new Map(c.env.map((e) => [e.name, e]));
+  assert.equal(env.get('NODE_NAME')?.valueFrom?.fieldRef?.fieldPath, 'spec.nodeName');
+  assert.equal(env.get('WORLDLINE_NAMESPACE')?.valueFrom?.fieldRef?.fieldPath, 'metadata.namespace');
+  assert.ok(c.args.includes('--store=/var/lib/worldline'), c.args.join(' '));
+  const store = spec.volumes.find((v) => v.name === 'store');
+  assert.deepEqual(store?.hostPath, { path: '/var/lib/worldline', type: 'DirectoryOrCreate' });
+  assert.deepEqual(c.volumeMounts.find((m) => m.name === 'store'), { name: 'store', mountPath: '/var/lib/worldline', mountPropagation: 'HostToContainer' });
+  assert.deepEqual(c.volumeMounts.find((m) => m.name === 'root-0'), { name: 'root-0', mountPath: '/srv', mountPropagation: 'HostToContainer' });
+  assert.deepEqual(c.livenessProbe.httpGet, { path: '/healthz', port: 'metrics' });
+  assert.deepEqual(c.readinessProbe.httpGet, { path: '/readyz', port: 'metrics' });
+  assert.deepEqual(c.ports, [{ name: 'metrics', containerPort: 9090, protocol: 'TCP' }]);
+  // The default projected token (bound to the pod) stays: automount on, no hand-made token volume.
+  assert.equal(spec.automountServiceAccountToken, true);
+  assert.equal(spec.volumes.filter((v) => v.projected !== undefined).length, 0);
+  assert.equal(spec.serviceAccountName, 'worldline-node-agent');
+  // No container limit: the Worlds' cgroups nest under the agent's.
+  assert.equal(c.resources.limits, undefined);
+});
+
+void test('RBAC: no wildcards; separate controller and node-agent roles; the node-agent creates and deletes no worldline object; user roles aggregate', async () => {
+  const objects = await renderChart();
+  for (const o of objects.filter((x) => x.kind === 'ClusterRole' || x.kind === 'Role')) {
+    for (const r of rules(o)) {
+      for (const v of [...r.apiGroups, ...r.resources, ...r.verbs]) assert.notEqual(v, '*', `${o.kind}/${o.metadata.name} has a wildcard`);
+    }
+  }
+  const agent = rules(findObject(objects, 'ClusterRole', 'worldline-node-agent'));
+  for (const r of agent.filter((x) => x.apiGroups.includes('worldline.dev'))) {
+    for (const v of ['create', 'delete', 'update', 'deletecollection']) assert.ok(!r.verbs.includes(v), `node-agent may ${v} ${r.resources.join(',')}`);
+    assert.ok(!r.resources.includes('policies/status'), 'the node-agent writes no Policy status');
+  }
+  const controller = rules(findObject(objects, 'ClusterRole', 'worldline-controller'));
+  assert.ok(controller.some((r) => r.resources.includes('checks') && r.verbs.includes('create')));
+  assert.ok(!controller.some((r) => r.resources.includes('worlds') && r.verbs.includes('create')), 'the controller creates no Worlds');
+  assert.ok(!controller.some((r) => r.resources.includes('secrets')), 'the controller reads no Secrets');
+  const leader = rules(findObject(objects, 'Role', 'worldline-controller')).find((r) => r.verbs.includes('update'));
+  assert.deepEqual(leader?.resourceNames, ['worldline-controller']);
+
+  const edit = findObject(objects, 'ClusterRole', 'worldline-edit');
+  assert.equal(edit.metadata.labels?.['rbac.authorization.k8s.io/aggregate-to-edit'], 'true');
+  assert.equal(edit.metadata.labels?.['rbac.authorization.k8s.io/aggregate-to-admin'], 'true');
+  assert.deepEqual(rules(edit).flatMap((r) => r.resources).sort(), ['checks', 'collapses', 'worlds']);
+  const view = findObject(objects, 'ClusterRole', 'worldline-view');
+  assert.equal(view.metadata.labels?.['rbac.authorization.k8s.io/aggregate-to-view'], 'true');
+  for (const r of rules(view)) assert.deepEqual(r.verbs, ['get', 'list', 'watch']);
+  assert.deepEqual(rules(view).flatMap((r) => r.resources).sort(), ['checks', 'collapses', 'policies', 'roots', 'worlds']);
+});
+
+void test('the admission policies match exactly the node-agent service account of the release namespace', async () => {
+  const objects = await renderChart({ release: 'wl', namespace: 'agents' });
+  for (const part of ['objects', 'roots', 'leases']) {
+    const name = `wl-worldline-node-agent-${part}`;
+    const vap = findObject(objects, 'ValidatingAdmissionPolicy', name) as unknown as { spec: { matchConditions: { expression: string }[]; failurePolicy: string } };
+    assert.deepEqual(vap.spec.matchConditions.map((m) => m.expression), ["request.userInfo.username == 'system:serviceaccount:agents:wl-worldline-node-agent'"]);
+    assert.equal(vap.spec.failurePolicy, 'Fail');
+    const binding = findObject(objects, 'ValidatingAdmissionPolicyBinding', name) as unknown as { spec: { policyName: string; validationActions: string[] } };
+    assert.equal(binding.spec.policyName, name);
+    assert.deepEqual(binding.spec.validationActions, ['Deny']);
+  }
+  assert.equal(findObject(objects, 'ServiceAccount', 'wl-worldline-node-agent').metadata.namespace, 'agents');
+});
+
+void test('optional parts: ServiceMonitors, the PrometheusRule from files/alerts.yaml, per-namespace credential bindings, receipts export', async () => {
+  const objects = await renderChart({ values: ALL_ON });
+  const monitors = objects.filter((o) => o.kind === 'ServiceMonitor').map((o) => o.metadata.name).sort();
+  assert.deepEqual(monitors, ['worldline-controller', 'worldline-node-agent']);
+  const rule = findObject(objects, 'PrometheusRule', 'worldline') as unknown as { spec: { groups: unknown } };
+  const alerts = parse(readFileSync(join(CHART_DIR, 'files', 'alerts.yaml'), 'utf8')) as { groups: unknown };
+  assert.deepEqual(rule.spec.groups, alerts.groups);
+  const bindings = objects.filter((o) => o.kind === 'RoleBinding' && o.metadata.name === 'worldline-node-agent-credentials').map((o) => o.metadata.namespace).sort();
+  assert.deepEqual(bindings, ['team-a', 'team-b']);
+  assert.ok(!objects.some((o) => o.kind === 'ClusterRoleBinding' && o.metadata.name === 'worldline-node-agent-credentials'), 'credentialNamespaces set, yet Secrets are readable cluster-wide');
+  const [c] = podSpec(findObject(objects, 'DaemonSet', 'worldline-node-agent')).containers;
+  assert.ok(c?.args.includes('--receipts-export=/var/log/worldline/ledger.jsonl'), c?.args.join(' '));
+  assert.ok(c?.args.includes('--node-worlds=8'), c?.args.join(' '));
+  assert.deepEqual(c?.volumeMounts.find((m) => m.name === 'receipts-export')?.mountPath, '/var/log/worldline');
+
+  const defaults = await renderChart();
+  assert.ok(!defaults.some((o) => o.kind === 'PrometheusRule' || o.kind === 'ServiceMonitor'), 'PrometheusRule and ServiceMonitor are off by default');
+});
+
+void test('the dashboard ConfigMap holds files/dashboard.json under the Grafana sidecar label', async () => {
+  const cm = findObject(await renderChart(), 'ConfigMap', 'worldline-dashboard') as unknown as K8sObject & { data: Record<string, string> };
+  assert.equal(cm.metadata.labels?.grafana_dashboard, '1');
+  const file = readFileSync(join(CHART_DIR, 'files', 'dashboard.json'), 'utf8');
+  assert.equal(cm.data['worldline.json'], file.replace(/\n+$/, ''));
+  assert.deepEqual(JSON.parse(cm.data['worldline.json'] ?? ''), JSON.parse(file));
+});
+
+void test('values.schema.json refuses bad values with an error naming the value', async () => {
+  const cases: [Record<string, unknown>, RegExp][] = [
+    [{ logLevel: 'verbose' }, /at '\/logLevel': value must be one of 'debug', 'info', 'warn', 'error'/],
+    [{ controller: { replicas: 'two' } }, /at '\/controller\/replicas': got string, want integer/],
+    [{ nodeAgent: { privileged: false } }, /at '\/nodeAgent\/privileged': value must be true/],
+    [{ nodeAgent: { store: { hostPath: 'var/lib/worldline' } } }, /at '\/nodeAgent\/store\/hostPath': 'var\/lib\/worldline' does not match pattern/],
+    [{ nodeAgent: { store: { mountPropagation: 'Shared' } } }, /at '\/nodeAgent\/store\/mountPropagation': value must be one of 'None', 'HostToContainer', 'Bidirectional'/],
+    [{ nodeAgent: { rootsMountPropagation: 'Bidirectional' } }, /at '\/nodeAgent\/rootsMountPropagation': value must be one of 'None', 'HostToContainer'/],
+    [{ controler: { replicas: 3 } }, /additional properties 'controler' not allowed/],
+  ];
+  for (const [values, names] of cases) {
+    const r = await helmTemplate({ values });
+    assert.notEqual(r.code, 0, `accepted ${JSON.stringify(values)}`);
+    assert.match(r.stderr, /values don't meet the specifications of the schema/, r.stderr);
+    assert.match(r.stderr, names, r.stderr);
+  }
+});
