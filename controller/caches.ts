@@ -16,6 +16,13 @@ export interface LeaseObj extends KubernetesObject {
   spec?: { holderIdentity?: string; leaseDurationSeconds?: number; renewTime?: string | Date };
 }
 
+/** True while a heartbeat Lease's renewTime + leaseDurationSeconds lies ahead of `now`. */
+export function leaseLive(l: LeaseObj, now: Date): boolean {
+  const renew = l.spec?.renewTime ? new Date(l.spec.renewTime).getTime() : NaN;
+  const dur = (l.spec?.leaseDurationSeconds ?? 0) * 1000;
+  return Number.isFinite(renew) && renew + dur > now.getTime();
+}
+
 export class Caches {
   readonly roots: Informer<Root>;
   readonly policies: Informer<Policy>;
@@ -50,12 +57,7 @@ export class Caches {
 
   /** True when a node-agent holds a live heartbeat Lease for the node. */
   nodeAgentPresent(nodeName: string, now: Date): boolean {
-    return this.leases.list().some((l) => {
-      if (l.metadata?.labels?.[NODE_LABEL] !== nodeName) return false;
-      const renew = l.spec?.renewTime ? new Date(l.spec.renewTime).getTime() : NaN;
-      const dur = (l.spec?.leaseDurationSeconds ?? 0) * 1000;
-      return Number.isFinite(renew) && renew + dur > now.getTime();
-    });
+    return this.leases.list().some((l) => l.metadata?.labels?.[NODE_LABEL] === nodeName && leaseLive(l, now));
   }
 
   /** Keys of Worlds in any namespace that name the Root. */

@@ -20,6 +20,7 @@ import { NODE_LABEL } from './reasons.js';
 import { refs } from './api-refs.js';
 import { makeRootReconciler } from './root-reconciler.js';
 import { makeWorldReconciler } from './world-reconciler.js';
+import { registerNodeAgentMetrics } from './node-agent-metrics.js';
 import { checkCreator } from './world-checks.js';
 
 export const FIELD_MANAGER = 'worldline-controller';
@@ -59,6 +60,7 @@ export class Manager {
       Collapse: runner('Collapse', makeDependentReconciler({ kind: 'Collapse', ref: refs.Collapse, informer: caches.collapses, caches, status, refusals, events, deleter, clock })),
     };
     this.wire();
+    registerNodeAgentMetrics(opts.registry, { synced: () => this.synced, leases: () => caches.leases.list() }, clock);
   }
 
   private wire(): void {

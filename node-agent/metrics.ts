@@ -4,6 +4,7 @@
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import { ADMISSION_OUTCOMES, ADMISSION_STAGES, NODE_RESOURCES, type AdmissionOutcome, type AdmissionStage, type NodeCeilings, type NodeResource } from './admission/admission-policy.js';
 import type { ReservedTotals } from './admission/admission-decide.js';
+import { REASONS } from '../core/collapse/decide.js';
 
 export const WORLD_PHASES = ['Pending', 'Admitted', 'Running', 'Captured', 'Collapsed', 'Refused', 'Failed'] as const;
 export type WorldPhase = (typeof WORLD_PHASES)[number];
@@ -27,6 +28,7 @@ export interface AgentMetrics {
   readonly checkVerdicts: Counter<'verdict' | 'reason'>;
   readonly collapses: Counter<'mode' | 'state' | 'reason'>;
   readonly collapseDuration: Histogram<'state'>;
+  readonly receiptLedgerVerified: Gauge;
 
   /** Count one admission answer. */
   admission(stage: AdmissionStage, outcome: AdmissionOutcome): void;
@@ -45,11 +47,16 @@ export interface AgentMetrics {
   checkVerdict(verdict: string, reason?: string): void;
   /** Count one final collapse transaction (COMMITTED or DENIED, its first reason) and its duration in seconds. */
   collapse(mode: string, state: string, reason: string | undefined, seconds: number): void;
+  /** Record whether the receipt ledger passed verification when it was opened (1) or failed it (0). */
+  ledgerVerified(ok: boolean): void;
 }
 
 function getOrCreate<T>(registry: Registry, name: string, create: () => T): T {
   return (registry.getSingleMetric(name) as T | undefined) ?? create();
 }
+
+/** Every first reason a denial can carry: the collapse decision's and the node's own (pre-set to 0 below). */
+const DENIAL_REASONS = [...REASONS, 'COLLAPSE_FAILED', 'COLLAPSE_INTERRUPTED', 'LIVE_MAPPING_BROKEN', 'ROOT_NOT_FOUND', 'WORLD_ALREADY_COLLAPSED', 'CHECKPOINT_NOT_COLLAPSED'];
 
 const DURATION_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120];
 
@@ -90,6 +97,9 @@ export function createAgentMetrics(registry: Registry): AgentMetrics {
   const collapseDuration = getOrCreate(registry, 'worldline_collapse_duration_seconds', () =>
     new Histogram({ name: 'worldline_collapse_duration_seconds', help: 'Time from taking a Collapse to its final state, by state.', labelNames: ['state'] as const, buckets: DURATION_BUCKETS, registers }),
   );
+  const receiptLedgerVerified = getOrCreate(registry, 'worldline_receipt_ledger_verified', () =>
+    new Gauge({ name: 'worldline_receipt_ledger_verified', help: '1 when the receipt ledger passed verification as the agent opened it, 0 when it failed (no Collapse is served until it is repaired).', registers }),
+  );
 
   // Every bounded series exists from the start, so a rate over it has a zero to start from.
   for (const stage of ADMISSION_STAGES) for (const outcome of ADMISSION_OUTCOMES) admissionDecisions.inc({ stage, outcome }, 0);
@@ -99,7 +109,10 @@ export function createAgentMetrics(registry: Registry): AgentMetrics {
   for (const verdict of ['PASS', 'FAIL', 'REFUSED']) checkVerdicts.inc({ verdict, reason: 'none' }, 0);
   for (const mode of ['Candidate', 'CheckpointReturn']) {
     collapses.inc({ mode, state: 'COMMITTED', reason: 'none' }, 0);
+    for (const reason of DENIAL_REASONS) collapses.inc({ mode, state: 'DENIED', reason }, 0);
   }
+  for (const state of ['COMMITTED', 'DENIED']) collapseDuration.zero({ state });
+  for (const stage of ADMISSION_STAGES) isolationDecisions.inc({ stage, outcome: 'reported-sufficient', reason: 'NONE' }, 0);
 
   const stageLabel = (s: string): string => ((ADMISSION_STAGES as readonly string[]).includes(s) ? s : 'unknown');
   const set = (g: Gauge<'resource'>, values: Record<NodeResource, number>): void => {
@@ -134,5 +147,7 @@ export function createAgentMetrics(registry: Registry): AgentMetrics {
       collapses.inc({ mode: mode === 'Candidate' || mode === 'CheckpointReturn' ? mode : 'other', state: st, reason: reason === undefined || st === 'COMMITTED' ? 'none' : REASON_CODE.test(reason) ? reason : 'other' });
       collapseDuration.observe({ state: st }, seconds);
     },
+    receiptLedgerVerified,
+    ledgerVerified: (ok) => receiptLedgerVerified.set(ok ? 1 : 0),
   };
 }

@@ -13,6 +13,7 @@ import { objectKey } from '../../kube/resource-ref.js';
 import type { StatusWriter } from '../../kube/status-writer.js';
 import { collapseStepHooks } from './step-hooks.js';
 import { openCollapseLedger } from '../receipts/open-ledger.js';
+import { ReceiptLedgerError } from '../receipts/errors.js';
 import { refs } from '../api-refs.js';
 import type { Store } from '../store/open-store.js';
 import type { AgentMetrics } from '../metrics.js';
@@ -43,7 +44,18 @@ export interface NodeCollapsesOptions {
  * informers have listed (a Collapse is never judged against a World the agent has not seen yet).
  */
 export function startNodeCollapses(o: NodeCollapsesOptions): { start(): Promise<void>; stop(): Promise<void> } {
-  const opened = openCollapseLedger(o.store, o.receiptsExport ? { exportPath: o.receiptsExport } : {});
+  let opened: ReturnType<typeof openCollapseLedger>;
+  try {
+    opened = openCollapseLedger(o.store, o.receiptsExport ? { exportPath: o.receiptsExport } : {});
+  } catch (err) {
+    if (!(err instanceof ReceiptLedgerError)) throw err;
+    // The ledger failed verification: no Collapse is served (none could be receipted), the rest of the agent
+    // runs, and worldline_receipt_ledger_verified 0 raises WorldlineReceiptLedgerVerificationFailed.
+    o.agentMetrics?.ledgerVerified(false);
+    o.logger.error('the receipt ledger failed verification; no Collapse is served on this node until it is repaired and the agent restarted', { code: err.code, error: err.message });
+    return { start: () => Promise.resolve(), stop: () => Promise.resolve() };
+  }
+  o.agentMetrics?.ledgerVerified(true);
   o.logger.info('collapse receipts ledger opened', { ledger: opened.path, publicKey: opened.publicKeyPath, keyId: opened.ledger.keyId });
   const informer = new Informer<Collapse>({ kubeConfig: o.kubeConfig, resource: refs.Collapse, parse: kindParsers.Collapse, fieldSelector: `status.nodeName=${o.nodeName}`, logger: o.logger, clock: o.clock });
   const reconcile = makeNodeCollapseReconciler({

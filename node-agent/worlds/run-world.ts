@@ -13,6 +13,7 @@ import { unmountRootfs } from '../sandbox/rootfs.js';
 import { ObservationRefused, type ExitReason, type RunningWorkload, type WorkloadEnd } from '../sandbox/supervise.js';
 import { teardownRun, throwTeardownErrors } from '../sandbox/teardown-run.js';
 import type { WorldPaths } from '../sandbox/run-paths.js';
+import type { AgentMetrics } from '../metrics.js';
 import { runCgroup, runRootfs, startRun, type SupervisedRunSpec } from '../sandbox/supervised-run.js';
 
 export interface WorldRoot {
@@ -37,6 +38,8 @@ export interface WorldRunSpec extends SupervisedRunSpec {
   roots: WorldRoot[];
   credential?: { path: string; value: Buffer };
   candidatesDir: string;
+  /** Times the fork (the copy-on-write view) and the capture into the agent's histograms. */
+  timers?: Pick<AgentMetrics, 'timeFork' | 'timeCapture'>;
 }
 
 export type WorldEvent =
@@ -68,7 +71,9 @@ export function startWorldRun(spec: WorldRunSpec, report: (e: WorldEvent) => Pro
       const made = runCgroup(spec, `world-${spec.uid}`);
       cgroup = made.cgroup;
       await report({ type: 'cgroup', readback: made.readback });
+      const forked = spec.timers?.timeFork();
       const layers = runRootfs(spec, spec.paths, spec.roots.map((r) => ({ rootKey: r.rootKey, payload: r.payload, path: r.path })), spec.credential ? { credential: spec.credential } : {});
+      forked?.();
       workload = await startRun(spec, spec.paths, cgroup, made.readback, spec.paths.output);
       observation = workload.observation;
       if (killRequested) workload.kill(killRequested);
@@ -81,6 +86,7 @@ export function startWorldRun(spec: WorldRunSpec, report: (e: WorldEvent) => Pro
       }
       // The world is over: unmount its view, then read the upper layers from the store's side.
       unmountRootfs(spec.paths);
+      const captured = spec.timers?.timeCapture();
       const changes: RootChange[] = [];
       for (const [i, r] of spec.roots.entries()) {
         const upper = layers[i]!.upper;
@@ -89,6 +95,7 @@ export function startWorldRun(spec: WorldRunSpec, report: (e: WorldEvent) => Pro
         changes.push({ root: r.name, rootKey: r.rootKey, baseGeneration: r.generation, baseDigest: r.digest, capture, upperDir: upper });
       }
       const candidate = await storeCandidate(spec.candidatesDir, changes);
+      captured?.();
       await report({ type: 'captured', candidate, end });
     } catch (err) {
       // A run is not retried (its workload may have run): a refusal keeps its code, anything else (an

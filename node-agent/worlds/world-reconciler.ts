@@ -187,7 +187,7 @@ export class NodeWorlds {
         }, 1000);
       },
     };
-    const run = startWorldRun({ ...spec, gate: (cg) => worldGate({ ...iso, rootPaths: spec.roots.map((r) => r.path), credentialPaths: plan.credentialPaths, envNames: plan.envNames, network: plan.network, agentNs: spec.agentNs, worldUid: uid, wallTimeArmed: true, outputLimitArmed: true, backendVersion: AGENT_VERSION }, cg, events, this.d.metrics, this.d.logger) }, report);
+    const run = startWorldRun({ ...spec, ...(this.d.metrics ? { timers: this.d.metrics } : {}), gate: (cg) => worldGate({ ...iso, rootPaths: spec.roots.map((r) => r.path), credentialPaths: plan.credentialPaths, envNames: plan.envNames, network: plan.network, agentNs: spec.agentNs, worldUid: uid, wallTimeArmed: true, outputLimitArmed: true, backendVersion: AGENT_VERSION }, cg, events, this.d.metrics, this.d.logger) }, report);
     this.running.set(uid, run);
     // Nothing one World does may end the agent: a run that ends in an error is logged, never rethrown.
     void run.finished
