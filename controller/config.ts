@@ -14,7 +14,7 @@ export interface ControllerConfig {
   logLevel: 'debug' | 'info' | 'warn' | 'error';
 }
 
-const USAGE = `usage: worldline-controller [--kubeconfig PATH] [--namespace NS] [--metrics-bind HOST:PORT]
+export const USAGE = `usage: worldline-controller [--kubeconfig PATH] [--namespace NS] [--metrics-bind HOST:PORT]
        [--identity ID] [--leader-elect=true|false] [--lease-duration SECONDS] [--workers N] [--log-level LEVEL]`;
 
 function intFlag(name: string, raw: string, min: number, max: number): number {

@@ -8,10 +8,15 @@ import { startHttpServer } from '../kube/http-server.js';
 import { LeaderElector } from '../kube/leader-election.js';
 import { createLogger } from '../kube/logger.js';
 import { onShutdown } from '../kube/shutdown.js';
-import { parseConfig } from './config.js';
+import { wantsHelp } from '../kube/cli-help.js';
+import { parseConfig, USAGE } from './config.js';
 import { Manager } from './manager.js';
 
 async function main(): Promise<void> {
+  if (wantsHelp(process.argv.slice(2))) {
+    process.stdout.write(`${USAGE}\n`);
+    return;
+  }
   const cfg = parseConfig(process.argv.slice(2), process.env);
   const logger = createLogger('worldline-controller', { level: cfg.logLevel });
   const kc = loadKubeConfig(cfg.kubeconfig ? { kubeconfig: cfg.kubeconfig } : {});

@@ -26,7 +26,7 @@ export interface AgentConfig {
   receiptsExport?: string;
 }
 
-const USAGE = `usage: worldline-node-agent --node-name NAME [--store DIR] [--kubeconfig PATH] [--namespace NS]
+export const USAGE = `usage: worldline-node-agent --node-name NAME [--store DIR] [--kubeconfig PATH] [--namespace NS]
        [--metrics-bind HOST:PORT] [--id-base N] [--id-slots N] [--log-level LEVEL] [--receipts-export PATH]
        [--node-cpu Q] [--node-memory Q] [--node-pids N] [--node-worlds N] [--world-cpu Q] [--world-memory Q] ...
        (admission keys: see docs/operations.md)

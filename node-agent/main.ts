@@ -19,7 +19,8 @@ import { onShutdown } from '../kube/shutdown.js';
 import { RefusalWriter } from '../kube/refusal-writer.js';
 import { StatusWriter } from '../kube/status-writer.js';
 import * as native from '../native/index.js';
-import { parseAgentConfig, type AgentConfig } from './config.js';
+import { wantsHelp } from '../kube/cli-help.js';
+import { parseAgentConfig, USAGE, type AgentConfig } from './config.js';
 import { Heartbeat } from './heartbeat.js';
 import { FIELD_MANAGER, refs } from './api-refs.js';
 import { makeNodeRootReconciler } from './roots/root-reconciler.js';
@@ -125,6 +126,10 @@ function wireInformerEvents(roots: Informer<Root>, worlds: Informer<World>, root
 }
 
 async function main(): Promise<void> {
+  if (wantsHelp(process.argv.slice(2))) {
+    process.stdout.write(`${USAGE}\n`);
+    return;
+  }
   const cfg = parseAgentConfig(process.argv.slice(2), process.env);
   const logger = createLogger('worldline-node-agent', { level: cfg.logLevel }).child({ node: cfg.nodeName });
   if (process.getuid?.() !== 0) throw new Error('the node-agent must run as root (it mounts, creates namespaces and writes cgroups)');
