@@ -1,5 +1,7 @@
 // Reconciles Checks and Collapses: links each to its World (ownerReference, node label, nodeName)
-// and says on status whether that World exists. A dependent of a World being deleted is deleted.
+// and binds it to that World's uid (spec.worldUID) when it first sees one; says on status whether that
+// World exists and is the bound one, and shows the wait (or the refusal) as a phase until a node-agent has
+// the object. A dependent of its World being deleted is deleted; one bound to a replaced World is refused.
 import type { Check, Collapse } from '../crds/index.js';
 import type { Clock } from '../kube/clock.js';
 import type { ObjectCache } from '../kube/informer.js';
@@ -39,19 +41,49 @@ export function makeDependentReconciler(d: DependentReconcilerDeps): (key: strin
     const ns = obj.metadata.namespace ?? '';
     const name = obj.metadata.name;
     const world = d.caches.worlds.get(`${ns}/${obj.spec.worldRef}`);
+    const desired = computeDependentStatus(d.kind, obj, world, d.clock.now());
+    const binding = desired.binding;
+    const ours = binding.state === 'bound' || binding.state === 'unbound';
 
-    if (world?.metadata.deletionTimestamp) {
+    // A dependent of its own World being deleted goes with it (a replaced World's are kept, refused).
+    if (world?.metadata.deletionTimestamp && ours) {
       await d.deleter.delete(d.ref, key);
       return;
     }
 
-    const desired = computeDependentStatus(d.kind, obj, world, d.clock.now());
+    // Bind first (spec.worldUID, ownerReference, node label), so a node-agent never sees the object
+    // handed to it (status.nodeName) without the uid it must check the World against.
+    if ((binding.state === 'bound' || binding.state === 'unbound') && world?.metadata.name) {
+      const uid = binding.worldUid;
+      const owned = (obj.metadata.ownerReferences ?? []).some((o) => o.uid === uid);
+      const node = world.status?.nodeName;
+      const labelled = !node || obj.metadata.labels?.[NODE_LABEL] === node;
+      if (binding.state === 'unbound' || !owned || !labelled) {
+        await d.status.applyObject(d.ref, {
+          apiVersion: API_VERSION,
+          kind: d.kind,
+          metadata: {
+            name,
+            namespace: ns,
+            ownerReferences: [{ apiVersion: API_VERSION, kind: 'World', name: world.metadata.name, uid, blockOwnerDeletion: true }],
+            ...(node ? { labels: { [NODE_LABEL]: node } } : {}),
+          },
+          // Applied every time: a field this manager applied once and then omits would be removed.
+          spec: { worldUID: uid },
+        });
+        if (binding.state === 'unbound') d.events.normal(obj, 'WorldBound', `bound to World "${world.metadata.name}" uid ${uid}`);
+      }
+    }
+
+    const phase = desired.phase ? { phase: desired.phase.phase, reason: desired.phase.reason, message: desired.phase.message, ...(desired.phase.verdict ? { verdict: desired.phase.verdict } : {}) } : {};
+    const want = { nodeName: desired.nodeName, conditions: desired.conditions, ...phase };
     const current = {
       nodeName: obj.status?.nodeName,
       conditions: (obj.status?.conditions ?? []).filter((c) => c.type === ControllerConditions.WorldFound),
+      ...(desired.phase ? pickPhase(obj.status) : {}),
     };
-    if (!statusEqual({ nodeName: current.nodeName, conditions: current.conditions }, { nodeName: desired.nodeName, conditions: desired.conditions })) {
-      await d.status.applyStatus(d.ref, { metadata: { name, namespace: ns }, status: { ...desired } });
+    if (!statusEqual(current, want)) {
+      await d.status.applyStatus(d.ref, { metadata: { name, namespace: ns }, status: { ...want } });
       const before = findCondition(obj.status?.conditions, ControllerConditions.WorldFound);
       const after = findCondition(desired.conditions, ControllerConditions.WorldFound);
       if (after && (before?.status !== after.status || before?.reason !== after.reason)) {
@@ -59,25 +91,14 @@ export function makeDependentReconciler(d: DependentReconcilerDeps): (key: strin
         else d.events.warning(obj, after.reason, after.message);
       }
     }
-
-    if (world?.metadata.uid && world.metadata.name) {
-      const uid = world.metadata.uid;
-      const owned = (obj.metadata.ownerReferences ?? []).some((o) => o.uid === uid);
-      const node = world.status?.nodeName;
-      const labelled = !node || obj.metadata.labels?.[NODE_LABEL] === node;
-      if (!owned || !labelled) {
-        await d.status.applyObject(d.ref, {
-          apiVersion: API_VERSION,
-          kind: d.kind,
-          metadata: {
-            name,
-            namespace: ns,
-            ownerReferences: [{ apiVersion: API_VERSION, kind: 'World', name: world.metadata.name, uid: world.metadata.uid, blockOwnerDeletion: true }],
-            ...(node ? { labels: { [NODE_LABEL]: node } } : {}),
-          },
-        });
-      }
-    }
     return;
   };
+}
+
+/** The phase fields the controller writes while no node-agent has the object (verdict: Checks only). */
+function pickPhase(status: (Check | Collapse)['status']): Record<string, unknown> {
+  const s = (status ?? {}) as Record<string, unknown>;
+  const out: Record<string, unknown> = { phase: s.phase, reason: s.reason, message: s.message };
+  if (s.verdict !== undefined) out.verdict = s.verdict;
+  return out;
 }

@@ -19,6 +19,10 @@ export const Reasons = {
   WorldFound: { reason: 'WorldFound', code: 'WORLD_FOUND' },
   WorldNotFound: { reason: 'WorldNotFound', code: 'WORLD_NOT_FOUND' },
   WorldTerminating: { reason: 'WorldTerminating', code: 'WORLD_TERMINATING' },
+  /** A Check or Collapse is bound (spec.worldUID) to a World that another World of the same name replaced. */
+  WorldReplaced: { reason: 'WorldReplaced', code: 'WORLD_REPLACED' },
+  /** A Check or Collapse is bound (spec.worldUID) to a World that was deleted. */
+  WorldDeleted: { reason: 'WorldDeleted', code: 'WORLD_DELETED' },
   RootAccepted: { reason: 'RootAccepted', code: 'ROOT_ACCEPTED' },
   RootPathConflict: { reason: 'RootPathConflict', code: 'ROOT_PATH_CONFLICT' },
   PolicyAccepted: { reason: 'PolicyAccepted', code: 'POLICY_ACCEPTED' },

@@ -52,17 +52,25 @@ export function checkCreator(kc: KubeConfig): CheckCreator {
   };
 }
 
-/** Creates each required Check the informer does not hold yet. */
+/**
+ * Creates each required Check the informer does not hold yet. One of that name bound to an earlier World of
+ * this name (left when that World was replaced while no controller ran) is removed first: it can never run
+ * (WORLD_REPLACED), and the replacement needs its own.
+ */
 export async function ensureChecks(
   create: CheckCreator,
   checks: ObjectCache<CheckView>,
   world: { name: string; namespace: string; uid: string },
   required: readonly string[],
+  removeStale: (name: string) => Promise<void>,
 ): Promise<string[]> {
   const made: string[] = [];
   for (const check of required) {
     const name = checkObjectName(world.name, check);
-    if (checks.get(`${world.namespace}/${name}`)) continue;
+    const existing = checks.get(`${world.namespace}/${name}`);
+    const stale = existing?.spec.worldUID !== undefined && existing.spec.worldUID !== world.uid;
+    if (existing && !stale) continue;
+    if (stale) await removeStale(name);
     await create({
       apiVersion: API_VERSION,
       kind: 'Check',
@@ -71,7 +79,8 @@ export async function ensureChecks(
         namespace: world.namespace,
         ownerReferences: [{ apiVersion: API_VERSION, kind: 'World', name: world.name, uid: world.uid, blockOwnerDeletion: true }],
       },
-      spec: { worldRef: world.name, name: check },
+      // Bound to this World from the start: a later World of the same name is never checked by it.
+      spec: { worldRef: world.name, name: check, worldUID: world.uid },
     });
     made.push(name);
   }

@@ -55,8 +55,10 @@ export function makeWorldReconciler(d: WorldReconcilerDeps): (key: string) => Pr
     const name = world.metadata.name;
 
     if (world.metadata.deletionTimestamp) {
-      for (const k of [...d.caches.dependentsOf(d.caches.checks, ns, name)]) await d.deleter.delete(refs.Check, k);
-      for (const k of [...d.caches.dependentsOf(d.caches.collapses, ns, name)]) await d.deleter.delete(refs.Collapse, k);
+      // Only those bound to this World (or not bound yet): one bound to an earlier World of the name stays, refused.
+      const ours = (o: { spec: { worldUID?: string | undefined } } | undefined): boolean => !o?.spec.worldUID || o.spec.worldUID === world.metadata.uid;
+      for (const k of [...d.caches.dependentsOf(d.caches.checks, ns, name)]) if (ours(d.caches.checks.get(k))) await d.deleter.delete(refs.Check, k);
+      for (const k of [...d.caches.dependentsOf(d.caches.collapses, ns, name)]) if (ours(d.caches.collapses.get(k))) await d.deleter.delete(refs.Collapse, k);
       const fins = world.metadata.finalizers ?? [];
       if (fins.includes(NODE_CLEANUP_FINALIZER) && !world.status?.nodeName) {
         // Never bound: nothing exists on any node, so there is nothing for a node-agent to release.
@@ -77,7 +79,7 @@ export function makeWorldReconciler(d: WorldReconcilerDeps): (key: string) => Pr
     const phase = world.status?.phase;
     const policyChecks = phase === 'Captured' || phase === 'Collapsed' ? requiredChecks(d.caches.policies.list(), world.spec.roots) : [];
     if (phase === 'Captured' && policyChecks.length > 0 && world.metadata.uid) {
-      const made = await ensureChecks(d.createCheck, d.caches.checks, { name, namespace: ns, uid: world.metadata.uid }, policyChecks);
+      const made = await ensureChecks(d.createCheck, d.caches.checks, { name, namespace: ns, uid: world.metadata.uid }, policyChecks, (check) => d.deleter.delete(refs.Check, `${ns}/${check}`));
       if (made.length > 0) d.events.normal(world, 'ChecksCreated', `created Check ${made.join(', ')} for the captured candidate`);
     }
     let desired = policyChecks.length > 0 ? { ...computed, checksSummary: checksSummary(d.caches.checks, ns, name, policyChecks) } : computed;

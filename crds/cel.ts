@@ -18,6 +18,15 @@ export interface CelRule {
 
 export const VALIDATIONS_KEY = 'x-kubernetes-validations';
 
+/** The transition rule on a Check's or Collapse's spec: worldUID may go from unset to set, and never changes after. */
+export function WORLD_UID_SET_ONCE(kind: 'Check' | 'Collapse'): CelRule {
+  return {
+    rule: '!has(oldSelf.worldUID) || (has(self.worldUID) && self.worldUID == oldSelf.worldUID)',
+    message: `spec.worldUID is set once and never changes: this ${kind} is bound to that World; create a new ${kind} for another`,
+    fieldPath: '.worldUID',
+  };
+}
+
 function existingRules(schema: z.ZodType): CelRule[] {
   const meta = schema.meta();
   const rules = meta?.[VALIDATIONS_KEY];

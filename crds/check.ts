@@ -12,6 +12,8 @@ import {
   identity,
   message,
   objectName,
+  objectUid,
+  WORLD_UID_SET_ONCE,
   observedGeneration,
   outcomeCode,
   resourceSchema,
@@ -29,14 +31,19 @@ export const CheckSpecSchema = cel(
         .boolean()
         .default(false)
         .describe('Re-run the check against the current PRIME\'s requirement and verifiers (fresh evidence) instead of the ones the World was forked from.'),
+      worldUID: objectUid(
+        'uid of the one World this Check may run on. The controller sets it when it first sees the World named by worldRef (and on the Checks it creates); ' +
+          'set once, never changed. A World of that name with another uid is refused by name (WORLD_REPLACED), never checked.',
+      ).optional(),
     })
-    .describe('Which check to run on which World. Immutable.'),
-  { rule: 'self == oldSelf', message: 'spec is immutable: create a new Check instead of editing this one' },
+    .describe('Which check to run on which World. Immutable, except that worldUID is set once.'),
+  { rule: 'self.worldRef == oldSelf.worldRef && self.name == oldSelf.name && self.revalidate == oldSelf.revalidate', message: 'spec is immutable: create a new Check instead of editing this one' },
+  WORLD_UID_SET_ONCE('Check'),
 );
 
 export const CheckStatusSchema = z
   .object({
-    phase: z.enum(CHECK_PHASES).optional().describe('Pending, Running, Passed, Failed or Refused (see reason).'),
+    phase: z.enum(CHECK_PHASES).optional().describe('Waiting (for its World: WORLD_NOT_FOUND, WORLD_NOT_BOUND), Pending, Running, Passed, Failed or Refused (see reason).'),
     verdict: z.enum(CHECK_VERDICTS).optional().describe('PASS, FAIL or REFUSED once the check finished.'),
     subject: digest('Digest of the candidate the check ran on.').optional(),
     requirementHash: identity('Requirement identity (policy, check definition, verifier bytes, profile) the evidence is bound to.').optional(),

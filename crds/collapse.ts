@@ -10,6 +10,8 @@ import {
   listType,
   message,
   objectName,
+  objectUid,
+  WORLD_UID_SET_ONCE,
   observedGeneration,
   outcomeCode,
   resourceSchema,
@@ -25,14 +27,20 @@ export const CollapseSpecSchema = cel(
         .enum(COLLAPSE_MODES)
         .default('Candidate')
         .describe('Candidate: promote the captured, checked candidate into PRIME. CheckpointReturn: return the Roots to the generation the World was forked from.'),
+      worldUID: objectUid(
+        'uid of the one World this Collapse may act on. The controller sets it when it first sees the World named by worldRef (give it at creation to pin the World you reviewed); ' +
+          'set once, never changed. A World of that name with another uid is refused by name (WORLD_REPLACED), never collapsed. ' +
+          'It is spec, not status: it is part of what the Collapse authorizes, and a uid cannot be observed again once its World is gone.',
+      ).optional(),
     })
-    .describe('Which World to collapse and how. Immutable.'),
-  { rule: 'self == oldSelf', message: 'spec is immutable: create a new Collapse instead of editing this one' },
+    .describe('Which World to collapse and how. Immutable, except that worldUID is set once.'),
+  { rule: 'self.worldRef == oldSelf.worldRef && self.mode == oldSelf.mode', message: 'spec is immutable: create a new Collapse instead of editing this one' },
+  WORLD_UID_SET_ONCE('Collapse'),
 );
 
 export const CollapseStatusSchema = z
   .object({
-    phase: z.enum(COLLAPSE_PHASES).optional().describe('Preparing, Authorized, Committed or Denied (see decision.reasons).'),
+    phase: z.enum(COLLAPSE_PHASES).optional().describe('Waiting (for its World: WORLD_NOT_FOUND, WORLD_NOT_BOUND), Preparing, Authorized, Committed or Denied (see reason and decision.reasons).'),
     transaction: z
       .object({
         id: z.string().max(128).describe('Transaction id in the node store.'),

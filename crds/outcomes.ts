@@ -60,6 +60,12 @@ export const ROOT_NOT_READY = 'ROOT_NOT_READY';
 export const ROOTS_ON_DIFFERENT_NODES = 'ROOTS_ON_DIFFERENT_NODES';
 /** A Check or Collapse names a World that does not exist in its namespace. */
 export const WORLD_NOT_FOUND = 'WORLD_NOT_FOUND';
+/** A Check or Collapse waits for its World to be bound to a node. */
+export const WORLD_NOT_BOUND = 'WORLD_NOT_BOUND';
+/** A Check or Collapse is bound (spec.worldUID) to a World that was replaced by another of the same name. */
+export const WORLD_REPLACED = 'WORLD_REPLACED';
+/** A Check or Collapse is bound (spec.worldUID) to a World that was deleted. */
+export const WORLD_DELETED = 'WORLD_DELETED';
 /** A Check or Collapse needs a captured candidate, and the World has none yet. */
 export const CANDIDATE_MISSING = 'CANDIDATE_MISSING';
 /** The isolation decision for a stage was not `reported-sufficient`. */
@@ -79,6 +85,9 @@ export const ADDITIONAL_OUTCOMES = [
   ROOT_NOT_READY,
   ROOTS_ON_DIFFERENT_NODES,
   WORLD_NOT_FOUND,
+  WORLD_NOT_BOUND,
+  WORLD_REPLACED,
+  WORLD_DELETED,
   CANDIDATE_MISSING,
   ISOLATION_INSUFFICIENT,
   CHECK_PROFILE_ORDER_INVALID,
@@ -113,13 +122,13 @@ export type RootPhase = (typeof ROOT_PHASES)[number];
 export const WORLD_PHASES = ['Pending', 'Admitted', 'Running', 'Captured', 'Collapsed', 'Refused', 'Failed'] as const;
 export type WorldPhase = (typeof WORLD_PHASES)[number];
 
-export const CHECK_PHASES = ['Pending', 'Running', 'Passed', 'Failed', 'Refused'] as const;
+export const CHECK_PHASES = ['Waiting', 'Pending', 'Running', 'Passed', 'Failed', 'Refused'] as const;
 export type CheckPhase = (typeof CHECK_PHASES)[number];
 
 export const CHECK_VERDICTS = ['PASS', 'FAIL', 'REFUSED'] as const;
 export type CheckVerdict = (typeof CHECK_VERDICTS)[number];
 
-export const COLLAPSE_PHASES = ['Preparing', 'Authorized', 'Committed', 'Denied'] as const;
+export const COLLAPSE_PHASES = ['Waiting', 'Preparing', 'Authorized', 'Committed', 'Denied'] as const;
 export type CollapsePhase = (typeof COLLAPSE_PHASES)[number];
 
 export const COLLAPSE_MODES = ['Candidate', 'CheckpointReturn'] as const;

@@ -158,6 +158,14 @@ export function digest(description: string) {
   return z.string().max(71).regex(new RegExp(DIGEST_PATTERN)).describe(description);
 }
 
+/** A Kubernetes object uid (a UUID, as the API server assigns them). */
+export const OBJECT_UID_PATTERN = '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$';
+
+/** The uid of one Kubernetes object (lower-case UUID). */
+export function objectUid(description: string) {
+  return z.string().max(36).regex(new RegExp(OBJECT_UID_PATTERN)).describe(description);
+}
+
 /** An opaque identity/hash string written by worldline (e.g. `sha256:...`). */
 export function identity(description: string) {
   return z.string().max(256).describe(description);

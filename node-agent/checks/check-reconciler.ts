@@ -1,4 +1,5 @@
-// Runs the Checks of Worlds bound to this node. A Check runs once: its World must be Captured (until then
+// Runs the Checks of Worlds bound to this node. A Check runs once, only on the World bound in its
+// spec.worldUID (another World of that name refuses it, WORLD_REPLACED): its World must be Captured (until then
 // it waits, Pending with CANDIDATE_MISSING), its definition comes from the Policy governing the World's
 // Roots, and its verifiers are bound from the World's base generation (the current PRIME for
 // spec.revalidate). It is admitted as stage 'check', run on exactly the candidate's bytes with the bound
@@ -10,6 +11,7 @@ import type { KubeConfig } from '@kubernetes/client-node';
 import { classifyError, describeError, Refusal } from '../../core/errors.js';
 import type { CheckDefinition } from '../../core/evidence/requirement.js';
 import { governingPolicy } from '../../core/policy/governing.js';
+import { agentGate } from '../../core/world-binding.js';
 import { parseDuration } from '../../crds/common.js';
 import type { Check, CheckStatus, Policy, World } from '../../crds/index.js';
 import type { Clock } from '../../kube/clock.js';
@@ -121,6 +123,14 @@ export class NodeChecks {
     if (!c || !uid || c.metadata.deletionTimestamp) return;
     if (FINAL.has(c.status?.phase ?? '') || this.inflight.has(uid) || hasEvaluation(this.d.store.db, uid)) return;
     const world = this.d.worlds.get(`${c.metadata.namespace ?? ''}/${c.spec.worldRef}`);
+    // Only the World bound in spec.worldUID is checked: unbound, it waits for the controller; another World of that name refuses it.
+    const gate = agentGate('Check', c.spec.worldRef, c.spec.worldUID, world);
+    if (gate.act === 'wait') return;
+    if (gate.act === 'refuse') {
+      await this.apply(c, { phase: 'Refused', verdict: 'REFUSED', reason: gate.code, message: gate.message, finishedAt: this.d.clock.now().toISOString() });
+      this.d.events.warning(c, 'CheckRefused', `${gate.code}: ${gate.message}`);
+      return;
+    }
     const candidate = world?.status?.candidate;
     if (world?.status?.phase === 'Collapsed') {
       // Its candidate is PRIME's history now: nothing left to check (a Check never runs twice anyway).
@@ -252,7 +262,7 @@ export class NodeChecks {
     const runId = (c.metadata.uid ?? '').replace(/[^A-Za-z0-9-]/g, '');
     const env = [...CHECK_ENV_BASE, `HOME=${HOME}`, ...(view.definition.env ?? []).flatMap((n) => (process.env[n] !== undefined ? [`${n}=${process.env[n]}`] : []))];
     let isolation: string | undefined;
-    const gate = checkGate({ policy: view.policy, subject, runId, rootPaths: view.checkRoots.map((x) => x.path), env, agentNs: d.agentNs, logger: d.logger }, (decided) => (isolation = decided));
+    const gate = checkGate({ policy: view.policy, subject, runId, rootPaths: view.checkRoots.map((x) => x.path), env, agentNs: d.agentNs, logger: d.logger, metrics: d.agentMetrics }, (decided) => (isolation = decided));
     const result = await runCheck({
       runId,
       checksDir,
@@ -319,7 +329,7 @@ interface CheckView {
 
 /** The check stage's isolation gate: observed in the sandbox before the check runs, judged against the Policy's spec.isolation.check. */
 function checkGate(
-  g: { policy: Policy; subject: string; runId: string; rootPaths: string[]; env: string[]; agentNs: Record<NsName, string>; logger: Logger },
+  g: { policy: Policy; subject: string; runId: string; rootPaths: string[]; env: string[]; agentNs: Record<NsName, string>; logger: Logger; metrics: AgentMetrics | undefined },
   decided: (summary: string) => void,
 ): (cg: CgroupReadback) => StartHooks {
   return (cg) =>
@@ -346,7 +356,7 @@ function checkGate(
         },
         networkRefusal: () => undefined,
       },
-      undefined,
+      g.metrics,
       g.logger,
     );
 }

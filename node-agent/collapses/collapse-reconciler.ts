@@ -1,5 +1,5 @@
 // Reconciles the Collapses bound to this node (status.nodeName, set by the controller). Each Collapse runs
-// once, as one store transaction: PREPARED; the collapse decision (core/collapse/decide.ts) fed with what
+// once, as one store transaction, on the World bound in spec.worldUID (another refuses it): PREPARED; the collapse decision (core/collapse/decide.ts) fed with what
 // measure-collapse.ts measures now; then AUTHORIZED -> stage -> the collapse decision again at the serialized commit
 // boundary -> one exchange -> COMMITTED, or DENIED with named reasons. COMMITTED and DENIED transactions
 // each get a signed receipt. The transaction and the status document are persisted
@@ -11,6 +11,7 @@
 // All of a World's Roots move in one exchange.
 import { randomUUID } from 'node:crypto';
 import { governingPolicy, type GoverningCandidate } from '../../core/policy/governing.js';
+import { agentGate } from '../../core/world-binding.js';
 import type { Collapse, World } from '../../crds/index.js';
 import { decide, type Decision, type DecisionInput } from '../../core/collapse/decide.js';
 import { isFinal, transition, type TransactionState } from '../../core/collapse/transaction.js';
@@ -27,8 +28,8 @@ import { isCollapseError } from './collapse-errors.js';
 import { collapseRoots, type CollapseRootRequest } from './collapse-root.js';
 import type { BoundaryHashes } from './commit-generation.js';
 import { cleanDigest } from '../store/store-walk.js';
-import { getTransaction, listTransactions, putTransaction, type AgentCollapseStatus, type StatusReceipt, type TransactionRow } from './collapse-transactions.js';
-import { measureCheckpointReturn, type CollapsedResult } from './measure-checkpoint.js';
+import { committedCandidate, getTransaction, putTransaction, type AgentCollapseStatus, type StatusReceipt, type TransactionRow } from './collapse-transactions.js';
+import { measureCheckpointReturn } from './measure-checkpoint.js';
 import { measureCandidate, type WorldView } from './measure-collapse.js';
 import type { CollapseStepHooks } from './step-hooks.js';
 import { receiptStatus, type ReceiptLedger, type SignedReceipt } from '../receipts/ledger.js';
@@ -103,15 +104,6 @@ interface Plan {
   }>;
 }
 
-/** Per Root, what this World's committed Candidate collapse made (collapse_transactions). */
-function committedCandidate(db: Store['db'], worldUid: string): CollapsedResult | undefined {
-  for (const t of listTransactions(db, 'COMMITTED')) {
-    if (t.data.world.uid !== worldUid || (t.data.mode ?? 'Candidate') !== 'Candidate') continue;
-    return new Map((t.data.status.result ?? []).map((r) => [r.root, { toGeneration: r.toGeneration, digest: r.digest }]));
-  }
-  return undefined;
-}
-
 export function makeNodeCollapseReconciler(d: CollapseReconcilerDeps): (key: string) => Promise<ReconcileResult> {
   const reconciler = new NodeCollapseReconciler(d);
   return (key) => reconciler.reconcile(key);
@@ -129,7 +121,7 @@ class NodeCollapseReconciler {
     this.hooks = d.hooks ?? { at: () => Promise.resolve() };
   }
 
-  private async applyStatus(c: Collapse, s: AgentCollapseStatus): Promise<void> {
+  private async applyStatus(c: Collapse, s: Omit<AgentCollapseStatus, 'transaction'>): Promise<void> {
     await this.d.status.applyOwnedStatus(refs.Collapse, c, s, { keys: OWNED_KEYS, conditionTypes: OWNED_CONDITIONS });
   }
 
@@ -366,6 +358,17 @@ class NodeCollapseReconciler {
     await this.finish(c, t);
   }
 
+  /** Before the one run: another World of the bound one's name refuses it by name, with no transaction (nothing was decided or changed). */
+  private async firstRun(c: Collapse, uid: string): Promise<void> {
+    if (c.status?.phase === 'Denied' && c.status.reason === 'WORLD_REPLACED') return;
+    const gate = agentGate('Collapse', c.spec.worldRef, c.spec.worldUID, this.d.world(`${c.metadata.namespace ?? ''}/${c.spec.worldRef}`));
+    if (gate.act === 'run') return this.run(c, uid);
+    if (gate.act === 'wait') return;
+    this.d.logger.warn('collapse refused: its World was replaced', { collapse: this.objectName(c), bound: c.spec.worldUID });
+    await this.applyStatus(c, { phase: 'Denied', reason: gate.code, message: gate.message, conditions: this.conditions(c, 'False', 'WorldReplaced', gate.message) });
+    this.d.events.warning(c, gate.code, gate.message);
+  }
+
   // One collapse at a time on this node (this.settle() relies on it); the runner has one worker as well.
   reconcile(key: string): Promise<ReconcileResult> {
     const next = this.chain.then(async (): Promise<ReconcileResult> => {
@@ -379,7 +382,7 @@ class NodeCollapseReconciler {
       const uid = c?.metadata.uid;
       if (!c || !uid || c.status?.nodeName !== this.d.nodeName || c.metadata.deletionTimestamp) return;
       const t = getTransaction(this.db, uid);
-      if (!t) return this.run(c, uid);
+      if (!t) return this.firstRun(c, uid);
       if (!isFinal(t.state)) return this.finish(c, this.settle(c, t));
       if (!t.data.receipt) return this.finish(c, t);
       if (t.state === 'COMMITTED') this.markWorldCollapsed(t, c);

@@ -93,3 +93,12 @@ export function putTransaction(db: Database, t: TransactionRow, now: Date): void
      ON CONFLICT (collapse_uid) DO UPDATE SET state = excluded.state, data_json = excluded.data_json, updated_at = excluded.updated_at`,
   ).run(t.collapseUid, t.id, t.state, JSON.stringify(t.data), now.toISOString());
 }
+
+/** Per Root, what this World's committed Candidate collapse made (the newest COMMITTED row of that World). */
+export function committedCandidate(db: Database, worldUid: string): ReadonlyMap<string, { toGeneration: number; digest: string }> | undefined {
+  for (const t of listTransactions(db, 'COMMITTED')) {
+    if (t.data.world.uid !== worldUid || (t.data.mode ?? 'Candidate') !== 'Candidate') continue;
+    return new Map((t.data.status.result ?? []).map((r) => [r.root, { toGeneration: r.toGeneration, digest: r.digest }]));
+  }
+  return undefined;
+}

@@ -199,8 +199,16 @@ void test('immutability rules exist where the API promises them', () => {
   assert.ok(rulesAt('Root', ['spec', 'nodeName']).includes('self == oldSelf'));
   assert.ok(rulesAt('Root', ['spec', 'path']).includes('self == oldSelf'));
   assert.ok(rulesAt('World', ['spec', 'roots']).includes('self == oldSelf'));
-  assert.ok(rulesAt('Check', ['spec']).includes('self == oldSelf'));
-  assert.ok(rulesAt('Collapse', ['spec']).includes('self == oldSelf'));
+  // A Check's or Collapse's spec is immutable field by field, except spec.worldUID, which is set once: every
+  // other field of the spec (a new one too) must be compared in the rule.
+  for (const kind of ['Check', 'Collapse']) {
+    const rules = rulesAt(kind, ['spec']);
+    const spec = (schemaOf(kind).properties as Record<string, JsonSchema>).spec!;
+    const fields = Object.keys((spec.properties as Record<string, JsonSchema> | undefined) ?? {}).filter((f) => f !== 'worldUID');
+    assert.ok(fields.length >= 2, `${kind}: spec fields ${fields.join(', ')}`);
+    assert.ok(rules.some((r) => fields.every((f) => r.includes(`self.${f} == oldSelf.${f}`))), `${kind}: a rule compares ${fields.join(', ')}: ${rules.join(' | ')}`);
+    assert.ok(rules.includes('!has(oldSelf.worldUID) || (has(self.worldUID) && self.worldUID == oldSelf.worldUID)'), `${kind}: worldUID is set once`);
+  }
 });
 
 void test('vocabulary: DESIGN outcomes, isolation levels and controls, decisions', () => {
