@@ -2,9 +2,10 @@
 // image built (each cached by version by its own script), a kind cluster created from a kind-config file,
 // the worldline image loaded into its nodes, and helm built. Each step is one project script, the same
 // ones the quick start (docs/quickstart-kind.md) runs, so the test exercises the user's path.
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
+import { request as httpsRequest } from 'node:https';
 import { join } from 'node:path';
-import { parse, stringify } from 'yaml';
+import { parse } from 'yaml';
 import { lastLine, must, run, type RunResult } from './commands.js';
 
 export interface ClusterPieces {
@@ -37,7 +38,7 @@ export async function clusterPieces(repo: string, name: string, config: string):
   await timed(timings, 'host-prep', () => sh('scripts/kind/host-prep.sh'));
   const image = await timed(timings, 'worldline-image', async () => lastLine(await sh('scripts/images/build-local.sh')));
   await timed(timings, 'node-image', () => sh('scripts/kind/build-node-image.sh'));
-  const kind = await timed(timings, 'kind', async () => lastLine(await sh('scripts/kind/kind.sh')));
+  const kind = await timed(timings, 'kind', async () => lastLine(await sh('scripts/kind/install-kind.sh')));
   const helm = await timed(timings, 'helm', async () => lastLine(await sh('scripts/helm/build.sh')));
   const kubectl = join(lastLine(await sh('scripts/controlplane/build.sh')), 'kubectl');
   const kubeconfig = await timed(timings, 'cluster', async () => lastLine(await sh('scripts/kind/create-cluster.sh', name, join(repo, config))));
@@ -59,26 +60,6 @@ export function helmIn(p: ClusterPieces, args: readonly string[]): Promise<strin
   return must(p.helm, ['--kubeconfig', p.kubeconfig, ...args], { timeoutMs: 900_000 });
 }
 
-/** A kubeconfig for the same cluster that authenticates with `token` only (no client certificate). */
-export function tokenKubeconfig(p: ClusterPieces, token: string, file: string): string {
-  const admin = parse(readFileSync(p.kubeconfig, 'utf8')) as { clusters: { name: string; cluster: Record<string, unknown> }[] };
-  const cluster = admin.clusters[0];
-  if (!cluster) throw new Error(`${p.kubeconfig} names no cluster`);
-  writeFileSync(
-    file,
-    stringify({
-      apiVersion: 'v1',
-      kind: 'Config',
-      clusters: [cluster],
-      users: [{ name: 'token', user: { token } }],
-      contexts: [{ name: 'token', context: { cluster: cluster.name, user: 'token' } }],
-      'current-context': 'token',
-    }),
-    { mode: 0o600 },
-  );
-  return file;
-}
-
 /** Runs `argv` inside kind node `node` (a container) and returns its stdout. */
 export function inNode(node: string, argv: readonly string[], input?: string): Promise<string> {
   return must('docker', ['exec', ...(input === undefined ? [] : ['-i']), node, ...argv], input === undefined ? {} : { input });
@@ -88,4 +69,33 @@ export function inNode(node: string, argv: readonly string[], input?: string): P
 export async function nodeProcesses(node: string): Promise<string[]> {
   const out = await must('docker', ['top', node, '-eo', 'pid,args']);
   return out.split('\n').slice(1).map((l) => l.trim()).filter(Boolean);
+}
+
+/**
+ * Sends one merge PATCH to `apiPath` authenticated by `token` alone, straight to the API server (kubectl
+ * patch reads the object first, which would test the reader's RBAC instead of the write's admission).
+ */
+export async function patchAs(p: ClusterPieces, token: string, apiPath: string, body: unknown): Promise<{ status: number; body: string }> {
+  const admin = parse(readFileSync(p.kubeconfig, 'utf8')) as { clusters: { cluster: { server: string; 'certificate-authority-data': string } }[] };
+  const cluster = admin.clusters[0]?.cluster;
+  if (!cluster) throw new Error(`${p.kubeconfig} names no cluster`);
+  const url = new URL(apiPath, cluster.server);
+  const payload = JSON.stringify(body);
+  return new Promise((resolve, reject) => {
+    const req = httpsRequest(
+      url,
+      {
+        method: 'PATCH',
+        ca: Buffer.from(cluster['certificate-authority-data'], 'base64'),
+        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/merge-patch+json', 'content-length': Buffer.byteLength(payload) },
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') }));
+      },
+    );
+    req.on('error', reject);
+    req.end(payload);
+  });
 }
