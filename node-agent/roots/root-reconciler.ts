@@ -13,9 +13,10 @@ import { adoptRoot } from '../store/adopt-root.js';
 import type { Store } from '../store/open-store.js';
 import { checkRouting } from '../store/routing.js';
 import { isStoreError } from '../store/store-errors.js';
-import { getRoot, upsertRoot } from '../store/store-records.js';
+import { bindRootObjectUid, getRoot, upsertRoot } from '../store/store-records.js';
 import { cleanDigest } from '../store/store-walk.js';
 import { refs } from '../api-refs.js';
+import { rootRecordBinding } from './root-binding.js';
 
 export interface RootReconcilerDeps {
   informer: Informer<Root>;
@@ -71,7 +72,8 @@ export function makeNodeRootReconciler(d: RootReconcilerDeps): (key: string) => 
   return async (key) => {
     const root = d.informer.get(key);
     const name = root?.metadata.name;
-    if (!root || !name || root.spec.nodeName !== d.nodeName || root.metadata.deletionTimestamp) return;
+    const uid = root?.metadata.uid;
+    if (!root || !name || !uid || root.spec.nodeName !== d.nodeName || root.metadata.deletionTimestamp) return;
     const path = root.spec.path;
     const now = d.clock.now();
 
@@ -101,11 +103,20 @@ export function makeNodeRootReconciler(d: RootReconcilerDeps): (key: string) => 
     };
 
     try {
-      if (!getRoot(d.store.db, name)) {
+      const binding = rootRecordBinding(getRoot(d.store.db, name), { name, uid, path });
+      if (binding.act === 'refuse') {
+        // Another Root's record: nothing in the store or at either path is touched.
+        await apply(root, doc(root, 'Broken', binding.code, binding.message, now));
+        return { requeueAfterMs: RETRY_MS };
+      }
+      if (binding.act === 'bind' && bindRootObjectUid(d.store.db, name, binding.objectUid, now)) {
+        d.logger.info('root record from before uids were kept now bound to this Root object', { root: name, uid, path });
+      }
+      if (binding.act === 'adopt') {
         await apply(root, doc(root, 'Adopting', 'ADOPTING', `adopting ${path} into the node store`, now));
         const t0 = performance.now();
-        await adoptRoot(d.store, { name, hostPath: path });
-        d.logger.info('root adopted', { root: name, path, ms: Math.round(performance.now() - t0) });
+        await adoptRoot(d.store, { name, hostPath: path, objectUid: uid });
+        d.logger.info('root adopted', { root: name, path, uid, ms: Math.round(performance.now() - t0) });
       }
       await apply(root, await readyDoc());
       return { requeueAfterMs: ROUTING_RECHECK_MS };

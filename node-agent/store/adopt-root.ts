@@ -23,10 +23,12 @@ import { walkTree } from './walk-tree.js';
 export interface AdoptRootRequest {
   name: string;
   hostPath: string;
+  /** metadata.uid of the Root object this adoption is for, recorded with the root (see roots/root-binding.ts). */
+  objectUid?: string;
 }
 
 export async function adoptRoot(store: Store, req: AdoptRootRequest, hooks: AdoptHooks = {}): Promise<RootRecord> {
-  const { name, hostPath } = req;
+  const { name, hostPath, objectUid } = req;
   if (!isValidRootName(name)) throw new StoreError('ROOT_NAME_INVALID', `${JSON.stringify(name)} is not a DNS-1123 subdomain`);
   if (!isAbsolute(hostPath) || resolve(hostPath) !== hostPath || hostPath === '/') {
     throw new StoreError('ROOT_PATH_INVALID', `${JSON.stringify(hostPath)} must be an absolute, normalized path other than /`);
@@ -63,7 +65,7 @@ export async function adoptRoot(store: Store, req: AdoptRootRequest, hooks: Adop
   }
   const digest = manifestDigest(walk.manifest);
   const id = randomUUID();
-  const intent = adoptIntentFor(store.layout, id, { name, hostPath, rootKey, generationId: generationIdFor(rootKey, 1, digest), digest });
+  const intent = adoptIntentFor(store.layout, id, { name, hostPath, rootKey, generationId: generationIdFor(rootKey, 1, digest), digest, ...(objectUid ? { objectUid } : {}) });
   insertIntent(store.db, id, ADOPT_INTENT_KIND, intent, store.now());
   await hooks.afterStep?.('intent-recorded');
 

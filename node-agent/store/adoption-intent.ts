@@ -12,6 +12,8 @@ export interface AdoptIntent {
   generationId: string;
   generation: number;
   digest: string;
+  /** metadata.uid of the Root object being adopted; absent in an intent a store client wrote without one. */
+  objectUid?: string;
   /** Where the tree is moved (or copied) first: staging/<intent id>. */
   staging: string;
   /** Where the original waits, beside hostPath, when it must be copied across filesystems. */
@@ -21,7 +23,7 @@ export interface AdoptIntent {
 export function adoptIntentFor(
   layout: StoreLayout,
   id: string,
-  a: { name: string; hostPath: string; rootKey: string; generationId: string; digest: string },
+  a: { name: string; hostPath: string; rootKey: string; generationId: string; digest: string; objectUid?: string },
 ): AdoptIntent {
   return {
     ...a,

@@ -65,7 +65,7 @@ export async function finishAdoption(store: Store, id: string, intent: AdoptInte
   if ((await pathKind(intent.detached)) !== 'missing') await rm(intent.detached, { recursive: true, force: true });
   const payload = await lstat(p.payload, { bigint: true });
   const now = store.now();
-  const record = { name: intent.name, nodePath: intent.hostPath, rootKey: intent.rootKey, state, generation: intent.generation, digest: intent.digest, reason, message };
+  const record = { name: intent.name, nodePath: intent.hostPath, rootKey: intent.rootKey, state, generation: intent.generation, digest: intent.digest, reason, message, objectUid: intent.objectUid ?? null };
   store.db.transaction(() => {
     const generation = { id: intent.generationId, rootKey: intent.rootKey, number: intent.generation, digest: intent.digest };
     insertGeneration(store.db, { ...generation, payloadDev: String(payload.dev), payloadIno: String(payload.ino) }, manifest, now);

@@ -14,6 +14,8 @@ export interface RootRecord {
   digest: string;
   reason: string | null;
   message: string | null;
+  /** metadata.uid of the Root object this root was adopted for; null in a row written before schema 10. */
+  objectUid: string | null;
   updatedAt: string;
 }
 
@@ -37,6 +39,7 @@ interface RootRow {
   digest: string;
   reason: string | null;
   message: string | null;
+  object_uid: string | null;
   updated_at: string;
 }
 
@@ -49,6 +52,7 @@ const toRoot = (r: RootRow): RootRecord => ({
   digest: r.digest,
   reason: r.reason,
   message: r.message,
+  objectUid: r.object_uid,
   updatedAt: r.updated_at,
 });
 
@@ -68,12 +72,20 @@ export function listRoots(db: Database): RootRecord[] {
 
 export function upsertRoot(db: Database, r: Omit<RootRecord, 'updatedAt'>, now: Date): void {
   db.prepare(
-    `INSERT INTO roots (name, node_path, root_key, state, generation, digest, reason, message, updated_at)
-     VALUES (@name, @nodePath, @rootKey, @state, @generation, @digest, @reason, @message, @updatedAt)
+    `INSERT INTO roots (name, node_path, root_key, state, generation, digest, reason, message, object_uid, updated_at)
+     VALUES (@name, @nodePath, @rootKey, @state, @generation, @digest, @reason, @message, @objectUid, @updatedAt)
      ON CONFLICT (name) DO UPDATE SET node_path = excluded.node_path, root_key = excluded.root_key, state = excluded.state,
        generation = excluded.generation, digest = excluded.digest, reason = excluded.reason, message = excluded.message,
-       updated_at = excluded.updated_at`,
+       object_uid = excluded.object_uid, updated_at = excluded.updated_at`,
   ).run({ ...r, updatedAt: now.toISOString() });
+}
+
+/**
+ * Record the Root object's uid on a root adopted before uids were recorded (object_uid NULL). Never
+ * overwrites a recorded uid; true when this call recorded it.
+ */
+export function bindRootObjectUid(db: Database, name: string, objectUid: string, now: Date): boolean {
+  return db.prepare('UPDATE roots SET object_uid = ?, updated_at = ? WHERE name = ? AND object_uid IS NULL').run(objectUid, now.toISOString(), name).changes === 1;
 }
 
 /** Reads the covering index only, never the row: its manifest_json is O(root size) and lies before payload_dev. */

@@ -131,6 +131,10 @@ const MIGRATIONS: readonly string[] = [
    ALTER TABLE evaluations ADD COLUMN context_digest TEXT;
    CREATE INDEX evaluations_by_subject ON evaluations (subject);
    CREATE INDEX evaluations_by_world ON evaluations (world_uid);`,
+  // 10: the uid of the Root object a root was adopted for (node-agent/roots/root-binding.ts): a later object of
+  // the same name is another Root and is refused by name, never served over this directory. Rows from before
+  // hold NULL and take the uid of the first object that reconciles them (once, logged).
+  `ALTER TABLE roots ADD COLUMN object_uid TEXT;`,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

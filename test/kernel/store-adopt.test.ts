@@ -15,8 +15,10 @@ test('adoption moves the tree into a generation and routes the host path through
   await makeSampleTree(host);
   const before = snapshotTree(host) as { digest: string; manifest: unknown };
 
-  const root = await adoptRoot(store, { name: 'project', hostPath: host });
+  const root = await adoptRoot(store, { name: 'project', hostPath: host, objectUid: 'uid-1' });
   assert.equal(root.state, 'Ready');
+  assert.equal(root.objectUid, 'uid-1', 'the record names the Root object it was adopted for');
+  assert.equal(root.nodePath, host);
   assert.equal(root.generation, 1);
   assert.equal(root.digest, before.digest);
 
