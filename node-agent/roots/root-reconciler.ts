@@ -58,15 +58,21 @@ function owned(s: Root['status']): Partial<RootStatusDoc> {
 }
 
 export function makeNodeRootReconciler(d: RootReconcilerDeps): (key: string) => Promise<ReconcileResult> {
-  const apply = async (root: Root, next: RootStatusDoc): Promise<void> => {
-    const before = owned(root.status);
+  /**
+   * Writes `next` unless it equals `shown`, what the object holds as far as this reconcile knows, and
+   * returns what it holds now. `shown` starts as the informer's copy and must follow this reconcile's own
+   * writes: compared with the copy read before its Adopting write, a refusal equal to the previous one was
+   * skipped and the object stayed Adopting (issue 12).
+   */
+  const apply = async (root: Root, shown: Partial<RootStatusDoc>, next: RootStatusDoc): Promise<Partial<RootStatusDoc>> => {
     const clean = JSON.parse(JSON.stringify(next)) as RootStatusDoc;
-    if (statusEqual(before, owned(clean))) return;
+    if (statusEqual(shown, owned(clean))) return shown;
     await d.status.applyStatus(refs.Root, { metadata: { name: root.metadata.name ?? '' }, status: clean });
-    if (before.phase !== clean.phase || before.reason !== clean.reason) {
+    if (shown.phase !== clean.phase || shown.reason !== clean.reason) {
       if (clean.phase === 'Broken') d.events.warning(root, clean.reason ?? 'Broken', clean.message ?? '');
       else d.events.normal(root, clean.phase ?? '', clean.message ?? '');
     }
+    return owned(clean);
   };
 
   return async (key) => {
@@ -76,10 +82,11 @@ export function makeNodeRootReconciler(d: RootReconcilerDeps): (key: string) => 
     if (!root || !name || !uid || root.spec.nodeName !== d.nodeName || root.metadata.deletionTimestamp) return;
     const path = root.spec.path;
     const now = d.clock.now();
+    let shown = owned(root.status);
 
     const accepted = findCondition(root.status?.conditions, 'Accepted');
     if (accepted?.status === 'False') {
-      await apply(root, doc(root, 'Broken', 'ROOT_PATH_CONFLICT', `not adopted: ${accepted.message}`, now));
+      await apply(root, shown, doc(root, 'Broken', 'ROOT_PATH_CONFLICT', `not adopted: ${accepted.message}`, now));
       return { requeueAfterMs: RETRY_MS };
     }
 
@@ -106,24 +113,27 @@ export function makeNodeRootReconciler(d: RootReconcilerDeps): (key: string) => 
       const binding = rootRecordBinding(getRoot(d.store.db, name), { name, uid, path });
       if (binding.act === 'refuse') {
         // Another Root's record: nothing in the store or at either path is touched.
-        await apply(root, doc(root, 'Broken', binding.code, binding.message, now));
+        await apply(root, shown, doc(root, 'Broken', binding.code, binding.message, now));
         return { requeueAfterMs: RETRY_MS };
       }
       if (binding.act === 'bind' && bindRootObjectUid(d.store.db, name, binding.objectUid, now)) {
         d.logger.info('root record from before uids were kept now bound to this Root object', { root: name, uid, path });
       }
       if (binding.act === 'adopt') {
-        await apply(root, doc(root, 'Adopting', 'ADOPTING', `adopting ${path} into the node store`, now));
+        // A refused Root is retried (RETRY_MS, and on every update of the object) without announcing
+        // Adopting again: that write is itself an update, which would wake this Root again and flip it
+        // Adopting/Broken, one tree walk per flip, for as long as the refusal holds (issue 12).
+        if (shown.phase !== 'Broken') shown = await apply(root, shown, doc(root, 'Adopting', 'ADOPTING', `adopting ${path} into the node store`, now));
         const t0 = performance.now();
         await adoptRoot(d.store, { name, hostPath: path, objectUid: uid });
         d.logger.info('root adopted', { root: name, path, uid, ms: Math.round(performance.now() - t0) });
       }
-      await apply(root, await readyDoc());
+      await apply(root, shown, await readyDoc());
       return { requeueAfterMs: ROUTING_RECHECK_MS };
     } catch (err) {
       if (!isStoreError(err)) throw err;
       const existing = getRoot(d.store.db, name);
-      await apply(root, doc(root, 'Broken', err.code, err.message, now, existing ? { generation: existing.generation, digest: existing.digest, shortDigest: existing.digest.slice(7, 19) } : {}));
+      await apply(root, shown, doc(root, 'Broken', err.code, err.message, now, existing ? { generation: existing.generation, digest: existing.digest, shortDigest: existing.digest.slice(7, 19) } : {}));
       return { requeueAfterMs: RETRY_MS };
     }
   };

@@ -2,9 +2,10 @@
 // symlink planted before adoption (absolute, ../.., a name then ..), a hard link to a file outside, a
 // special file. The host directory and the store are byte-identical afterwards.
 //
-// On a stack of its own: inside world-escapes (after its canary and write probes) the adoption of
-// plant-dotdot was seen to stay Adopting for over 60 s, twice; alone it passes. That hang is an open bug
-// (issue 12), not something this test hides: its own stack shows the refusals hold.
+// On a stack of its own. Inside world-escapes, plant-dotdot was once seen to stay Adopting for over 60 s:
+// a refused Root's own status writes woke its reconciler, which announced Adopting again and flipped the
+// Root Adopting/Broken for as long as the refusal held, with Broken visible for a few hundred ms at a
+// time (issue 12). Fixed in node-agent/roots/root-reconciler.ts; root-refusal-settles.test.ts holds it.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
