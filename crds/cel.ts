@@ -18,6 +18,17 @@ export interface CelRule {
 
 export const VALIDATIONS_KEY = 'x-kubernetes-validations';
 
+/**
+ * A transition rule: each of `fields` is unchanged — present on both sides with the same value, or absent
+ * on both. The `has` guards matter: an object stored under an older schema may lack a field the current one
+ * requires, and an unguarded `self.f` would make the rule fail to evaluate ("no such key") on every write,
+ * status writes included, so nothing could even refuse the object on its status.
+ */
+export function unchangedFields(fields: readonly string[], message: string): CelRule {
+  const rule = fields.map((f) => `(has(self.${f}) ? has(oldSelf.${f}) && self.${f} == oldSelf.${f} : !has(oldSelf.${f}))`).join(' && ');
+  return { rule, message };
+}
+
 /** The transition rule on a Check's or Collapse's spec: worldUID may go from unset to set, and never changes after. */
 export function WORLD_UID_SET_ONCE(kind: 'Check' | 'Collapse'): CelRule {
   return {

@@ -13,6 +13,7 @@ import {
   message,
   objectName,
   objectUid,
+  unchangedFields,
   WORLD_UID_SET_ONCE,
   observedGeneration,
   outcomeCode,
@@ -37,7 +38,7 @@ export const CheckSpecSchema = cel(
       ).optional(),
     })
     .describe('Which check to run on which World. Immutable, except that worldUID is set once.'),
-  { rule: 'self.worldRef == oldSelf.worldRef && self.name == oldSelf.name && self.revalidate == oldSelf.revalidate', message: 'spec is immutable: create a new Check instead of editing this one' },
+  unchangedFields(['worldRef', 'name', 'revalidate'], 'spec is immutable: create a new Check instead of editing this one'),
   WORLD_UID_SET_ONCE('Check'),
 );
 

@@ -11,6 +11,7 @@ import {
   message,
   objectName,
   objectUid,
+  unchangedFields,
   WORLD_UID_SET_ONCE,
   observedGeneration,
   outcomeCode,
@@ -34,7 +35,7 @@ export const CollapseSpecSchema = cel(
       ).optional(),
     })
     .describe('Which World to collapse and how. Immutable, except that worldUID is set once.'),
-  { rule: 'self.worldRef == oldSelf.worldRef && self.mode == oldSelf.mode', message: 'spec is immutable: create a new Collapse instead of editing this one' },
+  unchangedFields(['worldRef', 'mode'], 'spec is immutable: create a new Collapse instead of editing this one'),
   WORLD_UID_SET_ONCE('Collapse'),
 );
 

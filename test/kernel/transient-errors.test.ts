@@ -103,7 +103,7 @@ function nodeChecks(f: Fixture, onStatus: (s: Record<string, unknown>) => void) 
   const world: World = WorldSchema.parse({
     apiVersion: 'worldline.dev/v1alpha1',
     kind: 'World',
-    metadata: { namespace: 'ns', name: 'w', uid: 'world-uid-1' },
+    metadata: { namespace: 'ns', name: 'w', uid: '6f1d2c3b-1a2b-4c3d-8e4f-5a6b7c8d9e0f' },
     spec: { roots: ['proj'], agent: { command: ['true'] } },
     status: { phase: 'Captured', nodeName: 'n1', candidate: { digest: readCandidate(f.candidateDir).digest }, base: [{ root: 'proj', generation: f.generation, digest: f.digest }] },
   });
@@ -144,7 +144,7 @@ function nodeChecks(f: Fixture, onStatus: (s: Record<string, unknown>) => void) 
     logger: nullLogger,
     metrics: { observe: (_kind, result) => void outcomes.push(result) },
   });
-  const check: Check = CheckSchema.parse({ apiVersion: 'worldline.dev/v1alpha1', kind: 'Check', metadata: { namespace: 'ns', name: 'c1', uid: 'check-uid-1' }, spec: { worldRef: 'w', name: 'verify' }, status: { nodeName: 'n1' } });
+  const check: Check = CheckSchema.parse({ apiVersion: 'worldline.dev/v1alpha1', kind: 'Check', metadata: { namespace: 'ns', name: 'c1', uid: 'check-uid-1' }, spec: { worldRef: 'w', name: 'verify', worldUID: '6f1d2c3b-1a2b-4c3d-8e4f-5a6b7c8d9e0f' }, status: { nodeName: 'n1' } });
   // The informer is never started: the Check is put in its cache as a list would put it there.
   checks.informer['cache'].set('ns/c1', check);
   return { checks, outcomes };
