@@ -1,5 +1,6 @@
 // The controller's informers (one per kind it reads) and the lookups reconcilers need from them.
-import type { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
+import type { KubernetesObject } from '@kubernetes/client-node';
+import type { KubeAccess } from '../kube/kube-access.js';
 import type { Check, Collapse, Policy, Root, World } from '../crds/index.js';
 import { Informer, type InformedObject, type ObjectCache } from '../kube/informer.js';
 import { kindParsers } from '../kube/kind-parsers.js';
@@ -31,9 +32,9 @@ export class Caches {
   readonly collapses: Informer<Collapse>;
   readonly leases: Informer<LeaseObj>;
 
-  constructor(kc: KubeConfig, namespace: string, logger: Logger, clock?: Clock) {
+  constructor(kc: KubeAccess, namespace: string, logger: Logger, clock?: Clock) {
     const mk = <T extends InformedObject>(resource: ResourceRef, extra: { namespace?: string; labelSelector?: string; parse?: ObjectParser<T> } = {}): Informer<T> =>
-      new Informer<T>({ kubeConfig: kc, resource, logger: logger.child({ informer: resource.kind }), ...(clock ? { clock } : {}), ...extra });
+      new Informer<T>({ kubeConfig: kc, resource, logger: logger.child({ informer: resource.kind }), stripManagedFields: true, ...(clock ? { clock } : {}), ...extra });
     // The worldline kinds are parsed at the edge: the caches hold only objects their schema accepts.
     this.roots = mk(refs.Root, { parse: kindParsers.Root });
     this.policies = mk(refs.Policy, { parse: kindParsers.Policy });

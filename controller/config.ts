@@ -14,6 +14,12 @@ export interface ControllerConfig {
   logLevel: 'debug' | 'info' | 'warn' | 'error';
 }
 
+/**
+ * Reconciles in flight per kind. A reconcile mostly waits on the apiserver (one or two writes), so a few
+ * in flight keep up with a burst of creates; 2 fell behind 1,000 Worlds (docs/benchmarks.md, controller).
+ */
+export const DEFAULT_WORKERS = 8;
+
 export const USAGE = `usage: worldline-controller [--kubeconfig PATH] [--namespace NS] [--metrics-bind HOST:PORT]
        [--identity ID] [--leader-elect=true|false] [--lease-duration SECONDS] [--workers N] [--log-level LEVEL]`;
 
@@ -54,7 +60,7 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Co
     identity: values.identity ?? env.POD_NAME ?? `${hostname()}-${process.pid}`,
     leaderElect: leaderRaw === 'true',
     leaseDurationSeconds: intFlag('lease-duration', values['lease-duration'] ?? env.WORLDLINE_LEASE_DURATION ?? '15', 3, 600),
-    workers: intFlag('workers', values.workers ?? '2', 1, 64),
+    workers: intFlag('workers', values.workers ?? String(DEFAULT_WORKERS), 1, 64),
     logLevel: level as ControllerConfig['logLevel'],
   };
 }

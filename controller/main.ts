@@ -2,7 +2,7 @@
 // and a graceful stop on SIGTERM (drain work, release the Lease so a standby takes over at once).
 import { Registry, collectDefaultMetrics } from 'prom-client';
 import { describeError } from '../core/errors.js';
-import { loadKubeConfig } from '../kube/client.js';
+import { loadKubeAccess } from '../kube/kube-access.js';
 import { EventRecorder } from '../kube/events.js';
 import { startHttpServer } from '../kube/http-server.js';
 import { LeaderElector } from '../kube/leader-election.js';
@@ -19,7 +19,8 @@ async function main(): Promise<void> {
   }
   const cfg = parseConfig(process.argv.slice(2), process.env);
   const logger = createLogger('worldline-controller', { level: cfg.logLevel });
-  const kc = loadKubeConfig(cfg.kubeconfig ? { kubeconfig: cfg.kubeconfig } : {});
+  // The light loader: the full @kubernetes/client-node is imported only for configurations that need it.
+  const kc = await loadKubeAccess(cfg.kubeconfig ? { kubeconfig: cfg.kubeconfig } : {});
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
   const events = new EventRecorder(kc, { component: 'worldline-controller', instance: cfg.identity, logger });

@@ -1,6 +1,6 @@
 // Wires the controller together: informers feed keys into one work queue per kind, and each queue
 // is drained by that kind's level-based reconciler. Started only while this replica is the leader.
-import type { KubeConfig } from '@kubernetes/client-node';
+import type { KubeAccess } from '../kube/kube-access.js';
 import type { Registry } from 'prom-client';
 import type { Clock } from '../kube/clock.js';
 import { systemClock } from '../kube/clock.js';
@@ -13,6 +13,7 @@ import { objectKey } from '../kube/resource-ref.js';
 import { RefusalWriter } from '../kube/refusal-writer.js';
 import { StatusWriter } from '../kube/status-writer.js';
 import { Caches } from './caches.js';
+import { DEFAULT_WORKERS } from './config.js';
 import { makeDependentReconciler } from './dependent-reconciler.js';
 import { ObjectDeleter } from '../kube/object-deleter.js';
 import { makePolicyReconciler } from './policy-reconciler.js';
@@ -26,7 +27,7 @@ import { checkCreator } from './world-checks.js';
 export const FIELD_MANAGER = 'worldline-controller';
 
 export interface ManagerOptions {
-  kubeConfig: KubeConfig;
+  kubeConfig: KubeAccess;
   namespace: string;
   registry: Registry;
   events: EventRecorder;
@@ -51,7 +52,7 @@ export class Manager {
     const events = opts.events;
     const caches = this.caches;
     const runner = (kind: string, reconcile: (key: string) => Promise<ReconcileResult>): ControllerRunner =>
-      new ControllerRunner({ kind, reconcile, workers: opts.workers ?? 2, metrics, logger: logger.child({ reconciler: kind }) });
+      new ControllerRunner({ kind, reconcile, workers: opts.workers ?? DEFAULT_WORKERS, metrics, logger: logger.child({ reconciler: kind }) });
     this.runners = {
       Root: runner('Root', makeRootReconciler({ caches, status, refusals, events, clock })),
       Policy: runner('Policy', makePolicyReconciler({ caches, status, refusals, events, clock })),

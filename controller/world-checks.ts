@@ -1,7 +1,7 @@
 // The Checks a Captured World needs: one per check of the Policy governing its Roots, named
 // <world>-<check>, owned by the World. Created idempotently (AlreadyExists is success); the summary
 // "passed/required" for the World's CHECKS column is computed from the Checks' verdicts.
-import type { KubeConfig } from '@kubernetes/client-node';
+import type { KubeAccess } from '../kube/kube-access.js';
 import { governingPolicy, type GoverningCandidate } from '../core/policy/governing.js';
 import type { Check, PolicySpec } from '../crds/index.js';
 import { isAlreadyExists } from '../kube/api-error.js';
@@ -41,7 +41,7 @@ export function checksSummary(checks: ObjectCache<CheckView>, namespace: string,
 export type CheckCreator = (obj: Record<string, unknown> & { metadata: { name: string; namespace: string } & Record<string, unknown> }) => Promise<void>;
 
 /** Creates an object with POST; an object of that name already existing is success. */
-export function checkCreator(kc: KubeConfig): CheckCreator {
+export function checkCreator(kc: KubeAccess): CheckCreator {
   const http = httpClientFor(kc);
   return async (obj) => {
     try {

@@ -96,7 +96,9 @@ export function makeWorldReconciler(d: WorldReconcilerDeps): (key: string) => Pr
     const { conditions: desiredConds, ...desiredRest } = desired;
     const changed = !statusEqual(currentOwned, desiredRest) || !statusEqual(sortByType(currentConds), sortByType(desiredConds));
     if (changed) {
-      await d.status.applyStatus(refs.World, { metadata: { name, namespace: ns }, status: { ...desired } });
+      // The write's result goes into the cache at once: the next look at this World sees it, and the
+      // watch's echo of it wakes nothing.
+      d.caches.worlds.observeWrite(await d.status.applyStatus<World>(refs.World, { metadata: { name, namespace: ns }, status: { ...desired } }));
       const before = findCondition(world.status?.conditions, ControllerConditions.Accepted);
       const after = findCondition(desired.conditions, ControllerConditions.Accepted);
       if (after && (before?.status !== after.status || before?.reason !== after.reason)) {
@@ -115,11 +117,11 @@ export function makeWorldReconciler(d: WorldReconcilerDeps): (key: string) => Pr
       const hasFinalizer = (world.metadata.finalizers ?? []).includes(NODE_CLEANUP_FINALIZER);
       const hasLabel = world.metadata.labels?.[NODE_LABEL] === nodeName;
       if (!hasFinalizer || !hasLabel) {
-        await d.status.applyObject(refs.World, {
+        d.caches.worlds.observeWrite(await d.status.applyObject<World>(refs.World, {
           apiVersion: API_VERSION,
           kind: 'World',
           metadata: { name, namespace: ns, finalizers: [NODE_CLEANUP_FINALIZER], labels: { [NODE_LABEL]: nodeName } },
-        });
+        }));
       }
     }
     if (desired.phase === 'Pending') return { requeueAfterMs: PRESENCE_RECHECK_MS };

@@ -2,7 +2,7 @@
 // object+type+reason+message within a window become one Event whose series.count grows. Recording never
 // throws into callers: writes run in the background, failures are logged; flush() waits for them.
 import { randomBytes } from 'node:crypto';
-import type { KubeConfig } from '@kubernetes/client-node';
+import type { KubeAccess } from './kube-access.js';
 
 /** The object an Event is about: any API object (a client-node one or a kind parsed from crds/). */
 export interface EventSubject {
@@ -61,7 +61,7 @@ export class EventRecorder {
   private chain: Promise<void> = Promise.resolve();
   private timer: NodeJS.Timeout | undefined;
 
-  constructor(kc: KubeConfig, private readonly opts: EventRecorderOptions) {
+  constructor(kc: KubeAccess, private readonly opts: EventRecorderOptions) {
     this.http = httpClientFor(kc);
     this.log = (opts.logger ?? nullLogger).child({ recorder: opts.component });
     this.clock = opts.clock ?? systemClock;

@@ -1,8 +1,9 @@
-// Minimal apiserver client over node:http(s) using a KubeConfig's TLS material and credentials:
-// JSON requests with typed ApiError, and raw streams for watches. One keep-alive agent per KubeConfig.
+// Minimal apiserver client over node:http(s) using a cluster configuration's (KubeAccess) TLS material
+// and credentials: JSON requests with typed ApiError, and raw streams for watches. One keep-alive agent
+// per configuration.
 import http from 'node:http';
 import https from 'node:https';
-import type { KubeConfig } from '@kubernetes/client-node';
+import type { KubeAccess } from './kube-access.js';
 import { ApiError } from './api-error.js';
 
 export type Query = Record<string, string | number | boolean | undefined>;
@@ -25,7 +26,7 @@ export class KubeHttpClient {
   private agent: http.Agent | undefined;
   private agentKey = '';
 
-  constructor(private readonly kc: KubeConfig) {}
+  constructor(private readonly kc: KubeAccess) {}
 
   get server(): string {
     const cluster = this.kc.getCurrentCluster();
@@ -147,10 +148,10 @@ function readAll(res: http.IncomingMessage, signal?: AbortSignal): Promise<strin
   });
 }
 
-const clients = new WeakMap<KubeConfig, KubeHttpClient>();
+const clients = new WeakMap<KubeAccess, KubeHttpClient>();
 
-/** One shared client (and connection pool) per KubeConfig object. */
-export function httpClientFor(kc: KubeConfig): KubeHttpClient {
+/** One shared client (and connection pool) per KubeAccess object. */
+export function httpClientFor(kc: KubeAccess): KubeHttpClient {
   let c = clients.get(kc);
   if (!c) {
     c = new KubeHttpClient(kc);

@@ -4,7 +4,11 @@
 // Given a parser (kube/object-schema.ts), it parses every object at the edge: the cache holds only objects
 // the kind's schema accepts, typed; any other one is held as a named refusal (refusal(key), onRefuse) and
 // never reaches get(), list() or the add/update/delete handlers.
-import type { KubeConfig } from '@kubernetes/client-node';
+// A writer may hand the informer the object its own write returned (observeWrite): the cache and the
+// handlers see the write at once, and the watch's later copy of that version (the echo) is dropped.
+// With stripManagedFields, metadata.managedFields is removed on ingest (like a client-go TransformFunc):
+// the bookkeeping of server-side apply is most of a small object's size and nothing here reads it.
+import type { KubeAccess } from './kube-access.js';
 import { isGone, ApiError, type KubeStatus } from './api-error.js';
 import { collectionPath } from './api-paths.js';
 import { Backoff } from './backoff.js';
@@ -31,7 +35,7 @@ export interface ObjectCache<T> {
 }
 
 export interface InformerOptions<T = unknown> {
-  kubeConfig: KubeConfig;
+  kubeConfig: KubeAccess;
   /** Parses each object at the edge; without it objects are taken as T unchecked (core kinds such as Lease). */
   parse?: ObjectParser<T>;
   resource: ResourceRef;
@@ -45,6 +49,8 @@ export interface InformerOptions<T = unknown> {
   watchTimeoutSeconds?: number;
   /** Page size for lists; default 500. */
   pageSize?: number;
+  /** Drops metadata.managedFields from every object on ingest (it is never read from the cache). */
+  stripManagedFields?: boolean;
 }
 
 interface ListResponse { metadata?: { resourceVersion?: string; continue?: string }; items?: InformedObject[] }
@@ -68,6 +74,17 @@ export class Informer<T extends InformedObject> implements ObjectCache<T> {
   private readonly deleteFns: ((obj: T) => void)[] = [];
   private readonly refuseFns: ((refusal: ObjectRefusal) => void)[] = [];
   private readonly refused = new Map<string, ObjectRefusal>();
+  /**
+   * resourceVersions put in the cache by observeWrite whose watch event has not arrived yet. A watch
+   * delivers a key's events in order, so until that version arrives every event for the key is older
+   * than what the cache holds and is skipped; the one carrying it is the echo, skipped too.
+   */
+  private readonly written = new Map<string, string>();
+  /**
+   * The last few resourceVersions the watch delivered per key: a write's result that the watch has already
+   * delivered (its echo, maybe newer ones, raced ahead of the response) must not go into the cache again.
+   */
+  private readonly delivered = new Map<string, string[]>();
   private resourceVersion: string | undefined;
   private synced = false;
   private lists = 0;
@@ -96,6 +113,26 @@ export class Informer<T extends InformedObject> implements ObjectCache<T> {
   hasSynced(): boolean { return this.synced; }
   /** Lists performed after the initial one (410 Gone recoveries, failed-list retries). */
   get relists(): number { return Math.max(0, this.lists - 1); }
+
+  /**
+   * Takes the object a write of ours returned (a newer version than the watch has delivered) into the
+   * cache and runs the handlers as the watch would; the watch's copy of that version is dropped later.
+   * Ignored without an object, before the first list, for a version the cache already holds, for a key not
+   * in the cache, and by an informer with a selector (a written object may leave its watch, whose echo would never come).
+   */
+  observeWrite(raw: InformedObject | undefined): void {
+    if (!raw?.metadata || this.opts.labelSelector || this.opts.fieldSelector) return;
+    const key = objectKey(raw);
+    const rv = raw.metadata?.resourceVersion;
+    const old = this.cache.get(key);
+    if (!this.synced || !rv || !old || old.metadata?.resourceVersion === rv) return;
+    if (this.delivered.get(key)?.includes(rv)) return;
+    const parsed = this.parse(raw);
+    if (!parsed.ok) return; // the watch delivers the refusal with the same version
+    this.written.set(key, rv);
+    this.cache.set(key, parsed.value);
+    this.emit({ type: 'update', obj: parsed.value, old });
+  }
 
   /** Starts list+watch; resolves once the first list is in the cache. Rejects only if stopped before that. */
   start(): Promise<void> {
@@ -185,6 +222,8 @@ export class Informer<T extends InformedObject> implements ObjectCache<T> {
       if (this.refused.get(key)?.metadata.resourceVersion !== refusal.metadata.resourceVersion) emits.push({ type: 'refuse', refusal });
     }
     this.cache.clear();
+    this.written.clear();
+    this.delivered.clear();
     for (const [k, v] of fresh) this.cache.set(k, v);
     this.refused.clear();
     for (const [k, v] of freshRefused) this.refused.set(k, v);
@@ -193,9 +232,9 @@ export class Informer<T extends InformedObject> implements ObjectCache<T> {
     for (const e of emits) this.emit(e);
   }
 
-  /** Fills in type meta, then parses (when a parser was given). */
+  /** Fills in type meta (and drops managedFields when asked), then parses (when a parser was given). */
   private parse(raw: InformedObject): { ok: true; value: T } | { ok: false; refusal: ObjectRefusal } {
-    const obj = this.withTypeMeta(raw);
+    const obj = this.withTypeMeta(this.opts.stripManagedFields ? withoutManagedFields(raw) : raw);
     if (!this.opts.parse) return { ok: true, value: obj as T };
     const parsed = this.opts.parse(obj);
     if (!parsed.ok) this.log.warn('object refused by its schema', { key: parsed.refusal.key, paths: parsed.refusal.paths });
@@ -206,6 +245,16 @@ export class Informer<T extends InformedObject> implements ObjectCache<T> {
   private apply(type: 'ADDED' | 'MODIFIED' | 'DELETED', raw: InformedObject): void {
     const key = objectKey(raw);
     const old = this.cache.get(key);
+    const written = this.written.get(key);
+    const rv = raw.metadata?.resourceVersion;
+    if (type === 'DELETED') this.delivered.delete(key);
+    else if (rv) this.delivered.set(key, [...(this.delivered.get(key) ?? []).slice(-(DELIVERED_KEPT - 1)), rv]);
+    if (written !== undefined && type !== 'DELETED') {
+      // The cache holds a version our own write returned: this event is older than it, or its echo.
+      if (rv === written) this.written.delete(key);
+      return;
+    }
+    this.written.delete(key);
     if (type === 'DELETED') {
       this.refused.delete(key);
       if (!old) return;
@@ -280,4 +329,14 @@ export class Informer<T extends InformedObject> implements ObjectCache<T> {
   async stopped(): Promise<void> {
     await this.running;
   }
+}
+
+/** How many delivered resourceVersions are remembered per key (see Informer.delivered). */
+const DELIVERED_KEPT = 8;
+
+/** A shallow copy of the object without metadata.managedFields (the object given is not changed). */
+function withoutManagedFields(obj: InformedObject): InformedObject {
+  if (!obj.metadata || !('managedFields' in obj.metadata)) return obj;
+  const { managedFields: _dropped, ...rest } = obj.metadata as Record<string, unknown>;
+  return { ...obj, metadata: rest };
 }

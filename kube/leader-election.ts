@@ -2,7 +2,7 @@
 // A lease is free when it is missing, has no holder, or renewTime + leaseDurationSeconds < now.
 // Note: expiry compares the holder's renewTime with our clock, so clocks must agree to well within
 // leaseDurationSeconds (NTP); client-go avoids this by timing observed changes locally.
-import type { KubeConfig } from '@kubernetes/client-node';
+import type { KubeAccess } from './kube-access.js';
 import { isConflict, isNotFound } from './api-error.js';
 import { collectionPath, objectPath } from './api-paths.js';
 import { jittered } from './backoff.js';
@@ -13,7 +13,7 @@ import { nullLogger, type Logger } from './logger.js';
 import { leasesRef } from './resource-ref.js';
 
 export interface LeaderElectorOptions {
-  kubeConfig: KubeConfig;
+  kubeConfig: KubeAccess;
   namespace: string;
   name: string;
   identity: string;

@@ -1,5 +1,5 @@
 // Deletes objects and removes one finalizer entry, tolerating objects that are already gone.
-import type { KubeConfig } from '@kubernetes/client-node';
+import type { KubeAccess } from './kube-access.js';
 import { isNotFound } from './api-error.js';
 import { objectPath } from './api-paths.js';
 import { httpClientFor, type KubeHttpClient } from './http.js';
@@ -9,7 +9,7 @@ import { splitKey, type ResourceRef } from './resource-ref.js';
 export class ObjectDeleter {
   private readonly http: KubeHttpClient;
 
-  constructor(kc: KubeConfig, private readonly logger?: Logger) {
+  constructor(kc: KubeAccess, private readonly logger?: Logger) {
     this.http = httpClientFor(kc);
   }
 

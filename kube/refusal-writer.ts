@@ -6,7 +6,7 @@
 // (the controller's Accepted or WorldFound) and/or phase, reason and message; every other writer's
 // condition entries are sent back exactly as they were stored. Once the object is fixed, the process's main
 // manager applies its own status again and takes those fields back.
-import type { KubeConfig } from '@kubernetes/client-node';
+import type { KubeAccess } from './kube-access.js';
 import { statusPath } from './api-paths.js';
 import { formatTime } from './conditions.js';
 import { httpClientFor, type KubeHttpClient } from './http.js';
@@ -63,7 +63,7 @@ export class RefusalWriter {
   private readonly http: KubeHttpClient;
   readonly fieldManager: string;
 
-  constructor(kc: KubeConfig, fieldManager: string, private readonly logger: Logger) {
+  constructor(kc: KubeAccess, fieldManager: string, private readonly logger: Logger) {
     this.http = httpClientFor(kc);
     this.fieldManager = `${fieldManager}-schema`;
   }

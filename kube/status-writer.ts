@@ -1,6 +1,6 @@
 // Server-side apply of status (and of our own entries on the main resource) under one field manager, so
 // several writers (controller, node-agent) each own their fields and never overwrite one another.
-import type { KubeConfig } from '@kubernetes/client-node';
+import type { KubeAccess } from './kube-access.js';
 import { objectPath, statusPath } from './api-paths.js';
 import { httpClientFor, type KubeHttpClient } from './http.js';
 import { nullLogger, type Logger } from './logger.js';
@@ -39,7 +39,7 @@ export class StatusWriter {
   private readonly http: KubeHttpClient;
   private readonly log: Logger;
 
-  constructor(kc: KubeConfig, readonly fieldManager: string, logger?: Logger) {
+  constructor(kc: KubeAccess, readonly fieldManager: string, logger?: Logger) {
     if (!fieldManager) throw new Error('StatusWriter: fieldManager required');
     this.http = httpClientFor(kc);
     this.log = (logger ?? nullLogger).child({ fieldManager });

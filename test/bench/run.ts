@@ -15,7 +15,7 @@ import { parseArgs } from 'node:util';
 import { benchAdmission } from './admission.bench.js';
 import { noNodeCollapseSamples, nodeCollapseResult, nodeCollapseRound } from './collapse-node.bench.js';
 import { noStackCollapseSamples, openCollapseStack, stackCollapseResult, type CollapseTarget } from './collapse.bench.js';
-import { benchController } from './controller-throughput.bench.js';
+import { benchController, CONTROLLER_TARGETS } from './controller-throughput.bench.js';
 import { benchReceipts } from './receipts.bench.js';
 import { generateGitRepo } from './tree-fixtures.js';
 import { captureResult, captureRound, noCaptureSamples, type CaptureSamples } from './world-capture.bench.js';
@@ -72,7 +72,7 @@ async function controller(): Promise<void> {
     { measure: 'create only (raw API writes)', seconds: r.createSeconds.toFixed(2), 'per world (ms)': ((r.createSeconds * 1000) / n).toFixed(2) },
     { measure: 'create → every status written', seconds: r.allStatusSeconds.toFixed(2), 'per world (ms)': ((r.allStatusSeconds * 1000) / n).toFixed(2) },
   ]);
-  console.log(`ratio (status / create): ${r.ratio.toFixed(2)}×   controller peak RSS: ${r.controllerPeakRssMiB.toFixed(1)} MiB`);
+  console.log(`ratio (status / create): ${r.ratio.toFixed(2)}× (target ≤ ${CONTROLLER_TARGETS.ratio}×: ${verdict(r.met.ratio)})   controller peak RSS: ${r.controllerPeakRssMiB.toFixed(1)} MiB (target ≤ ${CONTROLLER_TARGETS.peakRssMiB} MiB: ${verdict(r.met.peakRssMiB)})`);
 }
 
 const ms = (x: number): string => x.toFixed(x < 10 ? 2 : 1);
