@@ -48,6 +48,8 @@ COPY --from=build /src/package.json ./package.json
 COPY --from=build /src/node_modules ./node_modules
 COPY --from=build /src/dist ./dist
 COPY --from=build /src/native/build/Release/worldline_native.node ./native/build/Release/worldline_native.node
+# The per-world supervisor the node-agent execs for every World and Check (native/src/shim/).
+COPY --from=build /src/native/build/Release/worldline_shim ./native/build/Release/worldline_shim
 COPY scripts/images/bin/ /usr/local/bin/
 # The controller's user. The node-agent overrides it with uid 0 (its pod's securityContext, or --user 0).
 USER 65532:65532

@@ -116,7 +116,7 @@ export type IsolationDecisionOutcome = (typeof ISOLATION_DECISIONS)[number];
 
 // ---- Phases and other enumerations --------------------------------------------------------------------
 
-export const ROOT_PHASES = ['Adopting', 'Ready', 'Broken'] as const;
+export const ROOT_PHASES = ['Adopting', 'Ready', 'Broken', 'Releasing'] as const;
 export type RootPhase = (typeof ROOT_PHASES)[number];
 
 export const WORLD_PHASES = ['Pending', 'Admitted', 'Running', 'Captured', 'Collapsed', 'Refused', 'Failed'] as const;

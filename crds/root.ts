@@ -17,6 +17,9 @@ import {
 } from './common.js';
 import { ROOT_PHASES } from './outcomes.js';
 
+/** What deleting a Root does to its adopted directory (spec.onDelete). */
+export const ROOT_ON_DELETE = ['Release', 'KeepAdopted'] as const;
+
 export const RootSpecSchema = z
   .object({
     nodeName: cel(
@@ -36,6 +39,17 @@ export const RootSpecSchema = z
       ),
       { rule: 'self == oldSelf', message: 'spec.path is immutable' },
     ),
+    onDelete: z
+      .enum(ROOT_ON_DELETE)
+      .default('Release')
+      .describe(
+        'What deleting this Root does to its directory. Release (the default): the Worlds forking it are ended ' +
+          '(ROOT_RELEASING), no Collapse commits into it, then its current PRIME generation goes back to spec.path ' +
+          'as a plain directory with its owners and modes; older generations and receipts stay in the node store as ' +
+          'history. KeepAdopted: the directory stays in the node store and spec.path stays a link to it. The ' +
+          'node-agent holds the Root with the finalizer worldline.dev/root-release until it is done. May be changed ' +
+          'until deletion; once a release has begun it is finished whatever this field says.',
+      ),
   })
   .describe('Which host directory on which node is managed as this Root.');
 
@@ -44,7 +58,7 @@ export const RootStatusSchema = z
     phase: z
       .enum(ROOT_PHASES)
       .optional()
-      .describe('Adopting while the node-agent imports the directory; Ready once PRIME exists and the live link is intact; Broken when the live mapping or store is damaged (see reason).'),
+      .describe('Adopting while the node-agent imports the directory; Ready once PRIME exists and the live link is intact; Broken when the live mapping or store is damaged (see reason); Releasing once the Root is deleted, while its Worlds end and its directory goes back to spec.path (ROOT_RELEASING, then ROOT_RELEASED).'),
     generation: z.int().min(0).optional().describe('Number of the PRIME generation: 1 after adoption, incremented by every committed collapse.'),
     digest: digest('Content digest (sha256:<64 hex>) of the PRIME generation manifest.').optional(),
     shortDigest: z.string().max(24).optional().describe('First 12 hex digits of digest, for the DIGEST printer column.'),
@@ -78,7 +92,7 @@ export const rootDefinition: CrdDefinition = {
   printerColumns: [
     { name: 'NODE', type: 'string', jsonPath: '.spec.nodeName', description: 'Node that serves the Root.' },
     { name: 'PATH', type: 'string', jsonPath: '.spec.path', description: 'Adopted host directory.' },
-    { name: 'PHASE', type: 'string', jsonPath: '.status.phase', description: 'Adopting, Ready or Broken.' },
+    { name: 'PHASE', type: 'string', jsonPath: '.status.phase', description: 'Adopting, Ready, Broken or Releasing.' },
     { name: 'GENERATION', type: 'integer', jsonPath: '.status.generation', description: 'PRIME generation number.' },
     { name: 'DIGEST', type: 'string', jsonPath: '.status.shortDigest', description: 'Short digest of PRIME.' },
     { name: 'REASON', type: 'string', jsonPath: '.status.reason', description: 'Outcome code of the current phase.', priority: 1 },

@@ -80,6 +80,12 @@ export const ResourcesSchema = z
     pids: z.int().min(1).max(4194304).optional().describe('Maximum number of processes and threads.'),
     wallTime: duration('spec.resources.wallTime', 'Wall-time limit of the agent as a Go duration (e.g. 30m); the whole process tree is killed when it expires.').optional(),
     outputBytes: quantity('spec.resources.outputBytes', 'Limit on bytes the world may write (upper layer plus captured output), as an integer or quantity (e.g. 1Gi).').optional(),
+    ephemeralStorage: quantity(
+      'spec.resources.ephemeralStorage',
+      'Disk for the world\'s changes (e.g. 1Gi, at least 1Mi, rounded down to 4Ki): the upper layers of its Roots live on a ' +
+        'filesystem of exactly this size, so a write beyond it fails with ENOSPC inside the world. Default and ceiling: the ' +
+        'node\'s admission policy; its Checks take the node\'s default.',
+    ).optional(),
   })
   .describe('Resource budget of the world. Omitted limits take the node-agent defaults; admission refuses budgets the node cannot reserve.');
 

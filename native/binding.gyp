@@ -31,6 +31,13 @@
       "cflags": ["-std=gnu11", "-Wall", "-Wextra", "-Werror", "-Wno-unused-parameter", "-fvisibility=hidden"],
       "cflags!": ["-fno-exceptions"],
       "libraries": ["-lpthread"]
+    },
+    {
+      "target_name": "worldline_shim",
+      "type": "executable",
+      "sources": ["src/shim/shim.c"],
+      "defines": ["_GNU_SOURCE"],
+      "cflags": ["-std=gnu11", "-Wall", "-Wextra", "-Werror", "-Wno-unused-parameter"]
     }
   ]
 }

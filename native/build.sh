@@ -2,11 +2,13 @@
 # Builds the worldline N-API addon (native/build/Release/worldline_native.node) with node-gyp against the
 # installed Node headers (/usr/include/node; node-gyp must never try to download headers). Rebuilds only
 # when binding.gyp or a source under native/src is newer than the built addon; FORCE=1 always rebuilds.
+# The same run builds native/build/Release/worldline_shim, the per-world supervisor (native/src/shim/).
 set -euo pipefail
 cd "$(dirname "$0")"
 
 out=build/Release/worldline_native.node
-if [[ "${FORCE:-0}" != 1 && -f "$out" ]]; then
+shim=build/Release/worldline_shim
+if [[ "${FORCE:-0}" != 1 && -f "$out" && -f "$shim" ]]; then
   if [[ -z "$(find binding.gyp src -newer "$out" -print -quit)" ]]; then
     exit 0
   fi
@@ -26,3 +28,4 @@ fi
 
 "${gyp[@]}" rebuild --nodedir="$nodedir" --loglevel=warn
 test -f "$out"
+test -x "$shim"

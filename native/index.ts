@@ -4,13 +4,13 @@
 export * from './constants.js';
 export { openat2, openBeneath, closeFd, forceBeneathFallback, statx, renameat2, fsyncPath, fsyncFd, lgetxattr, llistxattr } from './files.js';
 export { mount, umount2, bindMount, mountOverlay, mountTmpfs, createUserNamespace, mountIdmapped } from './mounts.js';
-export { spawnSandbox, validateSandboxOptions, SandboxChannel } from './sandbox.js';
+export { spawnSandbox, spawnSupervisedSandbox, shimPath, pidfdOpen, watchPidfd, validateSandboxOptions, SandboxChannel } from './sandbox.js';
 export { parseObservation, parseRecord, recordLength, observationProblems, SandboxSetupError, type ObservationRecord } from './observation.js';
 export { nsIds } from './ns.js';
 export { listenInNetns, socketNetnsId, type NetnsTarget } from './netns.js';
 export { NS_NAMES } from './types.js';
 export type {
   BindMountOptions, FileType, IdMap, IdQuad, IdmappedMountOptions, NativeError, NsName, ObservationExpectation,
-  Openat2Options, OverlayOptions, SandboxExit, SandboxHandle, SandboxObservation, SandboxSpawnOptions, Statx,
+  Openat2Options, OverlayOptions, SandboxExit, SandboxHandle, SandboxObservation, SandboxSpawnOptions, Statx, SupervisorOptions,
   TmpfsOptions,
 } from './types.js';

@@ -4,15 +4,16 @@
 // capabilities, no_new_privs, parent-death SIGKILL) and reports an observation frame. It execs the
 // workload only after the caller wrote 'G' to `ack`. SandboxChannel drives that protocol.
 //
-// The child's parent is the Node main thread (the thread that called spawnSandbox): with
-// PR_SET_PDEATHSIG(SIGKILL) every world dies with the agent, so an agent that restarts must treat the
-// worlds it had as ended and recover them (capture what their upper layers hold, or mark them Failed).
-// Call spawnSandbox from the main thread only: a worker thread exiting would kill its worlds.
-import { closeSync, writeSync } from 'node:fs';
+// Without a supervisor the child's parent is the Node main thread (the thread that called spawnSandbox):
+// with PR_SET_PDEATHSIG(SIGKILL) it dies with the caller. With one (spawnSupervisedSandbox) its parent is
+// a per-world shim (native/src/shim/shim.c) that has left the caller's session and cgroups: the world
+// outlives the caller, and dies only with its shim. Call either from the main thread only.
+import { closeSync, existsSync, writeSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import { Socket } from 'node:net';
 import { binding } from './binding.js';
 import { parseObservation, parseRecord, recordLength, SandboxSetupError } from './observation.js';
-import type { SandboxExit, SandboxHandle, SandboxObservation, SandboxSpawnOptions } from './types.js';
+import type { SandboxExit, SandboxHandle, SandboxObservation, SandboxSpawnOptions, SupervisorOptions } from './types.js';
 import * as v from './validate.js';
 
 const HOSTNAME = /^[A-Za-z0-9]([A-Za-z0-9.-]{0,62})$/;
@@ -66,6 +67,41 @@ export function spawnSandbox(opts: SandboxSpawnOptions, onExit: (r: SandboxExit)
   const checked = validateSandboxOptions(opts);
   if (typeof onExit !== 'function') throw new TypeError('The "onExit" argument must be a function');
   return binding.spawnSandbox(checked, onExit);
+}
+
+/** Where the shim is built (native/build.sh), from the source tree and from dist/. */
+export function shimPath(): string {
+  const candidates = [new URL('./build/Release/worldline_shim', import.meta.url), new URL('../../native/build/Release/worldline_shim', import.meta.url)].map((u) => fileURLToPath(u));
+  const found = candidates.find((p) => existsSync(p));
+  if (found === undefined) throw new Error(`worldline shim not built (run native/build.sh); looked in: ${candidates.join(', ')}`);
+  return found;
+}
+
+/**
+ * As spawnSandbox, under a per-world supervisor (see the file comment): the handle has no stdout/stderr
+ * (the shim copies them into its output log) and onExit runs when the shim has ended, after it wrote the
+ * workload's exit record.
+ */
+export function spawnSupervisedSandbox(opts: SandboxSpawnOptions, onExit: (r: SandboxExit) => void, supervisor: SupervisorOptions): SandboxHandle {
+  const checked = validateSandboxOptions(opts);
+  if (typeof onExit !== 'function') throw new TypeError('The "onExit" argument must be a function');
+  if (opts.stdoutFd !== undefined || opts.stderrFd !== undefined) throw v.valueError('opts.stdoutFd', 'a supervised sandbox writes its output through its supervisor');
+  const sup: SupervisorOptions = {
+    path: v.absolutePath('supervisor.path', supervisor.path),
+    argv: v.stringArray('supervisor.argv', supervisor.argv),
+    cgroupProcs: v.stringArray('supervisor.cgroupProcs', supervisor.cgroupProcs, cgroupProcsPath),
+  };
+  return binding.spawnSandbox(checked, onExit, sup);
+}
+
+/** A pidfd of a live process (ESRCH when gone); the caller closes it. */
+export function pidfdOpen(pid: number): number {
+  return binding.pidfdOpen(v.fd('pid', pid));
+}
+
+/** Calls onExit once the process behind `pidfd` has ended (it need not be our child); the caller keeps the fd. */
+export function watchPidfd(pidfd: number, onExit: (r: SandboxExit) => void): void {
+  binding.watchPidfd(v.fd('pidfd', pidfd), onExit);
 }
 
 /** Reads the observation pipe of a SandboxHandle record by record, and answers on its ack pipe. */

@@ -113,6 +113,18 @@ export interface SandboxHandle {
   observation: number;
   /** Write end of the ack pipe: write 'G' to let the workload exec; close without it to abort (exit 125). */
   ack: number;
+  /** With a supervisor: the shim's pid (the workload's parent). onExit then reports the shim's end. */
+  supervisorPid?: number;
+}
+
+/** The per-world supervisor spawnSandbox starts between the agent and the workload (native/src/shim/shim.c). */
+export interface SupervisorOptions {
+  /** The shim executable. */
+  path: string;
+  /** Its argv: [path, outputLog, outputLimitBytes, wallTimeMs, exitFile]. */
+  argv: string[];
+  /** cgroup.procs files the supervisor moves itself into before it clones the workload (out of the agent's). */
+  cgroupProcs: string[];
 }
 
 export interface SandboxExit {
@@ -201,7 +213,9 @@ export interface NativeBinding {
   mountOverlay(target: string, lower: string[], upper: string, work: string, extra: string[], attrFlags: number): void;
   fsMount(fstype: string, source: string, target: string, options: string[], attrFlags: number): void;
   createUserNamespace(uidMap: IdMap[], gidMap: IdMap[]): number;
-  spawnSandbox(opts: SandboxSpawnOptions, onExit: (r: SandboxExit) => void): SandboxHandle;
+  spawnSandbox(opts: SandboxSpawnOptions, onExit: (r: SandboxExit) => void, supervisor?: SupervisorOptions): SandboxHandle;
+  pidfdOpen(pid: number): number;
+  watchPidfd(pidfd: number, onExit: (r: SandboxExit) => void): void;
   /** pidfd -1: the namespace of /proc/<pid>/ns/net; else setns(pidfd, CLONE_NEWNET). */
   listenInNetns(pid: number, pidfd: number, host: string, port: number, backlog: number): number;
   socketNetnsId(fd: number): string;

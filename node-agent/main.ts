@@ -1,6 +1,7 @@
 // worldline-node-agent entry point: one per node, as root. Opens (and locks) the node store, adopts
 // this node's Roots, runs the Worlds bound to this node, heartbeats a Lease so the controller knows
 // the node is served, and serves health and metrics.
+import { join } from 'node:path';
 import { Registry, collectDefaultMetrics } from 'prom-client';
 import { loadKubeConfig } from '../kube/client.js';
 import { systemClock } from '../kube/clock.js';
@@ -24,8 +25,11 @@ import { parseAgentConfig, USAGE, type AgentConfig } from './config.js';
 import { Heartbeat } from './heartbeat.js';
 import { FIELD_MANAGER, refs } from './api-refs.js';
 import { makeNodeRootReconciler } from './roots/root-reconciler.js';
+import { rootFinalizers } from './roots/root-finalizer.js';
+import { recoverReleases } from './store/release-recovery.js';
 import { detectCgroups, type CgroupLayout } from './sandbox/cgroup.js';
 import { openStore, type Store } from './store/open-store.js';
+import { supervisedRunningWorlds } from './store/world-records.js';
 import { recoverCollapses } from './collapses/recover-collapses.js';
 import { startNodeCollapses } from './collapses/node-collapses.js';
 import { isStoreError } from './store/store-errors.js';
@@ -55,6 +59,7 @@ async function openNodeStore(cfg: AgentConfig, logger: Logger): Promise<{ store:
   }
   const { store, recovered } = opened;
   for (const r of recovered) logger.warn('recovered an interrupted adoption', { ...r });
+  for (const r of await recoverReleases(store)) logger.warn('settled an interrupted root release', { ...r }); // Root release (issue 12)
   // Collapse (issue 5): settle collapses a crash interrupted, before anything reads PRIME.
   for (const r of await recoverCollapses(store)) logger.warn('settled an interrupted collapse', { ...r });
   const cgroups = detectCgroups();
@@ -66,13 +71,15 @@ async function openNodeStore(cfg: AgentConfig, logger: Logger): Promise<{ store:
 
 /** The node's admission authority as worlds and checks use it: a malformed ceiling does not stop the agent; every World is then refused by name. */
 function nodeAdmission(cfg: AgentConfig, store: Store, agentMetrics: AgentMetrics, logger: Logger): RunAdmission {
-  const policyLoad = loadAdmissionPolicy(cfg.admissionRaw);
+  const policyLoad = loadAdmissionPolicy(cfg.admissionRaw, { storeDir: store.dir });
   for (const note of policyLoad.notes) logger.info('admission default', { note });
   if (policyLoad.ok) {
-    const authority = new AdmissionAuthority({ db: store.db, ...policyLoad.policy, observe: () => observeNode({ procDir: cfg.observeProcDir }), clock: store.now, metrics: agentMetrics });
-    // No world survives an agent restart (they die with it), so no reservation is live any more.
-    const recoveredReservations = authority.recover(new Set());
-    if (recoveredReservations.dropped.length > 0) logger.warn('dropped reservations of worlds that ended with the previous agent', { holders: recoveredReservations.dropped });
+    const authority = new AdmissionAuthority({ db: store.db, ...policyLoad.policy, observe: () => observeNode({ procDir: cfg.observeProcDir, storeDir: store.dir, runDirs: [store.layout.worlds, join(store.dir, 'checks')] }), clock: store.now, metrics: agentMetrics });
+    // Worlds recorded running under a supervisor outlived the previous agent: their reservations stay until
+    // the world reconciler re-attaches and finishes them. Every other reservation ended with that agent.
+    const recoveredReservations = authority.recover(new Set(supervisedRunningWorlds(store.db)));
+    if (recoveredReservations.kept.length > 0) logger.info('kept reservations of worlds that outlived the previous agent', { holders: recoveredReservations.kept });
+    if (recoveredReservations.dropped.length > 0) logger.warn('dropped reservations of runs that ended with the previous agent', { holders: recoveredReservations.dropped });
     agentMetrics.setCapacity(policyLoad.policy.ceilings);
     agentMetrics.setReserved(authority.totals());
     return {
@@ -178,7 +185,7 @@ async function main(): Promise<void> {
     },
     requeue: (key) => wake.runner?.enqueue(key),
   });
-  const rootRunner = new ControllerRunner({ kind: 'NodeRoot', reconcile: makeNodeRootReconciler({ informer: roots, store, status, events, clock, nodeName: cfg.nodeName, logger }), workers: 2, metrics, logger });
+  const rootRunner = new ControllerRunner({ kind: 'NodeRoot', reconcile: makeNodeRootReconciler({ informer: roots, store, status, events, clock, nodeName: cfg.nodeName, logger, finalizers: rootFinalizers(kc), worlds: nodeWorlds }), workers: 2, metrics, logger });
   const worldRunner = new ControllerRunner({ kind: 'NodeWorld', reconcile: nodeWorlds.reconcile, workers: 4, metrics, logger });
   wake.runner = worldRunner;
   wireInformerEvents(roots, worlds, rootRunner, worldRunner, agentMetrics);
@@ -189,7 +196,7 @@ async function main(): Promise<void> {
   const heartbeat = new Heartbeat({ kubeConfig: kc, namespace: cfg.namespace, nodeName: cfg.nodeName, identity: `${cfg.nodeName}-${process.pid}`, clock, logger });
 
   // Collapse (issue 5): run this node's Collapses once, with receipts in <store>/receipts/ledger.jsonl.
-  const collapses = startNodeCollapses({ kubeConfig: kc, store, worlds, policies, status, refusals, events, clock, nodeName: cfg.nodeName, logger, metrics, requeueRoot: (name) => rootRunner.enqueue(name), requeueWorld: (key) => worldRunner.enqueue(key), agentMetrics, ...(cfg.receiptsExport ? { receiptsExport: cfg.receiptsExport } : {}) });
+  const collapses = startNodeCollapses({ kubeConfig: kc, store, worlds, roots: (name) => roots.get(name), policies, status, refusals, events, clock, nodeName: cfg.nodeName, logger, metrics, requeueRoot: (name) => rootRunner.enqueue(name), requeueWorld: (key) => worldRunner.enqueue(key), agentMetrics, ...(cfg.receiptsExport ? { receiptsExport: cfg.receiptsExport } : {}) });
   void collapses.start().catch((err: unknown) => logger.error('collapse reconciler failed to start', { error: (err as Error).message }));
   // Receipts: publish the public key as ConfigMap worldline-receipts-<node>, retried in the background, never fatal.
   const receiptsKey = publishReceiptsPublicKey({ kubeConfig: kc, namespace: cfg.namespace, nodeName: cfg.nodeName, keyDir: receiptPaths(store).keyDir, clock, logger });
@@ -204,7 +211,9 @@ async function main(): Promise<void> {
     await worldRunner.stop();
     await collapses.stop(); // Collapse (issue 5)
     await receiptsKey.stop();
-    await nodeWorlds.stopAll();
+    // Worlds run on under their supervisors; the next agent re-attaches (a rolling upgrade ends none).
+    const detached = nodeWorlds.detachAll();
+    if (detached.length > 0) logger.info('left running worlds to their supervisors', { worlds: detached });
     await heartbeat.stop();
     await events.flush();
     await server.close();

@@ -129,8 +129,8 @@ export function createAgentMetrics(registry: Registry): AgentMetrics {
     forkDuration,
     captureDuration,
     admission: (stage, outcome) => admissionDecisions.inc({ stage: stageLabel(stage), outcome }),
-    setReserved: (t) => set(admissionReserved, { cpu_millis: t.cpuMillis, memory_bytes: t.memoryBytes, pids: t.pids, worlds: t.worlds }),
-    setCapacity: (c) => set(admissionCapacity, { cpu_millis: c.cpuMillis, memory_bytes: c.memoryBytes, pids: c.pids, worlds: c.worlds }),
+    setReserved: (t) => set(admissionReserved, { cpu_millis: t.cpuMillis, memory_bytes: t.memoryBytes, pids: t.pids, worlds: t.worlds, ephemeral_storage_bytes: t.ephemeralStorageBytes }),
+    setCapacity: (c) => set(admissionCapacity, { cpu_millis: c.cpuMillis, memory_bytes: c.memoryBytes, pids: c.pids, worlds: c.worlds, ephemeral_storage_bytes: c.ephemeralStorageBytes }),
     isolation: (stage, outcome, reason) =>
       isolationDecisions.inc({ stage: stageLabel(stage), outcome, reason: REASON_CODE.test(reason) ? reason : 'other' }),
     setWorlds: (counts) => {

@@ -1,7 +1,14 @@
 /* spawnSandbox, parent side: build the plan, create the pipes, clone3 into new user/mount/pid/ipc/uts
  * (+net) namespaces with a pidfd, write the child's uid_map/gid_map and cgroup.procs files, then release
  * it. The child runs nothing of the workload before that (it waits on the sync pipe), and execs only after
- * the caller has read its observation frame and written 'G' to the ack pipe. */
+ * the caller has read its observation frame and written 'G' to the ack pipe.
+ *
+ * With a third argument (a supervisor: the shim's path and argv, and the cgroup.procs files it moves
+ * itself into), the clone3 of the child is done by an intermediate process instead of the agent: it
+ * leaves the agent's session and cgroups, clones the child exactly as above (same plan, same fds, so the
+ * frame and the 'G' handshake with the agent are unchanged), reports the child's pid and execs the shim
+ * (native/src/shim/shim.c) holding only the child's pidfd and output pipes. The workload's parent is then
+ * the shim, not the agent: the agent may die and the world runs on. */
 #include "sandbox.h"
 
 #include <fcntl.h>
@@ -62,12 +69,212 @@ static napi_value handle_object(napi_env env, wl_plan *p, pid_t pid, int pidfd) 
   return o;
 }
 
+/* What the intermediate process reports to the agent: the child's pid, or the errno of the step that failed. */
+typedef struct {
+  int32_t pid;
+  int32_t err;
+  char stage[56];
+} shim_report;
+
+typedef struct {
+  char *path;
+  char **argv;
+  char **cgroup_procs;
+  char *envp[1];
+} shim_plan;
+
+static void shim_plan_free(shim_plan *s) {
+  free(s->path);
+  wl_strv_free(s->argv);
+  wl_strv_free(s->cgroup_procs);
+}
+
+static bool shim_plan_build(napi_env env, napi_value o, shim_plan *s) {
+  napi_value v;
+  bool present;
+  memset(s, 0, sizeof *s);
+  if (!wl_prop(env, o, "path", &v, &present)) return false;
+  if (!present) return wl_throw_arg(env, "ERR_INVALID_ARG_TYPE", "supervisor.path is required"), false;
+  if (!wl_string(env, v, "supervisor.path", &s->path)) return false;
+  if (!wl_prop(env, o, "argv", &v, &present)) return false;
+  if (!present) return wl_throw_arg(env, "ERR_INVALID_ARG_TYPE", "supervisor.argv is required"), false;
+  if (!wl_string_array(env, v, "supervisor.argv", &s->argv, NULL)) return false;
+  if (!wl_prop(env, o, "cgroupProcs", &v, &present)) return false;
+  if (!present) return wl_throw_arg(env, "ERR_INVALID_ARG_TYPE", "supervisor.cgroupProcs is required"), false;
+  return wl_string_array(env, v, "supervisor.cgroupProcs", &s->cgroup_procs, NULL);
+}
+
+static void report_failure(int fd, const char *stage, int err) {
+  shim_report r;
+  memset(&r, 0, sizeof r);
+  r.pid = -1;
+  r.err = err;
+  strncpy(r.stage, stage, sizeof r.stage - 1);
+  ssize_t n __attribute__((unused)) = write(fd, &r, sizeof r);
+  _exit(126);
+}
+
+/* Decimal of a non-negative value, no allocation (this runs in a copy of a multi-threaded process). */
+static void format_pid(char *buf, long v) {
+  char tmp[24];
+  int n = 0;
+  do tmp[n++] = (char)('0' + v % 10), v /= 10;
+  while (v > 0);
+  for (int i = 0; i < n; i++) buf[i] = tmp[n - 1 - i];
+  buf[n] = '\n';
+  buf[n + 1] = '\0';
+}
+
+/* The intermediate process (a raw clone of the agent, all signals blocked): only raw syscalls from here. */
+_Noreturn static void supervisor_process(wl_plan *p, shim_plan *s, int report_w, struct clone_args *child_args) {
+  if (setsid() < 0) report_failure(report_w, "setsid", errno);
+  char line[24];
+  format_pid(line, (long)syscall(SYS_getpid));
+  for (char **procs = s->cgroup_procs; *procs != NULL; procs++) {
+    int fd = WL_RETRY(open(*procs, O_WRONLY | O_CLOEXEC));
+    if (fd < 0) report_failure(report_w, "supervisor cgroup", errno);
+    if (WL_RETRY(write(fd, line, strlen(line))) < 0) report_failure(report_w, "supervisor cgroup", errno);
+    close(fd);
+  }
+  pid_t pid = (pid_t)syscall(SYS_clone3, child_args, sizeof *child_args);
+  if (pid == 0) wl_sandbox_child(p);
+  if (pid < 0) report_failure(report_w, "clone3", errno);
+  int pidfd = *(int *)(uintptr_t)child_args->pidfd;
+  shim_report r;
+  memset(&r, 0, sizeof r);
+  r.pid = pid;
+  if (WL_RETRY(write(report_w, &r, sizeof r)) != (ssize_t)sizeof r) {
+    syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
+    _exit(126);
+  }
+  /* fds for the shim: 0-2 /dev/null, 3 the child's pidfd, 4 and 5 its output pipes; nothing else. */
+  int src[4] = {p->null_fd, pidfd, p->out_r, p->err_r};
+  for (int i = 0; i < 4; i++)
+    if (src[i] >= 0) src[i] = fcntl(src[i], F_DUPFD, 64);
+  for (int i = 0; i < 3; i++) dup2(src[0], i);
+  for (int i = 1; i < 4; i++) {
+    if (src[i] >= 0) dup2(src[i], 2 + i);
+    else close(2 + i);
+  }
+  syscall(SYS_close_range, 6U, ~0U, 0U);
+  execve(s->path, s->argv, s->envp);
+  syscall(SYS_pidfd_send_signal, 3, SIGKILL, NULL, 0);
+  _exit(127);
+}
+
+static void reap(int pidfd) {
+  siginfo_t si;
+  while (waitid((idtype_t)P_PIDFD, (id_t)pidfd, &si, WEXITED) < 0 && errno == EINTR) {
+  }
+}
+
+/* spawnSandbox(opts, onExit, supervisor): see the file comment. onExit reports the shim's end. */
+static napi_value spawn_supervised(napi_env env, napi_value *argv) {
+  wl_plan p __attribute__((cleanup(wl_plan_free)));
+  if (!wl_plan_build(env, argv[0], &p)) return NULL;
+  shim_plan s __attribute__((cleanup(shim_plan_free)));
+  if (!shim_plan_build(env, argv[2], &s)) return NULL;
+  const char *failed_call;
+  int err = wl_plan_open_fds(&p, &failed_call);
+  if (err != 0) return wl_throw_errno(env, err, failed_call, NULL);
+  int report[2];
+  if (pipe2(report, O_CLOEXEC) < 0) return wl_throw_errno(env, errno, "pipe2", NULL);
+
+  int child_pidfd = -1;
+  struct clone_args child;
+  memset(&child, 0, sizeof child);
+  child.flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_PIDFD |
+                (p.new_network ? CLONE_NEWNET : 0);
+  child.pidfd = (uint64_t)(uintptr_t)&child_pidfd;
+  child.exit_signal = SIGCHLD;
+
+  int shim_pidfd = -1;
+  struct clone_args args;
+  memset(&args, 0, sizeof args);
+  args.flags = CLONE_PIDFD;
+  args.pidfd = (uint64_t)(uintptr_t)&shim_pidfd;
+  args.exit_signal = SIGCHLD;
+
+  sigset_t old;
+  wl_block_all_signals(&old);
+  pid_t shim_pid = (pid_t)syscall(SYS_clone3, &args, sizeof args);
+  if (shim_pid == 0) {
+    close(report[0]);
+    supervisor_process(&p, &s, report[1], &child);
+  }
+  int clone_err = errno;
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  close(report[1]);
+  if (shim_pid < 0) {
+    close(report[0]);
+    return wl_throw_errno(env, clone_err, "clone3", NULL);
+  }
+  /* Only the agent's ends of the handshake stay here: the output pipes belong to the shim. */
+  close_fd(&p.sync_r);
+  close_fd(&p.obs_w);
+  close_fd(&p.ack_r);
+  close_fd(&p.out_w);
+  close_fd(&p.err_w);
+  close_fd(&p.null_fd);
+  close_fd(&p.out_r);
+  close_fd(&p.err_r);
+
+  shim_report r;
+  memset(&r, 0, sizeof r);
+  ssize_t n = WL_RETRY(read(report[0], &r, sizeof r));
+  close(report[0]);
+  if (n != (ssize_t)sizeof r || r.err != 0 || r.pid <= 0) {
+    reap(shim_pidfd);
+    close(shim_pidfd);
+    r.stage[sizeof r.stage - 1] = '\0';
+    return wl_throw_errno(env, n == (ssize_t)sizeof r && r.err != 0 ? r.err : EPIPE, n == (ssize_t)sizeof r && r.err != 0 ? r.stage : "supervisor", NULL);
+  }
+  pid_t pid = r.pid;
+  int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+  char what[4096];
+  err = pidfd < 0 ? errno : 0;
+  snprintf(what, sizeof what, "pidfd_open");
+  if (err == 0) err = configure_child(&p, pid, what, sizeof what);
+  if (err == 0 && WL_RETRY(write(p.sync_w, "S", 1)) != 1) {
+    err = errno;
+    snprintf(what, sizeof what, "sync pipe");
+  }
+  close_fd(&p.sync_w);
+  if (err == 0 && fcntl(pidfd, F_SETFD, FD_CLOEXEC) < 0) err = errno;
+  if (err != 0) {
+    if (pidfd >= 0) syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
+    else kill(pid, SIGKILL);
+    reap(shim_pidfd);
+    close(shim_pidfd);
+    if (pidfd >= 0) close(pidfd);
+    return wl_throw_errno(env, err, "write", what);
+  }
+  int wait_fd = fcntl(shim_pidfd, F_DUPFD_CLOEXEC, 3);
+  if (wait_fd < 0 || !wl_start_waiter(env, argv[1], wait_fd)) {
+    err = errno;
+    syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
+    reap(shim_pidfd);
+    close(shim_pidfd);
+    close(pidfd);
+    return wait_fd < 0 ? wl_throw_errno(env, err, "fcntl", NULL) : NULL;
+  }
+  napi_value o = handle_object(env, &p, pid, pidfd);
+  napi_set_named_property(env, o, "supervisorPid", wl_int(env, shim_pid));
+  close(shim_pidfd);
+  return o;
+}
+
 static napi_value js_spawn_sandbox(napi_env env, napi_callback_info info) {
-  napi_value argv[2];
+  napi_value argv[3];
   napi_valuetype cb_type;
-  if (!wl_args(env, info, 2, argv)) return NULL;
+  size_t argc = 3;
+  if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok) return NULL;
+  if (argc < 2) return wl_throw_arg(env, "ERR_MISSING_ARGS", "missing arguments");
   if (napi_typeof(env, argv[1], &cb_type) != napi_ok || cb_type != napi_function)
     return wl_throw_arg(env, "ERR_INVALID_ARG_TYPE", "The \"onExit\" argument must be a function");
+  napi_valuetype sup_type = napi_undefined;
+  if (argc >= 3 && napi_typeof(env, argv[2], &sup_type) != napi_ok) return NULL;
+  if (sup_type == napi_object) return spawn_supervised(env, argv);
 
   wl_plan p __attribute__((cleanup(wl_plan_free)));
   if (!wl_plan_build(env, argv[0], &p)) return NULL;
@@ -126,7 +333,9 @@ static napi_value js_spawn_sandbox(napi_env env, napi_callback_info info) {
   return handle_object(env, &p, pid, pidfd);
 }
 
+bool wl_register_wait(napi_env env, napi_value exports); /* sandbox_wait.c: pidfdOpen, watchPidfd */
+
 bool wl_register_sandbox(napi_env env, napi_value exports) {
   static const wl_fn fns[] = {{"spawnSandbox", js_spawn_sandbox}};
-  return wl_export_fns(env, exports, fns, 1);
+  return wl_export_fns(env, exports, fns, 1) && wl_register_wait(env, exports);
 }

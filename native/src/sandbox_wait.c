@@ -1,9 +1,14 @@
 /* Exit delivery: one dedicated, detached thread per sandbox blocks in waitid(P_PIDFD, WEXITED) and hands
- * the result to JS through a thread-safe function. Not the libuv threadpool: a world may run for hours. */
+ * the result to JS through a thread-safe function. Not the libuv threadpool: a world may run for hours.
+ * watchPidfd does the same for a process that is not our child (a world's supervisor re-attached after
+ * an agent restart): the thread polls the pidfd until the process has exited and reports no status. */
+#include <poll.h>
+#include <sys/syscall.h>
 #include "sandbox.h"
 
 #include <pthread.h>
 #include <signal.h>
+#include <fcntl.h>
 #include <string.h>
 #include <sys/wait.h>
 
@@ -13,6 +18,7 @@
 
 typedef struct {
   int pidfd;
+  bool child; /* false: only poll for the exit (it is someone else's child) */
   napi_threadsafe_function tsfn;
 } waiter;
 
@@ -20,6 +26,7 @@ typedef struct {
   int code;   /* -1 when killed by a signal */
   int signal; /* 0 when exited */
   int err;    /* waitid errno, 0 on success */
+  bool unknown; /* watched, not waited: no status */
 } exit_result;
 
 static void call_js(napi_env env, napi_value js_cb, void *context, void *data) {
@@ -28,7 +35,7 @@ static void call_js(napi_env env, napi_value js_cb, void *context, void *data) {
     napi_value obj, undefined, code, signal;
     napi_get_undefined(env, &undefined);
     napi_create_object(env, &obj);
-    if (r->err == 0 && r->signal == 0)
+    if (r->err == 0 && r->signal == 0 && !r->unknown)
       napi_create_int32(env, r->code, &code);
     else
       napi_get_null(env, &code);
@@ -56,12 +63,24 @@ static void *wait_thread(void *arg) {
   exit_result *r = calloc(1, sizeof *r);
   siginfo_t si;
   memset(&si, 0, sizeof si);
-  int rc = WL_RETRY(waitid((idtype_t)P_PIDFD, (id_t)w->pidfd, &si, WEXITED));
-  int err = rc < 0 ? errno : 0;
+  int rc, err;
+  if (w->child) {
+    rc = WL_RETRY(waitid((idtype_t)P_PIDFD, (id_t)w->pidfd, &si, WEXITED));
+    err = rc < 0 ? errno : 0;
+  } else {
+    struct pollfd pfd = {.fd = w->pidfd, .events = POLLIN};
+    rc = WL_RETRY(poll(&pfd, 1, -1));
+    err = rc < 0 ? errno : ENOTSUP; /* no status to report: code and signal stay null */
+  }
   close(w->pidfd);
   if (r != NULL) {
     r->err = err;
-    if (err == 0) {
+    if (err == ENOTSUP) {
+      r->err = 0;
+      r->code = -1;
+      r->signal = 0;
+      r->unknown = true;
+    } else if (err == 0) {
       if (si.si_code == CLD_EXITED)
         r->code = si.si_status;
       else {
@@ -76,7 +95,7 @@ static void *wait_thread(void *arg) {
   return NULL;
 }
 
-bool wl_start_waiter(napi_env env, napi_value on_exit, int pidfd) {
+static bool start_thread(napi_env env, napi_value on_exit, int pidfd, bool child) {
   waiter *w = calloc(1, sizeof *w);
   if (w == NULL) {
     close(pidfd);
@@ -84,6 +103,7 @@ bool wl_start_waiter(napi_env env, napi_value on_exit, int pidfd) {
     return false;
   }
   w->pidfd = pidfd;
+  w->child = child;
   napi_value name = wl_str(env, "worldline.sandboxExit");
   if (napi_create_threadsafe_function(env, on_exit, NULL, name, 0, 1, NULL, NULL, NULL, call_js, &w->tsfn) != napi_ok) {
     close(pidfd);
@@ -108,4 +128,36 @@ bool wl_start_waiter(napi_env env, napi_value on_exit, int pidfd) {
     return false;
   }
   return true;
+}
+
+bool wl_start_waiter(napi_env env, napi_value on_exit, int pidfd) { return start_thread(env, on_exit, pidfd, true); }
+
+/* pidfdOpen(pid): an O_CLOEXEC pidfd of any live process (the caller closes it). */
+static napi_value js_pidfd_open(napi_env env, napi_callback_info info) {
+  napi_value argv[1];
+  int32_t pid;
+  if (!wl_args(env, info, 1, argv) || !wl_int32(env, argv[0], "pid", &pid)) return NULL;
+  if (pid <= 0) return wl_throw_arg(env, "ERR_OUT_OF_RANGE", "The \"pid\" argument must be positive");
+  int fd = (int)syscall(SYS_pidfd_open, pid, 0);
+  if (fd < 0) return wl_throw_errno(env, errno, "pidfd_open", NULL);
+  return wl_int(env, fd);
+}
+
+/* watchPidfd(pidfd, onExit): onExit({code: null, signal: null}) once the process is gone; pidfd stays the caller's. */
+static napi_value js_watch_pidfd(napi_env env, napi_callback_info info) {
+  napi_value argv[2];
+  int32_t pidfd;
+  napi_valuetype t;
+  if (!wl_args(env, info, 2, argv) || !wl_int32(env, argv[0], "pidfd", &pidfd)) return NULL;
+  if (napi_typeof(env, argv[1], &t) != napi_ok || t != napi_function)
+    return wl_throw_arg(env, "ERR_INVALID_ARG_TYPE", "The \"onExit\" argument must be a function");
+  int fd = fcntl(pidfd, F_DUPFD_CLOEXEC, 3);
+  if (fd < 0) return wl_throw_errno(env, errno, "fcntl", NULL);
+  if (!start_thread(env, argv[1], fd, false)) return NULL;
+  return wl_undefined(env);
+}
+
+bool wl_register_wait(napi_env env, napi_value exports) {
+  static const wl_fn fns[] = {{"pidfdOpen", js_pidfd_open}, {"watchPidfd", js_watch_pidfd}};
+  return wl_export_fns(env, exports, fns, 2);
 }

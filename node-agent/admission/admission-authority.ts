@@ -37,6 +37,7 @@ export interface Reservation {
   cpuMillis: number;
   memoryBytes: number;
   pids: number;
+  ephemeralStorageBytes: number;
   /** ISO 8601, from the authority's clock. */
   createdAt: string;
 }
@@ -85,6 +86,7 @@ interface Row {
   cpu_millis: number;
   memory_bytes: number;
   pids: number;
+  ephemeral_storage_bytes: number;
   created_at: string;
 }
 
@@ -92,6 +94,7 @@ interface TotalsRow {
   cpu: number;
   mem: number;
   pids: number;
+  disk: number;
   n: number;
 }
 
@@ -101,6 +104,7 @@ const toReservation = (r: Row): Reservation => ({
   cpuMillis: r.cpu_millis,
   memoryBytes: r.memory_bytes,
   pids: r.pids,
+  ephemeralStorageBytes: r.ephemeral_storage_bytes,
   createdAt: r.created_at,
 });
 
@@ -114,7 +118,7 @@ export class AdmissionAuthority {
   private readonly selectOne: Statement<[string], Row>;
   private readonly selectAll: Statement<[], Row>;
   private readonly selectTotals: Statement<[], TotalsRow>;
-  private readonly insert: Statement<[string, string, number, number, number, string]>;
+  private readonly insert: Statement<[string, string, number, number, number, number, string]>;
   private readonly remove: Statement<[string]>;
   private readonly admitTx: { immediate(req: AdmitRequest): { result: AdmissionResult; totals: ReservedTotals } };
   private readonly recoverTx: { immediate(live: ReadonlySet<string>): { result: RecoveryResult; totals: ReservedTotals } };
@@ -126,12 +130,12 @@ export class AdmissionAuthority {
     this.observe = options.observe;
     this.clock = options.clock ?? (() => new Date());
     this.metrics = options.metrics;
-    this.selectOne = this.db.prepare<[string], Row>('SELECT holder, stage, cpu_millis, memory_bytes, pids, created_at FROM reservations WHERE holder = ?');
-    this.selectAll = this.db.prepare<[], Row>('SELECT holder, stage, cpu_millis, memory_bytes, pids, created_at FROM reservations ORDER BY created_at, holder');
+    this.selectOne = this.db.prepare<[string], Row>('SELECT holder, stage, cpu_millis, memory_bytes, pids, ephemeral_storage_bytes, created_at FROM reservations WHERE holder = ?');
+    this.selectAll = this.db.prepare<[], Row>('SELECT holder, stage, cpu_millis, memory_bytes, pids, ephemeral_storage_bytes, created_at FROM reservations ORDER BY created_at, holder');
     this.selectTotals = this.db.prepare<[], TotalsRow>(
-      'SELECT COALESCE(SUM(cpu_millis), 0) AS cpu, COALESCE(SUM(memory_bytes), 0) AS mem, COALESCE(SUM(pids), 0) AS pids, COUNT(*) AS n FROM reservations',
+      'SELECT COALESCE(SUM(cpu_millis), 0) AS cpu, COALESCE(SUM(memory_bytes), 0) AS mem, COALESCE(SUM(pids), 0) AS pids, COALESCE(SUM(ephemeral_storage_bytes), 0) AS disk, COUNT(*) AS n FROM reservations',
     );
-    this.insert = this.db.prepare('INSERT INTO reservations (holder, stage, cpu_millis, memory_bytes, pids, created_at) VALUES (?, ?, ?, ?, ?, ?)');
+    this.insert = this.db.prepare('INSERT INTO reservations (holder, stage, cpu_millis, memory_bytes, pids, ephemeral_storage_bytes, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)');
     this.remove = this.db.prepare('DELETE FROM reservations WHERE holder = ?');
     this.admitTx = this.db.transaction((req: AdmitRequest) => this.admitLocked(req));
     this.recoverTx = this.db.transaction((live: ReadonlySet<string>) => this.recoverLocked(live));
@@ -169,8 +173,8 @@ export class AdmissionAuthority {
 
   /** What the live reservations hold together (worlds: how many there are). */
   totals(): ReservedTotals {
-    const t = this.selectTotals.get() ?? { cpu: 0, mem: 0, pids: 0, n: 0 };
-    return { cpuMillis: t.cpu, memoryBytes: t.mem, pids: t.pids, worlds: t.n };
+    const t = this.selectTotals.get() ?? { cpu: 0, mem: 0, pids: 0, disk: 0, n: 0 };
+    return { cpuMillis: t.cpu, memoryBytes: t.mem, pids: t.pids, worlds: t.n, ephemeralStorageBytes: t.disk };
   }
 
   /**
@@ -192,7 +196,7 @@ export class AdmissionAuthority {
     if (held) {
       const reservation = toReservation(held);
       const rest = resolveRequest(withinLimits(req.resources, this.perWorld), this.perWorld);
-      const reserve: WorldResources = { ...rest, cpuMillis: held.cpu_millis, memoryBytes: held.memory_bytes, pids: held.pids };
+      const reserve: WorldResources = { ...rest, cpuMillis: held.cpu_millis, memoryBytes: held.memory_bytes, pids: held.pids, ephemeralStorageBytes: held.ephemeral_storage_bytes };
       const result: AdmissionResult = {
         ...base,
         outcome: 'ADMITTED',
@@ -216,13 +220,13 @@ export class AdmissionAuthority {
     }
     const r = decision.reserve;
     const createdAt = this.clock().toISOString();
-    this.insert.run(req.holder, req.stage, r.cpuMillis, r.memoryBytes, r.pids, createdAt);
+    this.insert.run(req.holder, req.stage, r.cpuMillis, r.memoryBytes, r.pids, r.ephemeralStorageBytes, createdAt);
     const totals = this.totals();
-    const over = (['cpuMillis', 'memoryBytes', 'pids', 'worlds'] as const).filter((k) => totals[k] > this.ceilings[k]);
+    const over = (['cpuMillis', 'memoryBytes', 'pids', 'worlds', 'ephemeralStorageBytes'] as const).filter((k) => totals[k] > this.ceilings[k]);
     if (over.length > 0) {
       throw new AdmissionInvariantError(`admitting ${req.holder} would put ${over.join(', ')} above the node ceiling; rolled back`);
     }
-    const reservation: Reservation = { holder: req.holder, stage: req.stage, cpuMillis: r.cpuMillis, memoryBytes: r.memoryBytes, pids: r.pids, createdAt };
+    const reservation: Reservation = { holder: req.holder, stage: req.stage, cpuMillis: r.cpuMillis, memoryBytes: r.memoryBytes, pids: r.pids, ephemeralStorageBytes: r.ephemeralStorageBytes, createdAt };
     return { result: { ...base, ...decision, existing: false, reservation }, totals };
   }
 

@@ -5,12 +5,15 @@
 //                               zero amount, a default above its limit, an unknown stage)
 //   2. RESOURCE_LIMIT_EXCEEDED  the request, with unset fields resolved to the per-world defaults, asks
 //                               for more than a per-world limit
-//   3. RESOURCE_STATE_UNKNOWN   a measurement the decision needs (MemAvailable, the host's task count or
-//                               its task limit) could not be taken. An unknown is never reported as
+//   3. RESOURCE_STATE_UNKNOWN   a measurement the decision needs (MemAvailable, the host's task count,
+//                               its task limit, the store filesystem's free space) could not be taken. An unknown is never reported as
 //                               insufficient, even when the accounting alone would refuse.
 //   4. RESOURCES_UNAVAILABLE    the request does not fit in a node ceiling minus the live reservations, or
 //                               in what the kernel measures as free (memory: MemAvailable; tasks: the task
-//                               limit minus the tasks running now). Measured free capacity is not reduced
+//                               limit minus the tasks running now; disk: the store filesystem's free space
+//                               minus the reserve, less the unwritten part of the live disk reservations —
+//                               a run's disk image is sparse, so what it has not written yet is not yet
+//                               used on the store, yet it may write it). Measured free capacity is not reduced
 //                               by reservations: running work already shows in it, so the measured check
 //                               guards against load WORLDLINE did not start, and the ceilings against
 //                               overcommitting ourselves.
@@ -41,6 +44,7 @@ export interface ReservedAmounts {
   cpuMillis: number;
   memoryBytes: number;
   pids: number;
+  ephemeralStorageBytes: number;
 }
 
 export interface Shortfall {
@@ -58,7 +62,7 @@ export interface LimitExcess {
   limit: number;
 }
 
-export type NeededMeasurement = 'memAvailableBytes' | 'tasks' | 'pidMax';
+export type NeededMeasurement = 'memAvailableBytes' | 'tasks' | 'pidMax' | 'storeFreeBytes';
 
 export interface Decision {
   outcome: AdmissionOutcome;
@@ -79,23 +83,25 @@ export interface ReservedTotals {
   pids: number;
   /** The number of live reservations. */
   worlds: number;
+  ephemeralStorageBytes: number;
 }
 
 export function sumReservations(reservations: readonly ReservedAmounts[]): ReservedTotals {
-  const t: ReservedTotals = { cpuMillis: 0, memoryBytes: 0, pids: 0, worlds: 0 };
+  const t: ReservedTotals = { cpuMillis: 0, memoryBytes: 0, pids: 0, worlds: 0, ephemeralStorageBytes: 0 };
   for (const r of reservations) {
     t.cpuMillis += r.cpuMillis;
     t.memoryBytes += r.memoryBytes;
     t.pids += r.pids;
     t.worlds += 1;
+    t.ephemeralStorageBytes += r.ephemeralStorageBytes;
   }
   return t;
 }
 
-const CEILING_OF: Record<NodeResource, keyof NodeCeilings> = { cpu_millis: 'cpuMillis', memory_bytes: 'memoryBytes', pids: 'pids', worlds: 'worlds' };
+const CEILING_OF: Record<NodeResource, keyof NodeCeilings> = { cpu_millis: 'cpuMillis', memory_bytes: 'memoryBytes', pids: 'pids', worlds: 'worlds', ephemeral_storage_bytes: 'ephemeralStorageBytes' };
 
 function amount(resource: NodeResource | keyof WorldResources, n: number): string {
-  if (resource === 'memory_bytes' || resource === 'memoryBytes' || resource === 'outputBytes') {
+  if (resource === 'memory_bytes' || resource === 'memoryBytes' || resource === 'outputBytes' || resource === 'ephemeral_storage_bytes' || resource === 'ephemeralStorageBytes') {
     if (n >= 2 ** 30 && n % 2 ** 20 === 0) return `${n} bytes (${(n / 2 ** 30).toFixed(2)}Gi)`;
     if (n >= 2 ** 20) return `${n} bytes (${(n / 2 ** 20).toFixed(1)}Mi)`;
     return `${n} bytes`;
@@ -164,7 +170,8 @@ export function decide(
   const memFree = measured('memAvailableBytes');
   const tasks = measured('tasks');
   const pidMax = measured('pidMax');
-  if (memFree === undefined || tasks === undefined || pidMax === undefined) {
+  const storeFree = measured('storeFreeBytes');
+  if (memFree === undefined || tasks === undefined || pidMax === undefined || storeFree === undefined) {
     return {
       outcome: 'RESOURCE_STATE_UNKNOWN',
       message: `the node's state could not be measured (${unknown.join(', ')}), so whether the ${request.stage} fits is unknown; nothing was reserved`,
@@ -174,7 +181,7 @@ export function decide(
 
   // 4. accounting against the ceilings, then against what the kernel reports free
   const reserved = sumReservations(reservations);
-  const need: Record<NodeResource, number> = { cpu_millis: want.cpuMillis, memory_bytes: want.memoryBytes, pids: want.pids, worlds: 1 };
+  const need: Record<NodeResource, number> = { cpu_millis: want.cpuMillis, memory_bytes: want.memoryBytes, pids: want.pids, worlds: 1, ephemeral_storage_bytes: want.ephemeralStorageBytes };
   const shortfalls: Shortfall[] = [];
   for (const resource of NODE_RESOURCES) {
     const key = CEILING_OF[resource];
@@ -187,6 +194,10 @@ export function decide(
   const tasksFree = Math.max(0, pidMax - tasks);
   if (want.pids > tasksFree) {
     shortfalls.push({ resource: 'pids', basis: 'measured', requested: want.pids, available: tasksFree, short: want.pids - tasksFree });
+  }
+  const diskFree = diskFreeForNew(storeFree, reservations, observed.storeUsedByRunsBytes);
+  if (want.ephemeralStorageBytes > diskFree) {
+    shortfalls.push({ resource: 'ephemeral_storage_bytes', basis: 'measured', requested: want.ephemeralStorageBytes, available: diskFree, short: want.ephemeralStorageBytes - diskFree });
   }
   if (shortfalls.length > 0) {
     const describe = (s: Shortfall): string =>
@@ -203,7 +214,18 @@ export function decide(
   // 5.
   return {
     outcome: 'ADMITTED',
-    message: `admitted the ${request.stage}: ${amount('cpu_millis', want.cpuMillis)}, ${amount('memory_bytes', want.memoryBytes)}, ${amount('pids', want.pids)}, wall time ${want.wallTimeSeconds}s, output ${amount('outputBytes', want.outputBytes)}`,
+    message: `admitted the ${request.stage}: ${amount('cpu_millis', want.cpuMillis)}, ${amount('memory_bytes', want.memoryBytes)}, ${amount('pids', want.pids)}, wall time ${want.wallTimeSeconds}s, output ${amount('outputBytes', want.outputBytes)}, ephemeral storage ${amount('ephemeralStorageBytes', want.ephemeralStorageBytes)}`,
     reserve: want,
   };
+}
+
+/**
+ * Store space a new run may still claim: the measured free space (already less the host's reserve) less
+ * what the live runs may yet write into their sparse images (their reservations minus what their images
+ * hold now, `usedByRuns`; when that is unknown, their whole reservations). Never below 0.
+ */
+export function diskFreeForNew(storeFree: number, reservations: readonly ReservedAmounts[], usedByRuns: number | 'unknown' | undefined): number {
+  const reserved = sumReservations(reservations).ephemeralStorageBytes;
+  const used = typeof usedByRuns === 'number' && Number.isFinite(usedByRuns) && usedByRuns >= 0 ? Math.min(usedByRuns, reserved) : 0;
+  return Math.max(0, storeFree - (reserved - used));
 }

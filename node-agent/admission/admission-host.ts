@@ -4,8 +4,11 @@
 //                 at most 4Gi; rounded down to a 4KiB page
 //   pids        = the host task limit minus a reserve: min(/proc/sys/kernel/pid_max, threads-max, the root
 //                 cgroup's pids.max when it is a number) less 10% of it, at least 1024 (never below 0)
+//   ephemeralStorageBytes = the size of the store's filesystem (statfs of the store directory) minus a
+//                 reserve for the store's own records and candidates: 10% of it, at least 1Gi and at most
+//                 20Gi (storeReserve); rounded down to 4KiB
 // A value that cannot be read is left out, so parseCeilings names its key unless it is configured.
-import { readFileSync } from 'node:fs';
+import { readFileSync, statfsSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import { parseCeilings, type NodeCeilings, type PolicyParseResult } from './admission-policy.js';
@@ -17,6 +20,8 @@ export interface HostPaths {
   cgroupDir?: string;
   /** CPUs to assume instead of reading them (tests); default os.availableParallelism(). */
   cpus?: number;
+  /** The node store's directory, whose filesystem holds every run's disk image; unset: not derived. */
+  storeDir?: string;
 }
 
 export interface HostCeilings {
@@ -55,6 +60,24 @@ export function meminfoBytes(text: string | undefined, key: string): number | un
 /** The host's memory reserve for a given MemTotal. */
 export function memoryReserve(totalBytes: number): number {
   return Math.min(4 * GiB, Math.max(512 * MiB, Math.floor(totalBytes / 10)));
+}
+
+/** The store filesystem's reserve (kept free of run disk images) for a given filesystem size. */
+export function storeReserve(totalBytes: number): number {
+  return Math.min(20 * GiB, Math.max(GiB, Math.floor(totalBytes / 10)));
+}
+
+/** Size and free space (for an unprivileged writer, f_bavail) of the filesystem holding `dir`, or why not. */
+export function storeFilesystem(dir: string): { totalBytes: number; availableBytes: number } | string {
+  try {
+    const st = statfsSync(dir);
+    const totalBytes = st.blocks * st.bsize;
+    const availableBytes = st.bavail * st.bsize;
+    if (!Number.isSafeInteger(totalBytes) || !Number.isSafeInteger(availableBytes) || totalBytes <= 0) return `statfs of ${dir} gave ${st.blocks} blocks of ${st.bsize} bytes`;
+    return { totalBytes, availableBytes };
+  } catch (err) {
+    return `statfs of ${dir} failed: ${(err as Error).message}`;
+  }
 }
 
 /** The host's task reserve for a given task limit. */
@@ -103,6 +126,18 @@ export function readHostCeilings(paths: HostPaths = {}): HostCeilings {
     notes.push(`pids: ${limit} from ${file} less a reserve of ${reserve}`);
   } else {
     notes.push(`pids: the task limit could not be read from ${join(proc, 'sys/kernel/pid_max')}`);
+  }
+  if (paths.storeDir !== undefined) {
+    const fs = storeFilesystem(paths.storeDir);
+    if (typeof fs === 'string') {
+      notes.push(`ephemeral storage: ${fs}`);
+    } else {
+      const reserve = storeReserve(fs.totalBytes);
+      ceilings.ephemeralStorageBytes = Math.max(0, Math.floor((fs.totalBytes - reserve) / 4096) * 4096);
+      notes.push(`ephemeral storage: the store filesystem's ${fs.totalBytes} bytes less a reserve of ${reserve}`);
+    }
+  } else {
+    notes.push('ephemeral storage: no store directory to measure');
   }
   return { ceilings, notes };
 }

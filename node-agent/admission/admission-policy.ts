@@ -18,7 +18,7 @@ export const ADMISSION_STAGES = ['agent', 'check'] as const;
 export type AdmissionStage = (typeof ADMISSION_STAGES)[number];
 
 /** The node-wide resources admission accounts for (also the `resource` label of the admission gauges). */
-export const NODE_RESOURCES = ['cpu_millis', 'memory_bytes', 'pids', 'worlds'] as const;
+export const NODE_RESOURCES = ['cpu_millis', 'memory_bytes', 'pids', 'worlds', 'ephemeral_storage_bytes'] as const;
 export type NodeResource = (typeof NODE_RESOURCES)[number];
 
 /**
@@ -30,6 +30,8 @@ export interface NodeCeilings {
   memoryBytes: number;
   pids: number;
   worlds: number;
+  /** Disk all reservations may hold in the node store (each run's upper layer is a filesystem of its own size). */
+  ephemeralStorageBytes: number;
 }
 
 /** One world's (or check's) resources. cpuMillis, memoryBytes and pids are reserved on the node. */
@@ -39,6 +41,8 @@ export interface WorldResources {
   pids: number;
   wallTimeSeconds: number;
   outputBytes: number;
+  /** Size of the run's own filesystem for its upper layers (sandbox/disk-limit.ts); reserved on the node. */
+  ephemeralStorageBytes: number;
 }
 
 export interface PerWorldPolicy {
@@ -57,7 +61,7 @@ export type PolicyParseResult =
   | { ok: true; policy: AdmissionPolicy }
   | { ok: false; outcome: 'RESOURCE_POLICY_INVALID'; field: string; fields: string[]; message: string };
 
-export const WORLD_RESOURCE_FIELDS = ['cpuMillis', 'memoryBytes', 'pids', 'wallTimeSeconds', 'outputBytes'] as const;
+export const WORLD_RESOURCE_FIELDS = ['cpuMillis', 'memoryBytes', 'pids', 'wallTimeSeconds', 'outputBytes', 'ephemeralStorageBytes'] as const;
 
 /**
  * Per-world values that do not depend on the host. Where the host matters (cpu and memory limits, the pids
@@ -65,7 +69,7 @@ export const WORLD_RESOURCE_FIELDS = ['cpuMillis', 'memoryBytes', 'pids', 'wallT
  */
 export const STATIC_PER_WORLD = {
   limits: { pids: 4096, wallTimeSeconds: 7 * 86400, outputBytes: 8 * 2 ** 30 },
-  defaults: { cpuMillis: 1000, memoryBytes: 2 * 2 ** 30, pids: 1024, wallTimeSeconds: 3600, outputBytes: 64 * 2 ** 20 },
+  defaults: { cpuMillis: 1000, memoryBytes: 2 * 2 ** 30, pids: 1024, wallTimeSeconds: 3600, outputBytes: 64 * 2 ** 20, ephemeralStorageBytes: 2 ** 30 },
 } as const;
 
 /** When not configured, at most this many reservations are live at once. */
@@ -86,6 +90,7 @@ const NODE_KEYS: Record<keyof NodeCeilings, AdmissionConfigKey> = {
   memoryBytes: { key: 'node-memory', env: 'WORLDLINE_NODE_MEMORY', kind: 'bytes', description: 'memory all reservations may hold (e.g. 28Gi); default: MemTotal minus a reserve' },
   pids: { key: 'node-pids', env: 'WORLDLINE_NODE_PIDS', kind: 'count', description: 'tasks all reservations may hold; default: the host task limit minus a reserve' },
   worlds: { key: 'node-worlds', env: 'WORLDLINE_NODE_WORLDS', kind: 'count', description: `concurrent reservations (worlds and checks); default ${DEFAULT_WORLDS_CEILING}` },
+  ephemeralStorageBytes: { key: 'node-ephemeral-storage', env: 'WORLDLINE_NODE_EPHEMERAL_STORAGE', kind: 'bytes', description: 'disk all reservations may hold in the store (e.g. 100Gi); default: the store filesystem\'s size minus a reserve' },
 };
 
 const WORLD_KEYS: Record<'limits' | 'defaults', Record<keyof WorldResources, AdmissionConfigKey>> = {
@@ -95,6 +100,7 @@ const WORLD_KEYS: Record<'limits' | 'defaults', Record<keyof WorldResources, Adm
     pids: { key: 'world-pids', env: 'WORLDLINE_WORLD_PIDS', kind: 'count', description: 'most tasks one world may ask for; default 4096 (at most the node ceiling)' },
     wallTimeSeconds: { key: 'world-wall-time', env: 'WORLDLINE_WORLD_WALL_TIME', kind: 'duration', description: 'longest wall time one world may ask for; default 168h' },
     outputBytes: { key: 'world-output-bytes', env: 'WORLDLINE_WORLD_OUTPUT_BYTES', kind: 'bytes', description: 'most output one world may ask for; default 8Gi' },
+    ephemeralStorageBytes: { key: 'world-ephemeral-storage', env: 'WORLDLINE_WORLD_EPHEMERAL_STORAGE', kind: 'bytes', description: 'most ephemeral storage (upper-layer disk) one world may ask for; default: the node ceiling' },
   },
   defaults: {
     cpuMillis: { key: 'world-default-cpu', env: 'WORLDLINE_WORLD_DEFAULT_CPU', kind: 'cpu', description: 'CPU of a world that sets none; default 1 (at most the limit)' },
@@ -102,6 +108,7 @@ const WORLD_KEYS: Record<'limits' | 'defaults', Record<keyof WorldResources, Adm
     pids: { key: 'world-default-pids', env: 'WORLDLINE_WORLD_DEFAULT_PIDS', kind: 'count', description: 'tasks of a world that sets none; default 1024 (at most the limit)' },
     wallTimeSeconds: { key: 'world-default-wall-time', env: 'WORLDLINE_WORLD_DEFAULT_WALL_TIME', kind: 'duration', description: 'wall time of a world that sets none; default 1h (at most the limit)' },
     outputBytes: { key: 'world-default-output-bytes', env: 'WORLDLINE_WORLD_DEFAULT_OUTPUT_BYTES', kind: 'bytes', description: 'output of a world that sets none; default 64Mi (at most the limit)' },
+    ephemeralStorageBytes: { key: 'world-default-ephemeral-storage', env: 'WORLDLINE_WORLD_DEFAULT_EPHEMERAL_STORAGE', kind: 'bytes', description: 'ephemeral storage of a world or check that sets none (every check takes it); default 1Gi (at most the limit)' },
   },
 };
 
@@ -158,7 +165,7 @@ function parseValue(kind: Kind, raw: string): number | string {
 /** Problems with a policy that is already in numbers (shared by parseCeilings and decide). */
 export function policyProblems(ceilings: NodeCeilings, perWorld: PerWorldPolicy): { field: string; problem: string }[] {
   const out: { field: string; problem: string }[] = [];
-  for (const f of ['cpuMillis', 'memoryBytes', 'pids', 'worlds'] as const) {
+  for (const f of ['cpuMillis', 'memoryBytes', 'pids', 'worlds', 'ephemeralStorageBytes'] as const) {
     const v = ceilings?.[f];
     if (!Number.isSafeInteger(v) || v < 0) out.push({ field: NODE_KEYS[f].key, problem: `${NODE_KEYS[f].key}: node ceiling ${f} is ${String(v)}, not a non-negative integer` });
   }
@@ -182,9 +189,10 @@ export function policyProblems(ceilings: NodeCeilings, perWorld: PerWorldPolicy)
  * Parse the node's admission policy from configuration text (keys of ADMISSION_CONFIG_KEYS; other keys are
  * ignored). An unset node ceiling falls back to `host` (see readHostCeilings), then, for `worlds` only, to
  * DEFAULT_WORLDS_CEILING. Unset per-world values fall back to:
- *   limits:   cpu and memory = the node ceiling; pids = min(4096, node pids); wall time 168h; output 8Gi
+ *   limits:   cpu, memory and ephemeral storage = the node ceiling; pids = min(4096, node pids);
+ *             wall time 168h; output 8Gi
  *   defaults: cpu = min(1 core, limit); memory = min(2Gi, limit); pids = min(1024, limit);
- *             wall time = min(1h, limit); output = min(64Mi, limit)
+ *             wall time = min(1h, limit); output = min(64Mi, limit); ephemeral storage = min(1Gi, limit)
  * Never throws for bad text: every malformed or missing value is one RESOURCE_POLICY_INVALID answer that
  * names each field at fault (`field` is the first).
  */
@@ -210,6 +218,7 @@ export function parseCeilings(raw: Readonly<Record<string, string | undefined>>,
     memoryBytes: read(NODE_KEYS.memoryBytes, hostValue(host.memoryBytes), 0),
     pids: read(NODE_KEYS.pids, hostValue(host.pids), 0),
     worlds: read(NODE_KEYS.worlds, hostValue(host.worlds) ?? DEFAULT_WORLDS_CEILING, 0),
+    ephemeralStorageBytes: read(NODE_KEYS.ephemeralStorageBytes, hostValue(host.ephemeralStorageBytes), 0),
   };
   const L = WORLD_KEYS.limits;
   const limits: WorldResources = {
@@ -218,6 +227,7 @@ export function parseCeilings(raw: Readonly<Record<string, string | undefined>>,
     pids: read(L.pids, Math.min(STATIC_PER_WORLD.limits.pids, ceilings.pids), 1),
     wallTimeSeconds: read(L.wallTimeSeconds, STATIC_PER_WORLD.limits.wallTimeSeconds, 1),
     outputBytes: read(L.outputBytes, STATIC_PER_WORLD.limits.outputBytes, 1),
+    ephemeralStorageBytes: read(L.ephemeralStorageBytes, ceilings.ephemeralStorageBytes, 1),
   };
   const D = WORLD_KEYS.defaults;
   const S = STATIC_PER_WORLD.defaults;
@@ -227,6 +237,7 @@ export function parseCeilings(raw: Readonly<Record<string, string | undefined>>,
     pids: read(D.pids, Math.min(S.pids, limits.pids), 1),
     wallTimeSeconds: read(D.wallTimeSeconds, Math.min(S.wallTimeSeconds, limits.wallTimeSeconds), 1),
     outputBytes: read(D.outputBytes, Math.min(S.outputBytes, limits.outputBytes), 1),
+    ephemeralStorageBytes: read(D.ephemeralStorageBytes, Math.min(S.ephemeralStorageBytes, limits.ephemeralStorageBytes), 1),
   };
   const perWorld: PerWorldPolicy = { limits, defaults };
   if (problems.length === 0) problems.push(...policyProblems(ceilings, perWorld));

@@ -1,9 +1,10 @@
 // The node's state as the kernel reports it now. Every field is measured on its own, and any failure to
 // read or understand one yields 'unknown' for that field alone, so admission answers RESOURCE_STATE_UNKNOWN
 // instead of mistaking an unreadable file for a full node.
-import { readdirSync, readFileSync } from 'node:fs';
+import { lstatSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { meminfoBytes } from './admission-host.js';
+import { meminfoBytes, storeFilesystem, storeReserve } from './admission-host.js';
+import { DISK_IMAGE_NAME } from '../sandbox/disk-image.js';
 
 export type Measured = number | 'unknown';
 
@@ -16,13 +17,21 @@ export interface ObservedState {
   pidMax: Measured;
   /** CPUs online (informational; CPU is accounted against the ceiling only). */
   cpuCount: Measured;
+  /** Free space of the store's filesystem (statfs f_bavail) less its reserve (storeReserve), in bytes. */
+  storeFreeBytes: Measured;
+  /** What the live runs' sparse disk images hold on the store now (allocated blocks), in bytes. */
+  storeUsedByRunsBytes: Measured;
 }
 
-export const UNKNOWN_STATE: ObservedState = { memAvailableBytes: 'unknown', tasks: 'unknown', pidMax: 'unknown', cpuCount: 'unknown' };
+export const UNKNOWN_STATE: ObservedState = { memAvailableBytes: 'unknown', tasks: 'unknown', pidMax: 'unknown', cpuCount: 'unknown', storeFreeBytes: 'unknown', storeUsedByRunsBytes: 'unknown' };
 
 export interface ObserveOptions {
   /** The proc filesystem to read; tests point it at a fake directory. Default /proc. */
   procDir?: string;
+  /** The node store's directory; its filesystem is measured for ephemeral storage. Unset: unknown. */
+  storeDir?: string;
+  /** Directories (in the store) holding one directory per run, each with its disk image. */
+  runDirs?: readonly string[];
 }
 
 function read(path: string): string | undefined {
@@ -61,6 +70,38 @@ function countTasks(proc: string): Measured {
   }
 }
 
+/** Free store space less the reserve, or unknown when the store cannot be measured. */
+function storeFree(storeDir: string | undefined): Measured {
+  if (storeDir === undefined) return 'unknown';
+  const fs = storeFilesystem(storeDir);
+  if (typeof fs === 'string') return 'unknown';
+  return Math.max(0, fs.availableBytes - storeReserve(fs.totalBytes));
+}
+
+/** Allocated bytes of every run's disk image (`<runDir>/<id>/disk.img`); unknown when a directory cannot be read. */
+function usedByRuns(runDirs: readonly string[] | undefined): Measured {
+  if (runDirs === undefined) return 'unknown';
+  let total = 0;
+  for (const dir of runDirs) {
+    let ids: string[];
+    try {
+      ids = readdirSync(dir);
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code === 'ENOENT') continue;
+      return 'unknown';
+    }
+    for (const id of ids) {
+      try {
+        total += lstatSync(join(dir, id, DISK_IMAGE_NAME)).blocks * 512;
+      } catch (e) {
+        const code = (e as NodeJS.ErrnoException).code;
+        if (code !== 'ENOENT' && code !== 'ENOTDIR') return 'unknown';
+      }
+    }
+  }
+  return total;
+}
+
 export function observeNode(options: ObserveOptions = {}): ObservedState {
   const proc = options.procDir ?? '/proc';
   const mem = meminfoBytes(read(join(proc, 'meminfo')), 'MemAvailable');
@@ -73,5 +114,7 @@ export function observeNode(options: ObserveOptions = {}): ObservedState {
     tasks: countTasks(proc),
     pidMax: pidMax === 'unknown' ? 'unknown' : threadsMax === 'unknown' ? pidMax : Math.min(pidMax, threadsMax),
     cpuCount: cpus > 0 ? cpus : 'unknown',
+    storeFreeBytes: storeFree(options.storeDir),
+    storeUsedByRunsBytes: usedByRuns(options.runDirs),
   };
 }

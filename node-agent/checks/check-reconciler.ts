@@ -37,7 +37,7 @@ import type { AgentMetrics } from '../metrics.js';
 import { refs } from '../api-refs.js';
 import type { CgroupLayout, CgroupReadback } from '../sandbox/cgroup.js';
 import type { Store } from '../store/open-store.js';
-import { checkRouting } from '../store/routing.js';
+import { checkRoutingSettled } from '../store/routing.js';
 import { payloadDir } from '../store/store-layout.js';
 import { getGeneration, getRoot } from '../store/store-records.js';
 import { AGENT_VERSION } from '../version.js';
@@ -233,7 +233,7 @@ export class NodeChecks {
       let primePayload = basePayload;
       let primeGeneration = b.generation;
       if (c.spec.revalidate) {
-        const routing = await checkRouting(d.store, name);
+        const routing = await checkRoutingSettled(d.store, name);
         primePayload = routing.payloadPath;
         primeGeneration = routing.root.generation;
       }
@@ -285,6 +285,7 @@ export class NodeChecks {
       wallTimeMs: Math.round((parseDuration(view.definition.timeout) ?? 600) * 1000),
       newNetwork: true,
       outputLimitBytes: r.reserve.outputBytes,
+      ephemeralStorageBytes: r.reserve.ephemeralStorageBytes,
       outputFile: join(checksDir, `${runId}.output.log`),
       cgroups: d.cgroups,
       agentNs: d.agentNs,

@@ -5,8 +5,11 @@
 // transient failure (an errno, core/errors.ts) rejects, so that the Check is retried. Nothing the check writes
 // (report files included) is read; its scratch layer is thrown away with the rest of its directory.
 import { classifyError } from '../../core/errors.js';
-import type { WorldCgroup } from '../sandbox/cgroup.js';
+import { existsSync, rmSync } from 'node:fs';
+import { WorldCgroup } from '../sandbox/cgroup.js';
+import { exitFileFor } from '../sandbox/supervisor-record.js';
 import type { ExitReason, RunningWorkload } from '../sandbox/supervise.js';
+import { mountRunDisk } from '../sandbox/disk-image.js';
 import { teardownRun, throwTeardownErrors } from '../sandbox/teardown-run.js';
 import { worldPaths } from '../sandbox/run-paths.js';
 import { executedVerifierIdentity, mountCheckRoot, prepareCheckLayers, type CheckRoot } from './materialize.js';
@@ -52,9 +55,17 @@ export async function runCheck(spec: CheckRunSpec): Promise<CheckResult> {
   const paths = worldPaths(spec.checksDir, spec.runId);
   let cgroup: WorldCgroup | undefined;
   let workload: RunningWorkload | undefined;
+  // A run a previous agent started and did not finish (its workload outlives the agent under its own
+  // supervisor): its processes are killed through its cgroup and everything it had is removed, then the
+  // Check runs again from scratch on the same candidate.
+  const previous = WorldCgroup.attach(spec.cgroups, 'worldline', `check-${spec.runId}`);
+  if (existsSync(paths.dir) || previous.dirs().some((d) => existsSync(d))) throwTeardownErrors(await teardownRun(paths, previous, () => previous.killAll()));
+  rmSync(exitFileFor(spec.outputFile), { force: true });
   try {
     const made = runCgroup(spec, `check-${spec.runId}`);
     cgroup = made.cgroup;
+    // The scratch upper layers' own filesystem of the reserved size (disk-image.ts), read back.
+    if (spec.ephemeralStorageBytes !== undefined) await mountRunDisk(paths, spec.ephemeralStorageBytes);
     await prepareCheckLayers(paths, spec.roots, spec.candidateDir);
     runRootfs(spec, paths, spec.roots.map((r) => ({ rootKey: r.rootKey, payload: r.basePayload, path: r.path })), { mountRoot: mountCheckRoot(spec.roots) });
     // What is mounted now is what runs: hash the staged verifiers through the check's own view.

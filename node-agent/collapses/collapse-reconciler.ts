@@ -14,7 +14,7 @@ import { governingPolicy, type GoverningCandidate } from '../../core/policy/gove
 import { agentGate } from '../../core/world-binding.js';
 import type { Collapse, World } from '../../crds/index.js';
 import { decide, type Decision, type DecisionInput } from '../../core/collapse/decide.js';
-import { isFinal, transition, type TransactionState } from '../../core/collapse/transaction.js';
+import { isFinal, transition, TRANSACTION_STATES, type TransactionState } from '../../core/collapse/transaction.js';
 import type { Clock } from '../../kube/clock.js';
 import { setCondition, type Condition } from '../../kube/conditions.js';
 import type { EventRecorder } from '../../kube/events.js';
@@ -28,7 +28,7 @@ import { isCollapseError } from './collapse-errors.js';
 import { collapseRoots, type CollapseRootRequest } from './collapse-root.js';
 import type { BoundaryHashes } from './commit-generation.js';
 import { cleanDigest } from '../store/store-walk.js';
-import { committedCandidate, getTransaction, putTransaction, type AgentCollapseStatus, type StatusReceipt, type TransactionRow } from './collapse-transactions.js';
+import { committedCandidate, getTransaction, listTransactions, putTransaction, type AgentCollapseStatus, type StatusReceipt, type TransactionRow } from './collapse-transactions.js';
 import { measureCheckpointReturn } from './measure-checkpoint.js';
 import { measureCandidate, type WorldView } from './measure-collapse.js';
 import type { CollapseStepHooks } from './step-hooks.js';
@@ -41,6 +41,7 @@ import { getRoot, upsertRoot } from '../store/store-records.js';
 import type { AgentMetrics } from '../metrics.js';
 import { getWorldRecord, putWorldRecord } from '../store/world-records.js';
 import { collapsedStatus, type AgentWorldStatus } from '../worlds/world-status.js';
+import { rootCollapseRefusal, type GateRootView } from '../roots/root-collapse-gate.js';
 
 /** The part of a Policy the collapse reads: which Roots it governs (and its age), its checks and their isolation. */
 export type CollapsePolicyView = PolicyChecksView & GoverningCandidate;
@@ -59,6 +60,8 @@ export interface CollapseReconcilerDeps {
   refusals: RefusalWriter;
   /** The World `namespace/name` as this node's World informer has it. */
   world: (key: string) => World | undefined;
+  /** The Root object of that name as this node's Root informer has it (a Collapse into a Root not Ready is refused). */
+  root: (name: string) => GateRootView | undefined;
   policies: () => readonly CollapsePolicyView[];
   store: Store;
   ledger: ReceiptLedger;
@@ -119,6 +122,34 @@ class NodeCollapseReconciler {
   constructor(private readonly d: CollapseReconcilerDeps) {
     this.db = d.store.db;
     this.hooks = d.hooks ?? { at: () => Promise.resolve() };
+    this.noteInterrupted();
+  }
+
+  /**
+   * Rows a previous agent left before their final state are judged now, at start, before this agent
+   * commits anything: a Root one generation past a row's base was moved by that row's collapse only while
+   * no other collapse has committed since (collapses run one at a time, and recoverCollapses has rolled
+   * the interrupted one forward or back). Judged later, when the row's Collapse is next reconciled, a
+   * commit of another Collapse in between would be taken for this one's (found by the fault campaign,
+   * seed 1360220974: a Root one generation short of its Committed Collapses). A row already judged by an
+   * earlier start keeps that judgement.
+   */
+  private noteInterrupted(): void {
+    for (const state of TRANSACTION_STATES) {
+      if (isFinal(state)) continue;
+      for (const t of listTransactions(this.db, state)) {
+        if (t.data.interrupted) continue;
+        putTransaction(this.db, { ...t, data: { ...t.data, interrupted: this.judgeFromStore(t) } }, this.d.clock.now());
+      }
+    }
+  }
+
+  /** Whether a non-final row's collapse moved its Roots, from the store as it is now (see noteInterrupted). */
+  private judgeFromStore(t: TransactionRow): NonNullable<TransactionRow['data']['interrupted']> {
+    const moved = t.data.roots.map((r) => ({ r, now: getRoot(this.db, r.name) }));
+    const committed = t.state === 'AUTHORIZED' && moved.length > 0 && moved.every(({ r, now }) => now && now.generation === r.fromGeneration + 1);
+    if (!committed) return { committed };
+    return { committed, result: moved.map(({ r, now }) => ({ root: r.name, fromGeneration: r.fromGeneration, toGeneration: now!.generation, digest: now!.digest })) };
   }
 
   private async applyStatus(c: Collapse, s: Omit<AgentCollapseStatus, 'transaction'>): Promise<void> {
@@ -190,6 +221,11 @@ class NodeCollapseReconciler {
     else this.d.events.warning(c, t.data.status.reason ?? 'Denied', t.data.status.message ?? '');
   }
 
+  /** Why the Root object `name` takes no collapse now (roots/root-collapse-gate.ts), or undefined. */
+  private rootRefusal(name: string): ReturnType<typeof rootCollapseRefusal> {
+    return rootCollapseRefusal(name, this.d.root(name), getRoot(this.db, name)?.objectUid);
+  }
+
   /** PRIME changed outside any collapse: the store Root is marked (its status shows PrimeConsistent=False) until it re-hashes clean. */
   private markForeignWrites(c: Collapse, input: DecisionInput): void {
     if (!input.foreignWrites.measured) return;
@@ -226,13 +262,12 @@ class NodeCollapseReconciler {
     };
   }
 
-  /** A transaction a previous agent left before its final state: settled from what the store shows. */
+  /** A transaction a previous agent left before its final state: settled as judged at this agent's start. */
   private settle(c: Collapse, t: TransactionRow): TransactionRow {
-    const moved = t.data.roots.map((r) => ({ r, now: getRoot(this.db, r.name) }));
-    if (t.state === 'AUTHORIZED' && moved.length > 0 && moved.every(({ r, now }) => now && now.generation === r.fromGeneration + 1)) {
-      // Collapses on a node run one at a time, so the generation one past the recorded base is this one's (recoverCollapses rolled it forward).
-      const result = moved.map(({ r, now }) => ({ root: r.name, fromGeneration: r.fromGeneration, toGeneration: now!.generation, digest: now!.digest }));
-      return this.committedStatus(c, t, result, `${describe(result)} (settled after an agent restart)`);
+    // A row with no judgement was left by this agent's own collapse (an error, not a restart): judged now.
+    const judged = t.data.interrupted ?? this.judgeFromStore(t);
+    if (judged.committed && judged.result) {
+      return this.committedStatus(c, t, judged.result, `${describe(judged.result)} (settled after an agent restart)`);
     }
     return this.deny(c, t, ['COLLAPSE_INTERRUPTED'], 'the node-agent restarted before this collapse committed; PRIME was left at its base');
   }
@@ -308,8 +343,10 @@ class NodeCollapseReconciler {
     const plan = this.planFor(c, world, wrec);
     if ('denied' in plan) return this.finish(c, this.deny(c, t, [plan.denied], plan.message));
 
-    // The live route first: a broken mapping refuses before anything is read through it.
+    // The Root objects, then the live route: a Root not Ready or a broken mapping refuses before anything is read.
     for (const name of roots) {
+      const refused = this.rootRefusal(name);
+      if (refused) return this.finish(c, this.deny(c, t, [refused.code], refused.message));
       try {
         await checkRouting(this.d.store, name);
       } catch (e) {
@@ -334,6 +371,10 @@ class NodeCollapseReconciler {
 
     // At the serialized commit boundary: the collapse decision again, on the commit's own re-hashes and everything else read again.
     const atBoundary = async (h: BoundaryHashes): Promise<void> => {
+      for (const name of roots) {
+        const refused = this.rootRefusal(name);
+        if (refused) throw new Denial([refused.code], `denied at the commit boundary: ${refused.message}`);
+      }
       const again = await plan.measure(h);
       const final = judged(again.input, again.moved);
       this.markForeignWrites(c, again.input);
@@ -344,7 +385,7 @@ class NodeCollapseReconciler {
       committedRoots = await collapseRoots(this.d.store, m.requests, { afterStep: (step) => this.hooks.at(step) }, atBoundary);
     } catch (e) {
       // Refused at the boundary or failed before the exchange: PRIME is the base.
-      const reasons = e instanceof Denial ? e.reasons : [isCollapseError(e) ? e.code : 'COLLAPSE_FAILED'];
+      const reasons = e instanceof Denial ? e.reasons : [isCollapseError(e) || isStoreError(e) ? e.code : 'COLLAPSE_FAILED'];
       this.d.logger.warn('collapse refused at the commit boundary', { collapse: this.objectName(c), transaction: id, reasons, error: (e as Error).message });
       return this.finish(c, this.deny(c, t, reasons, (e as Error).message));
     }

@@ -52,6 +52,11 @@ export interface TransactionData {
   roots: TransactionRoot[];
   evidence: ReceiptContent['evidence'];
   receipt?: StatusReceipt;
+  /**
+   * For a row a previous agent left before its final state: whether it committed, as the store showed at
+   * the next agent's start, before that agent committed anything (collapse-reconciler.ts noteInterrupted).
+   */
+  interrupted?: { committed: boolean; result?: CollapseResultEntry[] };
 }
 
 export interface TransactionRow {

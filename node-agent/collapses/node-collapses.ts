@@ -1,7 +1,7 @@
 // The Collapses of this node as one unit for main.ts: the receipt ledger, an informer of the Collapses
 // bound to this node (parsed at the edge) and a one-worker runner driving the collapse reconciler.
 import type { KubeConfig } from '@kubernetes/client-node';
-import type { Collapse, World } from '../../crds/index.js';
+import type { Collapse, Policy, World } from '../../crds/index.js';
 import type { Clock } from '../../kube/clock.js';
 import type { EventRecorder } from '../../kube/events.js';
 import type { Logger } from '../../kube/logger.js';
@@ -17,13 +17,16 @@ import { ReceiptLedgerError } from '../receipts/errors.js';
 import { refs } from '../api-refs.js';
 import type { Store } from '../store/open-store.js';
 import type { AgentMetrics } from '../metrics.js';
+import type { GateRootView } from '../roots/root-collapse-gate.js';
 import { makeNodeCollapseReconciler, type CollapsePolicyView } from './collapse-reconciler.js';
 
 export interface NodeCollapsesOptions {
   kubeConfig: KubeConfig;
   store: Store;
   worlds: Pick<Informer<World>, 'get' | 'hasSynced'>;
-  policies: { list(): readonly CollapsePolicyView[]; hasSynced(): boolean };
+  /** This node's Root objects by name: a Collapse into a Root not Ready is refused (roots/root-collapse-gate.ts). */
+  roots: (name: string) => GateRootView | undefined;
+  policies: { list(): readonly CollapsePolicyView[]; hasSynced(): boolean; onAdd(fn: (p: Policy) => void): void; onUpdate(fn: (p: Policy) => void): void };
   status: StatusWriter;
   refusals: RefusalWriter;
   events: EventRecorder;
@@ -62,6 +65,7 @@ export function startNodeCollapses(o: NodeCollapsesOptions): { start(): Promise<
     informer,
     refusals: o.refusals,
     world: (key) => o.worlds.get(key),
+    root: o.roots,
     policies: () => o.policies.list(),
     store: o.store,
     ledger: opened.ledger,
@@ -80,6 +84,11 @@ export function startNodeCollapses(o: NodeCollapsesOptions): { start(): Promise<
   informer.onAdd(enqueue);
   informer.onUpdate(enqueue);
   informer.onRefuse((r) => runner.enqueue(r.key));
+  // Which Policy generation the next Collapse is judged under (operators and tests read it: a Collapse created
+  // after this line for a generation is judged with that generation or a later one).
+  const observed = (p: Policy): void => o.logger.info('collapse policy view updated', { policy: p.metadata.name, generation: p.metadata.generation, resourceVersion: p.metadata.resourceVersion });
+  o.policies.onAdd(observed);
+  o.policies.onUpdate(observed);
   let stopped = false;
   return {
     start: async () => {

@@ -6,8 +6,9 @@
 // generations -> the exchange happened; roll forward (record the rows) only when every new generation's
 // marker and walk give the intent's digest, else point every link back at its base. All name the bases
 // -> it never happened; remove what was staged. Anything else (a link missing, a third target, a mix)
-// is left alone with its intent, reported as blocked. A leftover live.next/ is removed either way: live/
-// is what counts.
+// is left alone with its intent, reported as blocked — except links that name the newer generation the
+// store records for their Root: another collapse committed first, so this exchange never happened and what
+// it staged is removed. A leftover live.next/ is removed either way: live/ is what counts.
 import { lstat, readlink, rm } from 'node:fs/promises';
 import { fsyncDirectory, pathKind, replaceSymlink } from '../store/durable-fs.js';
 import { readMarker } from '../store/generation-marker.js';
@@ -60,10 +61,10 @@ export async function recoverCollapseIntent(store: Store, id: string, data: Coll
   const set = asSetIntent(data);
   const names = set.roots.map((r) => r.rootName).join(',');
   const result = (outcome: CollapseRecoveryOutcome['outcome'], message: string): CollapseRecoveryOutcome => ({ intentId: id, rootName: names, outcome, message });
-  const states: ('new' | 'base' | 'other')[] = [];
+  const states: ('new' | 'base' | 'moved' | 'other')[] = [];
   for (const i of set.roots) {
     const current = await readLinkOrNull(liveLinkPath(store.layout, i.rootKey));
-    states.push(i.generationId && current === liveLinkTarget(i.generationId) ? 'new' : current === liveLinkTarget(i.baseGenerationId) ? 'base' : 'other');
+    states.push(i.generationId && current === liveLinkTarget(i.generationId) ? 'new' : current === liveLinkTarget(i.baseGenerationId) ? 'base' : movedOn(store, i, current) ? 'moved' : 'other');
   }
 
   if (set.roots.length > 0 && states.every((s) => s === 'new')) {
@@ -98,7 +99,22 @@ export async function recoverCollapseIntent(store: Store, id: string, data: Coll
     deleteIntent(store.db, id);
     return result('rolled-back', 'the exchange had not happened; removed what was staged');
   }
+  if (set.roots.length > 0 && states.includes('moved') && states.every((s) => s === 'base' || s === 'moved')) {
+    // Another collapse committed a Root of this one first (two at the commit boundary together): this
+    // exchange, which would have moved every Root at once, never happened. Nothing of the other is touched.
+    await cleanup(store, set, { keepGenerations: false });
+    deleteIntent(store.db, id);
+    return result('rolled-back', 'another collapse committed first; this exchange had not happened; removed what was staged');
+  }
   return result('blocked', `live/ links of ${names} are ${states.join(', ')}: neither all the bases nor all the staged generations`);
+}
+
+/** The Root's live link is the newer generation the store records for it (another collapse's), not this intent's. */
+function movedOn(store: Store, i: CollapseIntent, current: string | null): boolean {
+  const root = getRoot(store.db, i.rootName);
+  if (!root || current === null || root.rootKey !== i.rootKey || root.generation <= i.baseGeneration) return false;
+  const recorded = getGeneration(store.db, i.rootKey, root.generation);
+  return recorded !== undefined && recorded.id !== i.generationId && current === liveLinkTarget(recorded.id);
 }
 
 /** Remove prepared links, staging directories and (unless kept, and only if never recorded) the new generations. */

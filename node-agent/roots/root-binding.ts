@@ -8,6 +8,8 @@ export interface BindingRecordView {
   nodePath: string;
   /** null: recorded before the store kept uids (schema 10). */
   objectUid: string | null;
+  /** The store's state of the root; Released: only its history is in the store (store/release-root.ts). */
+  state?: string;
 }
 
 /** What the rule reads of the Root object. */
@@ -29,7 +31,8 @@ export type RootRecordBinding =
 
 /** Judges the store's record of `root.name` (undefined: none) against the Root object now reconciled. */
 export function rootRecordBinding(record: BindingRecordView | undefined, root: BindingRootView): RootRecordBinding {
-  if (!record) return { act: 'adopt' };
+  // A released root is history: its directory is plain again, and any Root of the name adopts afresh.
+  if (!record || record.state === 'Released') return { act: 'adopt' };
   const adoptedFor = record.objectUid ? `Root object uid ${record.objectUid}` : 'an earlier Root object';
   if (record.nodePath !== root.path) {
     return {

@@ -1,6 +1,9 @@
 // Reconciles the Roots of this node: adopts each into the node store (its directory becomes
 // generation 1 and the host path a link through live/), then keeps checking that the host path
-// still routes through the store. Status (phase, generation, digest) is this agent's.
+// still routes through the store. Status (phase, generation, digest) is this agent's. Once adopted it
+// carries the finalizer worldline.dev/root-release; on deletion the Worlds forking it end first, then the
+// directory is released to its host path (spec.onDelete Release) or left adopted (KeepAdopted), and the
+// finalizer is removed (root-deletion.ts, store/release-root.ts).
 import type { Root, RootPhase, RootStatus } from '../../crds/index.js';
 import type { Clock } from '../../kube/clock.js';
 import { findCondition, setCondition } from '../../kube/conditions.js';
@@ -11,9 +14,12 @@ import type { ReconcileResult } from '../../kube/reconcile.js';
 import { statusEqual, type StatusWriter } from '../../kube/status-writer.js';
 import { adoptRoot } from '../store/adopt-root.js';
 import type { Store } from '../store/open-store.js';
-import { checkRouting } from '../store/routing.js';
+import { checkRoutingSettled } from '../store/routing.js';
 import { isStoreError } from '../store/store-errors.js';
 import { bindRootObjectUid, getRoot, upsertRoot } from '../store/store-records.js';
+import { beginRelease, releaseRoot } from '../store/release-root.js';
+import { rootDeletion } from './root-deletion.js';
+import { ROOT_RELEASE_FINALIZER, type RootFinalizers } from './root-finalizer.js';
 import { cleanDigest } from '../store/store-walk.js';
 import { refs } from '../api-refs.js';
 import { rootRecordBinding } from './root-binding.js';
@@ -26,7 +32,13 @@ export interface RootReconcilerDeps {
   clock: Clock;
   nodeName: string;
   logger: Logger;
+  finalizers: RootFinalizers;
+  /** Ends the running Worlds that fork a Root with a code; returns the keys of those still running. */
+  worlds: { endOnRoot(root: string, code: string, message: string): string[] };
 }
+
+/** How soon a Root being released looks again at the Worlds it is waiting for. */
+const WORLDS_ENDING_MS = 500;
 
 /** How often a refused or broken Root is looked at again (its directory may be fixed meanwhile). */
 const RETRY_MS = 30_000;
@@ -75,14 +87,59 @@ export function makeNodeRootReconciler(d: RootReconcilerDeps): (key: string) => 
     return owned(clean);
   };
 
+  /** Puts the release finalizer on a Root this agent serves; a refusal (an older chart's RBAC) is logged, never fatal. */
+  const holdForRelease = async (root: Root, name: string): Promise<void> => {
+    if ((root.metadata.finalizers ?? []).includes(ROOT_RELEASE_FINALIZER)) return;
+    try {
+      await d.finalizers.add(name);
+    } catch (err) {
+      d.logger.warn('could not add the release finalizer: deleting this Root will leave it adopted in the store', { root: name, error: (err as Error).message });
+    }
+  };
+
+  const onDeletion = async (root: Root, name: string, uid: string, shown: Partial<RootStatusDoc>): Promise<ReconcileResult> => {
+    const record = getRoot(d.store.db, name);
+    const decision = rootDeletion({ uid, hasFinalizer: (root.metadata.finalizers ?? []).includes(ROOT_RELEASE_FINALIZER), onDelete: root.spec.onDelete }, record);
+    if (decision.act === 'none') return;
+    if (decision.act === 'let-go') {
+      d.logger.info('root deleted; finalizer removed', { root: name, why: decision.why });
+      await d.finalizers.remove(name);
+      return;
+    }
+    const path = root.spec.path;
+    const now = d.clock.now();
+    const releasing = (reason: string, message: string): RootStatusDoc => doc(root, 'Releasing', reason, message, now, record ? { generation: record.generation, digest: record.digest, shortDigest: record.digest.slice(7, 19) } : {});
+    await beginRelease(d.store, name); // from here nothing forks from it or commits into it (ROOT_RELEASING)
+    const running = d.worlds.endOnRoot(name, 'ROOT_RELEASING', `Root ${name} is being deleted and its directory released to ${path}; the World was ended first`);
+    if (running.length > 0) {
+      await apply(root, shown, releasing('ROOT_RELEASING', `ending the Worlds that fork it before releasing ${path}: ${running.join(', ')}`));
+      return { requeueAfterMs: WORLDS_ENDING_MS };
+    }
+    shown = await apply(root, shown, releasing('ROOT_RELEASING', `releasing PRIME to ${path} as a plain directory`));
+    try {
+      const t0 = performance.now();
+      const released = await releaseRoot(d.store, name);
+      d.logger.info('root released', { root: name, path, generation: released.generation, ms: Math.round(performance.now() - t0) });
+      await apply(root, shown, releasing('ROOT_RELEASED', released.message ?? `released to ${path}`));
+    } catch (err) {
+      if (!isStoreError(err)) throw err;
+      d.logger.warn('root release refused; retried', { root: name, code: err.code, error: err.message });
+      await apply(root, shown, releasing(err.code, err.message));
+      return { requeueAfterMs: RETRY_MS };
+    }
+    await d.finalizers.remove(name);
+    return;
+  };
+
   return async (key) => {
     const root = d.informer.get(key);
     const name = root?.metadata.name;
     const uid = root?.metadata.uid;
-    if (!root || !name || !uid || root.spec.nodeName !== d.nodeName || root.metadata.deletionTimestamp) return;
+    if (!root || !name || !uid || root.spec.nodeName !== d.nodeName) return;
     const path = root.spec.path;
     const now = d.clock.now();
     let shown = owned(root.status);
+    if (root.metadata.deletionTimestamp) return onDeletion(root, name, uid, shown);
 
     const accepted = findCondition(root.status?.conditions, 'Accepted');
     if (accepted?.status === 'False') {
@@ -91,7 +148,7 @@ export function makeNodeRootReconciler(d: RootReconcilerDeps): (key: string) => 
     }
 
     const readyDoc = async (): Promise<RootStatusDoc> => {
-      const routing = await checkRouting(d.store, name);
+      const routing = await checkRoutingSettled(d.store, name);
       let r = routing.root;
       const ids = { generation: r.generation, digest: r.digest, shortDigest: r.digest.slice(7, 19) };
       if (r.reason === 'FOREIGN_WRITE') {
@@ -129,6 +186,7 @@ export function makeNodeRootReconciler(d: RootReconcilerDeps): (key: string) => 
         d.logger.info('root adopted', { root: name, path, uid, ms: Math.round(performance.now() - t0) });
       }
       await apply(root, shown, await readyDoc());
+      await holdForRelease(root, name);
       return { requeueAfterMs: ROUTING_RECHECK_MS };
     } catch (err) {
       if (!isStoreError(err)) throw err;

@@ -3,12 +3,18 @@
 // workload runs, output is copied to a file up to a limit, wall time
 // is bounded, and the whole tree is killed at the end (the workload is pid 1 of its own PID
 // namespace, so its death takes every process of the world with it).
-import { closeSync, createWriteStream, type WriteStream } from 'node:fs';
-import { Socket } from 'node:net';
+//
+// The workload's parent is its own supervisor (native/src/shim/shim.c), not the agent: the shim copies
+// the output up to the limit, enforces the wall time too, and writes the workload's real end to an exit
+// record. The agent waits for the shim; a new agent re-attaches to a shim it did not start
+// (attachWorkload), so a World outlives an agent restart.
+import { closeSync, rmSync } from 'node:fs';
 import * as native from '../../native/index.js';
 import { Refusal } from '../../core/errors.js';
 import type { SandboxExit, SandboxObservation, SandboxSpawnOptions } from '../../native/index.js';
 import type { WorldCgroup } from './cgroup.js';
+import { exitFileFor, openSupervisor, processStartTime, readSupervisorExit, type SupervisorRef } from './supervisor-record.js';
+import { observationHooks } from './observation-hooks.js';
 
 export type ExitReason = 'Completed' | 'WallTimeExceeded' | 'OutputLimitExceeded' | 'OOMKilled' | 'Signaled';
 
@@ -16,6 +22,8 @@ export type ExitReason = 'Completed' | 'WallTimeExceeded' | 'OutputLimitExceeded
 export interface WorkloadSpec extends Pick<SandboxSpawnOptions, 'rootfs' | 'argv' | 'env' | 'cwd' | 'uid' | 'gid' | 'uidMap' | 'gidMap' | 'newNetwork'> {
   cgroup: WorldCgroup;
   outputFile: string;
+  /** cgroup.procs files of the supervisors' own cgroup (supervisor-cgroup.ts). */
+  supervisorCgroupProcs: string[];
   outputLimitBytes: number;
   wallTimeMs: number;
 }
@@ -51,34 +59,31 @@ export class StartRefused extends Refusal {
   }
 }
 
+/** The world's supervisor ended without leaving the workload's exit record (killed, or the node lost it). */
+export class SupervisorLost extends Refusal {
+  constructor(message: string) {
+    super('SUPERVISOR_LOST', message);
+    this.name = 'SupervisorLost';
+  }
+}
+
 export interface RunningWorkload {
   pid: number;
   observation: SandboxObservation;
+  /** The world's supervisor: what a later agent needs to find it again. */
+  supervisor: SupervisorRef;
   /** Resolves when the workload and every process of its world have ended. */
   done: Promise<WorkloadEnd>;
   /** Kills the whole world now (idempotent). */
   kill(reason?: ExitReason): void;
 }
 
-/** Pipes one output fd into the shared file, counting bytes against the limit. */
-function pump(fd: number, out: WriteStream, counter: { bytes: number }, limit: number, overflow: () => void): Promise<void> {
-  return new Promise((resolve) => {
-    const sock = new Socket({ fd, readable: true, writable: false });
-    sock.on('data', (chunk: Buffer) => {
-      const room = limit - counter.bytes;
-      if (room > 0) out.write(chunk.subarray(0, room));
-      counter.bytes += chunk.length;
-      if (counter.bytes > limit) overflow();
-    });
-    sock.on('close', () => resolve());
-    sock.on('error', () => resolve());
-  });
-}
-
 export async function startWorkload(spec: WorkloadSpec, agentNs: Record<native.NsName, string>, hooks: StartHooks = {}): Promise<RunningWorkload> {
   let exited!: (e: SandboxExit) => void;
   const exit = new Promise<SandboxExit>((r) => (exited = r));
-  const handle = native.spawnSandbox(
+  const exitFile = exitFileFor(spec.outputFile);
+  rmSync(exitFile, { force: true }); // a record left by an earlier run of the same name is not this run's
+  const handle = native.spawnSupervisedSandbox(
     {
       rootfs: spec.rootfs,
       argv: spec.argv,
@@ -93,7 +98,10 @@ export async function startWorkload(spec: WorkloadSpec, agentNs: Record<native.N
       cgroupProcs: spec.cgroup.procsFiles(),
     },
     (e) => exited(e),
+    { path: native.shimPath(), argv: ['worldline-shim', spec.outputFile, String(spec.outputLimitBytes), String(spec.wallTimeMs), exitFile], cgroupProcs: spec.supervisorCgroupProcs },
   );
+  const supervisorPid = handle.supervisorPid ?? 0;
+  const supervisorStart = processStartTime(supervisorPid) ?? '';
   const channel = new native.SandboxChannel(handle);
   let killedFor: ExitReason | undefined;
   const kill = (reason?: ExitReason): void => {
@@ -107,7 +115,7 @@ export async function startWorkload(spec: WorkloadSpec, agentNs: Record<native.N
   };
   let observation: SandboxObservation;
   try {
-    observation = await channel.observe();
+    observation = observationHooks().received(await channel.observe());
     const problems = native.observationProblems(observation, { uid: spec.uid, gid: spec.gid, uidMap: spec.uidMap, gidMap: spec.gidMap, agentNs, newNetwork: spec.newNetwork, env: spec.env });
     if (problems.length > 0) {
       channel.abort();
@@ -126,41 +134,76 @@ export async function startWorkload(spec: WorkloadSpec, agentNs: Record<native.N
     await exit;
     await hooks.onEnd?.().catch(() => undefined);
     closeQuietly(handle.pidfd);
-    for (const fd of [handle.stdout, handle.stderr]) if (fd !== undefined) closeQuietly(fd);
     throw err;
   }
 
-  const out = createWriteStream(spec.outputFile, { mode: 0o600 });
-  const counter = { bytes: 0 };
-  const overflow = (): void => kill('OutputLimitExceeded');
-  const pumps = [handle.stdout, handle.stderr].filter((fd): fd is number => fd !== undefined).map((fd) => pump(fd, out, counter, spec.outputLimitBytes, overflow));
   channel.go();
+  const startedAt = new Date().toISOString();
   const timer = setTimeout(() => kill('WallTimeExceeded'), spec.wallTimeMs);
   timer.unref();
   // An execve failure shows as exit status 127 (Completed, code 127); its record is not needed here.
   const startedOk = channel.started().catch(() => undefined);
 
   const done = (async (): Promise<WorkloadEnd> => {
-    const e = await exit;
+    const shim = await exit;
     clearTimeout(timer);
     // pid 1 of the world's PID namespace is gone, so the kernel has killed the rest; make sure the cgroup is empty too.
     spec.cgroup.killAll();
-    await Promise.all(pumps);
-    await new Promise<void>((r) => out.end(r));
     closeQuietly(handle.pidfd);
     await startedOk;
     await hooks.onEnd?.().catch(() => undefined);
-    let reason: ExitReason;
-    if (killedFor) reason = killedFor;
-    else if (spec.cgroup.oomKilled()) reason = 'OOMKilled';
-    else if (e.signal) reason = 'Signaled';
-    else reason = 'Completed';
-    return { code: e.code, signal: e.signal, reason, outputBytes: counter.bytes };
+    return endFromRecord(exitFile, spec.cgroup, killedFor, `the world's supervisor (pid ${supervisorPid}) ended (${shim.signal ?? `status ${String(shim.code)}`}) without writing the workload's exit record`);
   })();
   // Whoever awaits `done` sees its failure; until someone does, a rejection must not count as unhandled
   // (Node ends the process for that, and with it every World on the node).
   done.catch(() => undefined);
-  return { pid: handle.pid, observation, done, kill };
+  return { pid: handle.pid, observation, supervisor: { pid: supervisorPid, startTime: supervisorStart, startedAt }, done, kill };
+}
+
+/** The workload's end from the shim's exit record: a kill the agent asked for, then OOM, name the reason. */
+function endFromRecord(exitFile: string, cgroup: WorldCgroup, killedFor: ExitReason | undefined, lost: string): WorkloadEnd {
+  const rec = readSupervisorExit(exitFile);
+  if (!rec) throw new SupervisorLost(lost);
+  let reason: ExitReason = rec.reason;
+  if (killedFor) reason = killedFor;
+  else if ((rec.reason === 'Completed' || rec.reason === 'Signaled') && cgroup.oomKilled()) reason = 'OOMKilled';
+  return { code: rec.code, signal: rec.signal, reason, outputBytes: rec.outputBytes };
+}
+
+/** A world a previous agent started, found again through its supervisor (see supervisor-record.ts). */
+export interface AttachedWorkload {
+  /** false: the supervisor was gone already (its exit record, if any, says how the workload ended). */
+  alive: boolean;
+  done: Promise<WorkloadEnd>;
+  kill(reason?: ExitReason): void;
+}
+
+/**
+ * Re-attaches to a world's supervisor: waits for it to end (pidfd poll), with the wall time re-armed from
+ * when the workload started, and reads the workload's end from its exit record. A supervisor gone with no
+ * record ends the world SUPERVISOR_LOST (done rejects with SupervisorLost).
+ */
+export function attachWorkload(a: { supervisor: SupervisorRef; cgroup: WorldCgroup; outputFile: string; wallTimeMs: number; onEnd?: () => Promise<void> }): AttachedWorkload {
+  const pidfd = openSupervisor(a.supervisor);
+  let killedFor: ExitReason | undefined;
+  const kill = (reason?: ExitReason): void => {
+    if (reason && !killedFor) killedFor = reason;
+    a.cgroup.killAll();
+  };
+  const gone = pidfd === undefined ? Promise.resolve() : new Promise<void>((resolve) => native.watchPidfd(pidfd, () => resolve()));
+  const left = Date.parse(a.supervisor.startedAt) + a.wallTimeMs - Date.now();
+  const timer = setTimeout(() => kill('WallTimeExceeded'), Math.max(0, left));
+  timer.unref();
+  const done = (async (): Promise<WorkloadEnd> => {
+    await gone;
+    clearTimeout(timer);
+    if (pidfd !== undefined) closeQuietly(pidfd);
+    a.cgroup.killAll();
+    await a.onEnd?.().catch(() => undefined);
+    return endFromRecord(exitFileFor(a.outputFile), a.cgroup, killedFor, `the world's supervisor (pid ${a.supervisor.pid}) is gone and left no exit record; the workload ended with it`);
+  })();
+  done.catch(() => undefined);
+  return { alive: pidfd !== undefined, done, kill };
 }
 
 function closeQuietly(fd: number): void {

@@ -7,6 +7,7 @@ import { WorldCgroup, type CgroupLayout, type CgroupLimits, type CgroupReadback 
 import { assembleRootfs, idMap, type RootfsSpec, type RootMount } from './rootfs.js';
 import type { WorldPaths } from './run-paths.js';
 import { startWorkload, type RunningWorkload, type StartHooks } from './supervise.js';
+import { supervisorCgroupProcs } from './supervisor-cgroup.js';
 
 /** What both a World's run and a Check's run are. */
 export interface SupervisedRunSpec extends Pick<SandboxSpawnOptions, 'argv' | 'env' | 'cwd' | 'newNetwork'> {
@@ -19,6 +20,8 @@ export interface SupervisedRunSpec extends Pick<SandboxSpawnOptions, 'argv' | 'e
   limits: CgroupLimits;
   wallTimeMs: number;
   outputLimitBytes: number;
+  /** Size of the run's own filesystem for its upper layers (disk-image.ts); unset: the layers stay on the store's filesystem. */
+  ephemeralStorageBytes?: number;
   cgroups: CgroupLayout;
   agentNs: Record<NsName, string>;
   /** The isolation gate between "sandbox ready" and "workload runs" (isolation/isolation-gate.ts), given the limits read back. */
@@ -52,6 +55,7 @@ export function startRun(spec: SupervisedRunSpec, paths: WorldPaths, cgroup: Wor
       newNetwork: spec.newNetwork,
       cgroup,
       outputFile,
+      supervisorCgroupProcs: supervisorCgroupProcs(spec.cgroups),
       outputLimitBytes: spec.outputLimitBytes,
       wallTimeMs: spec.wallTimeMs,
     },

@@ -1,8 +1,9 @@
 // The end of every supervised run (a World's or a Check's): kill what may still run, unmount its view
-// and layers, remove its directory when nothing is mounted below it, empty and remove its cgroup. Each
-// step runs even when an earlier one failed, so one stuck mount does not also leak a cgroup; what
-// failed comes back to the caller, which decides how to report it.
+// and layers, detach its disk's loop device, remove its directory when nothing is mounted below it,
+// empty and remove its cgroup. Each step runs even when an earlier one failed, so one stuck mount does
+// not also leak a cgroup; what failed comes back to the caller, which decides how to report it.
 import type { WorldCgroup } from './cgroup.js';
+import { detachRunDisk } from './disk-image.js';
 import { removeWorldDir, unmountLayers, unmountRootfs } from './rootfs.js';
 import type { WorldPaths } from './run-paths.js';
 
@@ -19,8 +20,11 @@ export async function teardownRun(paths: WorldPaths, cgroup: WorldCgroup | undef
   attempt(() => unmountRootfs(paths));
   attempt(() => {
     const left = unmountLayers(paths);
-    if (left.length === 0) removeWorldDir(paths);
-    else errors.push(new Error(`still mounted after teardown: ${left.join(', ')}`));
+    if (left.length === 0) {
+      // The run's disk (disk-image.ts) is unmounted with the layers; its loop device goes before its image.
+      attempt(() => detachRunDisk(paths));
+      removeWorldDir(paths);
+    } else errors.push(new Error(`still mounted after teardown: ${left.join(', ')}`));
   });
   if (cgroup) {
     attempt(() => cgroup.killAll());

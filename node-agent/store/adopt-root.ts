@@ -35,13 +35,18 @@ export async function adoptRoot(store: Store, req: AdoptRootRequest, hooks: Adop
   }
   const rootKey = rootKeyFor(name);
   const existing = getRoot(store.db, name);
-  if (existing) {
+  // A root released earlier (release-root.ts) is history: the directory is adopted afresh, numbered after it.
+  const released = existing?.state === 'Released' ? existing : undefined;
+  if (existing && !released) {
     if (existing.nodePath !== hostPath) throw new StoreError('ROOT_ALREADY_ADOPTED', `root ${name} is already adopted from ${existing.nodePath}`);
     await checkRouting(store, name); // idempotent: already adopted here, and still routed
     return existing;
   }
   const other = getRootByPath(store.db, hostPath);
-  if (other) throw new StoreError('ROOT_ALREADY_ADOPTED', `${hostPath} is already adopted as root ${other.name}`);
+  if (other && other.name !== released?.name) {
+    const how = other.state === 'Released' ? `was released from root ${other.name}, whose history keeps the path; adopt it again under that name` : `is already adopted as root ${other.name}`;
+    throw new StoreError('ROOT_ALREADY_ADOPTED', `${hostPath} ${how}`);
+  }
 
   const kind = await pathKind(hostPath);
   if (kind === 'missing') throw new StoreError('ROOT_PATH_MISSING', `${hostPath} does not exist`);
@@ -64,8 +69,9 @@ export async function adoptRoot(store: Store, req: AdoptRootRequest, hooks: Adop
     throw new StoreError(first.code, `${hostPath}/${first.path}: ${first.message}${more}`);
   }
   const digest = manifestDigest(walk.manifest);
+  const generation = released ? released.generation + 1 : 1;
   const id = randomUUID();
-  const intent = adoptIntentFor(store.layout, id, { name, hostPath, rootKey, generationId: generationIdFor(rootKey, 1, digest), digest, ...(objectUid ? { objectUid } : {}) });
+  const intent = adoptIntentFor(store.layout, id, { name, hostPath, rootKey, generationId: generationIdFor(rootKey, generation, digest), digest, generation, ...(objectUid ? { objectUid } : {}) });
   insertIntent(store.db, id, ADOPT_INTENT_KIND, intent, store.now());
   await hooks.afterStep?.('intent-recorded');
 

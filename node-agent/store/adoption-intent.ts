@@ -23,11 +23,12 @@ export interface AdoptIntent {
 export function adoptIntentFor(
   layout: StoreLayout,
   id: string,
-  a: { name: string; hostPath: string; rootKey: string; generationId: string; digest: string; objectUid?: string },
+  a: { name: string; hostPath: string; rootKey: string; generationId: string; digest: string; objectUid?: string; generation?: number },
 ): AdoptIntent {
   return {
     ...a,
-    generation: 1,
+    // 1, or one past a released root's last generation (its history keeps the numbers below).
+    generation: a.generation ?? 1,
     staging: join(layout.staging, id),
     detached: join(dirname(a.hostPath), `.${basename(a.hostPath)}.worldline-adopt-${id}`),
   };

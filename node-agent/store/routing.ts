@@ -7,6 +7,7 @@ import { lstat, readlink, stat } from 'node:fs/promises';
 import { readMarker } from './generation-marker.js';
 import type { Store } from './open-store.js';
 import { StoreError, errnoCode } from './store-errors.js';
+import { serializedOnStore } from './store-serial.js';
 import { generationDir, liveLinkPath, liveLinkTarget, payloadDir } from './store-layout.js';
 import { getGeneration, getRoot, type RootRecord } from './store-records.js';
 
@@ -33,6 +34,9 @@ async function readLinkOrNull(path: string): Promise<string | null> {
 export async function checkRouting(store: Store, name: string): Promise<Routing> {
   const root = getRoot(store.db, name);
   if (!root) throw new StoreError('ROOT_NOT_FOUND', `no root named ${name} in the store at ${store.dir}`);
+  // A Root being released or released (store/release-root.ts) is read and written by nobody: fail closed, by name.
+  if (root.state === 'Releasing') throw new StoreError('ROOT_RELEASING', `root ${name} is being released to ${root.nodePath}; nothing forks from it or commits into it`);
+  if (root.state === 'Released') throw new StoreError('ROOT_RELEASED', `root ${name} was released to ${root.nodePath} as a plain directory; it is no longer in the store`);
   const gen = getGeneration(store.db, root.rootKey, root.generation);
   if (!gen) throw broken(name, `generation ${root.generation} is not recorded`);
   const liveDir = await lstat(store.layout.live);
@@ -63,6 +67,17 @@ export async function checkRouting(store: Store, name: string): Promise<Routing>
     if (found !== recorded) throw broken(name, `${via} does not resolve to the payload published for generation ${gen.id} (device:inode ${recorded}, found ${found})`);
   }
   return { root, generationId: gen.id, payloadPath, liveLink };
+}
+
+/**
+ * checkRouting once every change of the live mapping queued before it (collapse commits, adoption, release:
+ * store-serial.ts) has settled. A reader outside that queue (a World's fork, a Check, a Root's status)
+ * could otherwise read the record before a commit and the link after its exchange, and take a commit in
+ * flight for a broken route (LIVE_MAPPING_BROKEN, seen by the fault campaign). Never call it from inside
+ * the queue: it would wait for itself.
+ */
+export function checkRoutingSettled(store: Store, name: string): Promise<Routing> {
+  return serializedOnStore(store.dir, () => checkRouting(store, name));
 }
 
 /** Where to read PRIME of a root: its payload directory in the store, after the route is checked. */

@@ -30,6 +30,12 @@ export const StoreErrorCodes = {
   CHANGED_DURING_WALK: 'CHANGED_DURING_WALK',
   /** The host path, the live mapping or the generation it names do not route to the recorded PRIME. */
   LIVE_MAPPING_BROKEN: 'LIVE_MAPPING_BROKEN',
+  /** The Root is being released (its object deleted with spec.onDelete Release): nothing forks or commits into it. */
+  ROOT_RELEASING: 'ROOT_RELEASING',
+  /** The Root was released: PRIME is a plain directory at its host path again; only its history is in the store. */
+  ROOT_RELEASED: 'ROOT_RELEASED',
+  /** A release cannot go on: the host path holds something other than the live link, or the copy did not verify. */
+  ROOT_RELEASE_BLOCKED: 'ROOT_RELEASE_BLOCKED',
 } as const;
 
 export type StoreErrorCode = (typeof StoreErrorCodes)[keyof typeof StoreErrorCodes];

@@ -3,7 +3,12 @@
 import type { Database } from 'better-sqlite3';
 import type { Manifest } from '../../core/manifest.js';
 
-export type RootState = 'Adopting' | 'Ready' | 'Broken';
+/**
+ * Releasing: the Root object is being deleted with spec.onDelete Release (node-agent/store/release-root.ts);
+ * nothing forks or commits into it. Released: PRIME went back to the host path as a plain directory; the row,
+ * its generations and receipts stay as history, and a later Root of the name adopts afresh.
+ */
+export type RootState = 'Adopting' | 'Ready' | 'Broken' | 'Releasing' | 'Released';
 
 export interface RootRecord {
   name: string;
@@ -86,6 +91,11 @@ export function upsertRoot(db: Database, r: Omit<RootRecord, 'updatedAt'>, now: 
  */
 export function bindRootObjectUid(db: Database, name: string, objectUid: string, now: Date): boolean {
   return db.prepare('UPDATE roots SET object_uid = ?, updated_at = ? WHERE name = ? AND object_uid IS NULL').run(objectUid, now.toISOString(), name).changes === 1;
+}
+
+/** Sets a root's state (and reason/message) only; true when the row exists. */
+export function setRootState(db: Database, name: string, state: RootState, reason: string | null, message: string | null, now: Date): boolean {
+  return db.prepare('UPDATE roots SET state = ?, reason = ?, message = ?, updated_at = ? WHERE name = ?').run(state, reason, message, now.toISOString(), name).changes === 1;
 }
 
 /** Reads the covering index only, never the row: its manifest_json is O(root size) and lies before payload_dev. */

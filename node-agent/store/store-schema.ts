@@ -135,6 +135,13 @@ const MIGRATIONS: readonly string[] = [
   // the same name is another Root and is refused by name, never served over this directory. Rows from before
   // hold NULL and take the uid of the first object that reconciles them (once, logged).
   `ALTER TABLE roots ADD COLUMN object_uid TEXT;`,
+  // (disk limits, issue 12) each reservation's ephemeral storage: the size of the run's own upper-layer
+  // filesystem (node-agent/sandbox/disk-image.ts). Rows from before reserved no disk.
+  `ALTER TABLE reservations ADD COLUMN ephemeral_storage_bytes INTEGER NOT NULL DEFAULT 0 CHECK (ephemeral_storage_bytes >= 0);`,
+  // (per-world supervisor, issue 12) the supervisor of a running world (node-agent/store/world-records.ts
+  // WorldSupervisor): pid, its start time, and what a new agent needs to re-attach and capture. NULL: none
+  // recorded (a world from before, or one whose workload had not started).
+  `ALTER TABLE worlds ADD COLUMN supervisor_json TEXT;`,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

@@ -40,6 +40,36 @@ export function deleteWorldRecord(db: Database, uid: string): void {
   db.prepare('DELETE FROM worlds WHERE uid = ?').run(uid);
 }
 
+/** What a new agent needs to find a running world's supervisor again and finish the world (run-world.ts resumeWorldRun). */
+export interface WorldSupervisor {
+  pid: number;
+  /** /proc/<pid>/stat field 22 of the supervisor when it was recorded. */
+  startTime: string;
+  /** When the workload was let go (ISO). */
+  startedAt: string;
+  wallTimeMs: number;
+  idBase: number;
+  idCount: number;
+  ephemeralStorageBytes?: number;
+  /** The roots the world forked, at the generations it forked. */
+  roots: { name: string; rootKey: string; path: string; generation: number; digest: string }[];
+}
+
+/** Records the world's supervisor (kept by putWorldRecord, which never touches it). */
+export function setWorldSupervisor(db: Database, uid: string, s: WorldSupervisor): void {
+  db.prepare('UPDATE worlds SET supervisor_json = ? WHERE uid = ?').run(JSON.stringify(s), uid);
+}
+
+export function getWorldSupervisor(db: Database, uid: string): WorldSupervisor | undefined {
+  const row = db.prepare('SELECT supervisor_json FROM worlds WHERE uid = ?').get(uid) as { supervisor_json: string | null } | undefined;
+  return row?.supervisor_json ? (JSON.parse(row.supervisor_json) as WorldSupervisor) : undefined;
+}
+
+/** Uids of worlds recorded running with a supervisor: a new agent re-attaches to them (their reservations stay). */
+export function supervisedRunningWorlds(db: Database): string[] {
+  return (db.prepare("SELECT uid FROM worlds WHERE state = 'running' AND supervisor_json IS NOT NULL ORDER BY uid").all() as { uid: string }[]).map((r) => r.uid);
+}
+
 /**
  * The manifest of a recorded generation, read lazily (see storedManifest): O(log N) to get, its entries
  * parsed only if something reads them; capture reads it through baseIndexOf, an index over its rows.

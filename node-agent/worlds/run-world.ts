@@ -5,14 +5,16 @@ import { mkdirSync } from 'node:fs';
 import { asRefusal } from '../../core/errors.js';
 import type { Manifest } from '../../core/manifest.js';
 import type { SandboxObservation } from '../../native/index.js';
-import type { CgroupReadback, WorldCgroup } from '../sandbox/cgroup.js';
+import { WorldCgroup, type CgroupReadback } from '../sandbox/cgroup.js';
+import type { SupervisorRef } from '../sandbox/supervisor-record.js';
+import { mountRunDisk, runDiskUsage, type DiskReadback, type DiskUsage } from '../sandbox/disk-image.js';
 import { baseIndexOf } from '../store/base-index.js';
 import { captureLayer } from './capture-layer.js';
 import { storeCandidate, type Candidate, type RootChange } from '../store/candidates.js';
 import { unmountRootfs } from '../sandbox/rootfs.js';
-import { ObservationRefused, type ExitReason, type RunningWorkload, type WorkloadEnd } from '../sandbox/supervise.js';
+import { attachWorkload, ObservationRefused, type ExitReason, type RunningWorkload, type WorkloadEnd } from '../sandbox/supervise.js';
 import { teardownRun, throwTeardownErrors } from '../sandbox/teardown-run.js';
-import type { WorldPaths } from '../sandbox/run-paths.js';
+import { layerPaths, type WorldPaths } from '../sandbox/run-paths.js';
 import type { AgentMetrics } from '../metrics.js';
 import { runCgroup, runRootfs, startRun, type SupervisedRunSpec } from '../sandbox/supervised-run.js';
 
@@ -44,9 +46,10 @@ export interface WorldRunSpec extends SupervisedRunSpec {
 
 export type WorldEvent =
   | { type: 'cgroup'; readback: CgroupReadback }
-  | { type: 'running'; observation: SandboxObservation; pid: number }
+  | { type: 'disk'; readback: DiskReadback }
+  | { type: 'running'; observation: SandboxObservation; pid: number; supervisor?: SupervisorRef }
   | { type: 'exited'; end: WorkloadEnd }
-  | { type: 'captured'; candidate: Candidate; end: WorkloadEnd }
+  | { type: 'captured'; candidate: Candidate; end: WorkloadEnd; disk?: DiskUsage }
   | { type: 'failed'; code: string; message: string; end?: WorkloadEnd; observation?: SandboxObservation };
 
 export interface WorldRun {
@@ -71,32 +74,17 @@ export function startWorldRun(spec: WorldRunSpec, report: (e: WorldEvent) => Pro
       const made = runCgroup(spec, `world-${spec.uid}`);
       cgroup = made.cgroup;
       await report({ type: 'cgroup', readback: made.readback });
+      // The upper layers' own filesystem of the reserved size (disk-image.ts), read back before anything runs.
+      if (spec.ephemeralStorageBytes !== undefined) await report({ type: 'disk', readback: await mountRunDisk(spec.paths, spec.ephemeralStorageBytes) });
       const forked = spec.timers?.timeFork();
       const layers = runRootfs(spec, spec.paths, spec.roots.map((r) => ({ rootKey: r.rootKey, payload: r.payload, path: r.path })), spec.credential ? { credential: spec.credential } : {});
       forked?.();
       workload = await startRun(spec, spec.paths, cgroup, made.readback, spec.paths.output);
       observation = workload.observation;
       if (killRequested) workload.kill(killRequested);
-      await report({ type: 'running', observation, pid: workload.pid });
+      await report({ type: 'running', observation, pid: workload.pid, supervisor: workload.supervisor });
       end = await workload.done;
-      await report({ type: 'exited', end });
-      if (end.reason !== 'Completed') {
-        await report({ type: 'failed', code: endCode(end.reason), message: describeEnd(end), end, observation });
-        return;
-      }
-      // The world is over: unmount its view, then read the upper layers from the store's side.
-      unmountRootfs(spec.paths);
-      const captured = spec.timers?.timeCapture();
-      const changes: RootChange[] = [];
-      for (const [i, r] of spec.roots.entries()) {
-        const upper = layers[i]!.upper;
-        // The base is read through its index (O(log N) per path the upper layer touches), never whole.
-        const capture = await captureLayer(upper, baseIndexOf(r.manifest()), spec.idBase, spec.idCount);
-        changes.push({ root: r.name, rootKey: r.rootKey, baseGeneration: r.generation, baseDigest: r.digest, capture, upperDir: upper });
-      }
-      const candidate = await storeCandidate(spec.candidatesDir, changes);
-      captured?.();
-      await report({ type: 'captured', candidate, end });
+      await finishRun(spec, end, layers.map((l) => l.upper), report, observation);
     } catch (err) {
       // A run is not retried (its workload may have run): a refusal keeps its code, anything else (an
       // errno such as EBUSY) ends the World as WORLD_SETUP_FAILED with the errno in the message.
@@ -114,6 +102,55 @@ export function startWorldRun(spec: WorldRunSpec, report: (e: WorldEvent) => Pro
       workload?.kill(reason);
     },
   };
+}
+
+/** After the workload's end: report it, then capture the upper layers (`uppers`, one per root) or fail by its reason. */
+async function finishRun(spec: ResumeSpec, end: WorkloadEnd, uppers: string[], report: (e: WorldEvent) => Promise<void>, observation?: SandboxObservation): Promise<void> {
+  await report({ type: 'exited', end });
+  if (end.reason !== 'Completed') {
+    await report({ type: 'failed', code: endCode(end.reason), message: describeEnd(end), end, ...(observation ? { observation } : {}) });
+    return;
+  }
+  // The world is over: unmount its view, then read the upper layers from the store's side.
+  unmountRootfs(spec.paths);
+  const disk = spec.ephemeralStorageBytes !== undefined ? runDiskUsage(spec.paths) : undefined;
+  const captured = spec.timers?.timeCapture();
+  const changes: RootChange[] = [];
+  for (const [i, r] of spec.roots.entries()) {
+    const upper = uppers[i]!;
+    // The base is read through its index (O(log N) per path the upper layer touches), never whole.
+    const capture = await captureLayer(upper, baseIndexOf(r.manifest()), spec.idBase, spec.idCount);
+    changes.push({ root: r.name, rootKey: r.rootKey, baseGeneration: r.generation, baseDigest: r.digest, capture, upperDir: upper });
+  }
+  const candidate = await storeCandidate(spec.candidatesDir, changes);
+  captured?.();
+  await report({ type: 'captured', candidate, end, ...(disk ? { disk } : {}) });
+}
+
+/** What a new agent knows of a world a previous agent started: enough to wait for it and capture it. */
+export type ResumeSpec = Pick<WorldRunSpec, 'uid' | 'paths' | 'roots' | 'idBase' | 'idCount' | 'candidatesDir' | 'ephemeralStorageBytes' | 'timers' | 'cgroups' | 'wallTimeMs'>;
+
+/**
+ * Re-attaches to a world whose workload outlived the agent that started it (supervise.ts attachWorkload):
+ * waits for its supervisor, then captures or fails exactly as startWorldRun would have, and tears down.
+ * A supervisor gone without an exit record ends the world SUPERVISOR_LOST.
+ */
+export function resumeWorldRun(spec: ResumeSpec, supervisor: SupervisorRef, report: (e: WorldEvent) => Promise<void>): WorldRun & { alive: boolean } {
+  const cgroup = WorldCgroup.attach(spec.cgroups, 'worldline', `world-${spec.uid}`);
+  const attached = attachWorkload({ supervisor, cgroup, outputFile: spec.paths.output, wallTimeMs: spec.wallTimeMs });
+  const finished = (async () => {
+    let end: WorkloadEnd | undefined;
+    try {
+      end = await attached.done;
+      await finishRun(spec, end, spec.roots.map((r) => layerPaths(spec.paths, r.rootKey).upper), report);
+    } catch (err) {
+      const { code, message } = asRefusal(err, 'WORLD_SETUP_FAILED');
+      await report({ type: 'failed', code, message, ...(end ? { end } : {}) });
+    } finally {
+      throwTeardownErrors(await teardownRun(spec.paths, cgroup, () => attached.kill()));
+    }
+  })();
+  return { alive: attached.alive, finished, kill: (reason) => attached.kill(reason) };
 }
 
 /**

@@ -16,13 +16,14 @@ import type { WorldResources } from '../admission/admission-policy.js';
 import { AllowlistEntryError, parseAllowlist } from '../network/allowlist.js';
 import { withProxyEnv } from '../network/world-network.js';
 import type { CgroupLayout } from '../sandbox/cgroup.js';
-import { checkRouting } from '../store/routing.js';
+import { checkRoutingSettled } from '../store/routing.js';
 import { StoreError } from '../store/store-errors.js';
 import type { Store } from '../store/open-store.js';
 import { refs } from '../api-refs.js';
 import type { WorldRoot, WorldRunSpec } from './run-world.js';
 import { generationManifest } from '../store/world-records.js';
 import { worldPaths } from '../sandbox/run-paths.js';
+import { diskBytes, MIN_EPHEMERAL_STORAGE_BYTES } from '../sandbox/disk-image.js';
 
 export class LaunchRefused extends Refusal {
   constructor(code: string, message: string) {
@@ -65,7 +66,7 @@ export async function buildRunSpec(world: Pick<World, 'metadata' | 'spec'>, ctx:
   const spec = world.spec;
   const roots: WorldRoot[] = [];
   for (const name of spec.roots) {
-    const routing = await checkRouting(ctx.store, name);
+    const routing = await checkRoutingSettled(ctx.store, name);
     const { db } = ctx.store;
     const { rootKey, generation } = routing.root;
     // Parsed at capture, not here: a 100k-entry manifest costs ~100 ms to parse and tens of MB to hold for the world's life.
@@ -98,8 +99,12 @@ export async function buildRunSpec(world: Pick<World, 'metadata' | 'spec'>, ctx:
   const memory = r.memory !== undefined ? parseQuantity(r.memory) : undefined;
   const wall = r.wallTime !== undefined ? parseDuration(r.wallTime) : undefined;
   const out = r.outputBytes !== undefined ? parseQuantity(r.outputBytes) : undefined;
-  for (const [field, v, raw] of [['cpu', cpu, r.cpu], ['memory', memory, r.memory], ['wallTime', wall, r.wallTime], ['outputBytes', out, r.outputBytes]] as const) {
+  const disk = r.ephemeralStorage !== undefined ? parseQuantity(r.ephemeralStorage) : undefined;
+  for (const [field, v, raw] of [['cpu', cpu, r.cpu], ['memory', memory, r.memory], ['wallTime', wall, r.wallTime], ['outputBytes', out, r.outputBytes], ['ephemeralStorage', disk, r.ephemeralStorage]] as const) {
     if (raw !== undefined && (v === undefined || !(v > 0))) throw new LaunchRefused('RESOURCE_POLICY_INVALID', `spec.resources.${field} "${String(raw)}" is not a positive amount`);
+  }
+  if (disk !== undefined && disk < MIN_EPHEMERAL_STORAGE_BYTES) {
+    throw new LaunchRefused('RESOURCE_POLICY_INVALID', `spec.resources.ephemeralStorage "${String(r.ephemeralStorage)}" is below the smallest run disk of 1Mi`);
   }
   const policy = spec.network?.policy ?? 'None';
   let env = [...BASE_ENV, `HOME=${HOME}`, ...(spec.agent.env ?? []).map((e) => `${e.name}=${e.value}`)];
@@ -120,6 +125,7 @@ export async function buildRunSpec(world: Pick<World, 'metadata' | 'spec'>, ctx:
     ...(r.pids !== undefined ? { pids: r.pids } : {}),
     ...(wall !== undefined ? { wallTimeSeconds: Math.ceil(wall) } : {}),
     ...(out !== undefined ? { outputBytes: Math.floor(out) } : {}),
+    ...(disk !== undefined ? { ephemeralStorageBytes: diskBytes(disk) } : {}),
   };
   const runSpec: WorldRunSpec = {
     uid,
@@ -166,7 +172,7 @@ export interface LaunchPlan {
   credentialPaths: string[];
 }
 
-/** Puts the reservation on the run: its id range, and the admitted cgroup limits, wall time and output limit. */
+/** Puts the reservation on the run: its id range, and the admitted cgroup limits, wall time, output limit and disk size. */
 export function applyReservation(spec: WorldRunSpec, r: { reserve: WorldResources; idBase: number; idCount: number }): WorldRunSpec {
   const reserve = r.reserve;
   return {
@@ -176,5 +182,6 @@ export function applyReservation(spec: WorldRunSpec, r: { reserve: WorldResource
     limits: { cpuMillis: reserve.cpuMillis, memoryBytes: reserve.memoryBytes, pids: reserve.pids },
     wallTimeMs: reserve.wallTimeSeconds * 1000,
     outputLimitBytes: reserve.outputBytes,
+    ephemeralStorageBytes: reserve.ephemeralStorageBytes,
   };
 }

@@ -1,7 +1,9 @@
 // Reconciles the Worlds bound to this node. A World runs once: admitted, started in its sandbox,
 // supervised, captured (or failed) — each step persisted in the store and applied to status under
 // the node-agent's field manager. Deleting a World kills what still runs, removes every mount and
-// file it had here, releases its id range and then its finalizer.
+// file it had here, releases its id range and then its finalizer. A World's workload runs under its own
+// supervisor and outlives the agent: a new agent re-attaches to each World recorded running with one
+// (resumeWorldRun) and finishes it as if it had watched it all along; shutdown detaches, never kills.
 import type { KubeConfig } from '@kubernetes/client-node';
 import { classifyError } from '../../core/errors.js';
 import type { Clock } from '../../kube/clock.js';
@@ -24,8 +26,9 @@ import type { World } from '../../crds/index.js';
 import { worldGate, type GateEvents, type GatePlan } from '../isolation/isolation-gate.js';
 import { AGENT_VERSION } from '../version.js';
 import { releaseRun, reserveRun, type ReservationDeps } from '../sandbox/run-reservation.js';
-import { startWorldRun, type WorldEvent, type WorldRun } from './run-world.js';
-import { deleteWorldRecord, getWorldRecord, putWorldRecord, type WorldState } from '../store/world-records.js';
+import { resumeWorldRun, startWorldRun, type WorldEvent, type WorldRoot, type WorldRun } from './run-world.js';
+import { deleteWorldRecord, generationManifest, getWorldRecord, getWorldSupervisor, putWorldRecord, setWorldSupervisor, type WorldState, type WorldSupervisor } from '../store/world-records.js';
+import { StoreError } from '../store/store-errors.js';
 import { admittedStatus, isolationMessage, refusedStatus, withEvent, withIsolation, withNetworkRefusal, type AgentWorldStatus } from './world-status.js';
 import { worldPaths } from '../sandbox/run-paths.js';
 
@@ -59,6 +62,8 @@ export class NodeWorlds {
   /** Worlds waiting for room (uid → key), woken when a reservation is released. */
   private readonly waiting = new Map<string, string>();
   private readonly attempts = new Map<string, number>();
+  /** Runs ended from outside (a Root being released: roots/root-reconciler.ts), uid → the code their end reports. */
+  private readonly endings = new Map<string, { code: string; message: string }>();
   constructor(private readonly d: WorldReconcilerDeps) {}
 
   private reservations(): ReservationDeps {
@@ -86,11 +91,14 @@ export class NodeWorlds {
 
     const rec = getWorldRecord(this.d.store.db, uid);
     if (rec) {
-      if (rec.state === 'running' && !this.running.has(uid)) {
-        // Its processes died with a previous agent (they carry PDEATHSIG); what is left is cleaned up.
+      if (rec.state === 'running' && !this.running.has(uid) && !this.detached) {
+        const supervisor = getWorldSupervisor(this.d.store.db, uid);
+        if (supervisor) return this.resume(key, w, supervisor);
+        // Its workload had not started when the previous agent ended (no supervisor recorded): whatever
+        // of it is left is killed and cleaned up.
         cleanupWorldLeftovers(this.d.store.layout.worlds, uid, this.d.launch.cgroups);
         releaseRun(this.reservations(), uid);
-        const s = withEvent(rec.status as AgentWorldStatus, { type: 'failed', code: 'AGENT_RESTARTED', message: 'the node-agent restarted while the world ran; the world was ended with it' }, { newNetwork: true, now: this.d.clock.now(), ...(w.metadata.generation !== undefined ? { generation: w.metadata.generation } : {}) });
+        const s = withEvent(rec.status as AgentWorldStatus, { type: 'failed', code: 'AGENT_RESTARTED', message: 'the node-agent restarted before the world\'s workload started; the world was ended' }, { newNetwork: true, now: this.d.clock.now(), ...(w.metadata.generation !== undefined ? { generation: w.metadata.generation } : {}) });
         this.persist(w, 'failed', s);
         this.d.events.warning(w, 'AGENT_RESTARTED', s.message ?? '');
       }
@@ -159,10 +167,25 @@ export class NodeWorlds {
       chain = next.catch((err: unknown) => this.d.logger.error('world status step failed', { world: key, error: (err as Error).message }));
       return next;
     };
-    const report = (e: WorldEvent): Promise<void> =>
+    const report = (event: WorldEvent): Promise<void> =>
       // A failed status write is retried by the next reconcile.
       step(async () => {
+        const ending = this.endings.get(uid);
+        const e: WorldEvent = event.type === 'failed' && ending ? { ...event, ...ending } : event;
         if (e.type === 'cgroup') cgroup = e.readback;
+        if (e.type === 'running' && e.supervisor) {
+          // Before anything else of this step: a new agent finds the world again from this record.
+          const sup: WorldSupervisor = {
+            ...e.supervisor,
+            wallTimeMs: spec.wallTimeMs,
+            idBase: spec.idBase,
+            idCount: spec.idCount,
+            ...(spec.ephemeralStorageBytes !== undefined ? { ephemeralStorageBytes: spec.ephemeralStorageBytes } : {}),
+            roots: spec.roots.map((r) => ({ name: r.name, rootKey: r.rootKey, path: r.path, generation: r.generation, digest: r.digest })),
+          };
+          this.persist(w, 'running', status);
+          setWorldSupervisor(this.d.store.db, uid, sup);
+        }
         status = withEvent(status, e, ctxNow());
         const state: WorldState = e.type === 'captured' ? (status.phase === 'Captured' ? 'captured' : 'failed') : e.type === 'failed' ? 'failed' : 'running';
         await publish(state);
@@ -188,18 +211,86 @@ export class NodeWorlds {
       },
     };
     const run = startWorldRun({ ...spec, ...(this.d.metrics ? { timers: this.d.metrics } : {}), gate: (cg) => worldGate({ ...iso, rootPaths: spec.roots.map((r) => r.path), credentialPaths: plan.credentialPaths, envNames: plan.envNames, network: plan.network, agentNs: spec.agentNs, worldUid: uid, wallTimeArmed: true, outputLimitArmed: true, backendVersion: AGENT_VERSION }, cg, events, this.d.metrics, this.d.logger) }, report);
+    this.track(key, uid, run, () => {
+      if (refusalTimer) clearTimeout(refusalTimer);
+    });
+    return;
+  }
+
+  /** Keeps a run in `running` until it ends, then gives back its reservation and wakes the waiting. */
+  private track(key: string, uid: string, run: WorldRun, ended: () => void): void {
     this.running.set(uid, run);
     // Nothing one World does may end the agent: a run that ends in an error is logged, never rethrown.
     void run.finished
       .catch((err: unknown) => this.d.logger.error('world run ended with an error', { world: key, error: (err as Error).message }))
       .then(() => {
-        if (refusalTimer) clearTimeout(refusalTimer);
+        ended();
+        if (this.detached) return; // the agent is leaving; the next one owns what is left
         this.running.delete(uid);
         releaseRun(this.reservations(), uid);
         // A world that waits for room is looked at again as soon as this one's reservation is gone.
         for (const k of this.waiting.values()) this.d.requeue(k);
       })
       .catch((err: unknown) => this.d.logger.error('releasing a finished world failed', { world: key, error: (err as Error).message }));
+  }
+
+  /**
+   * A World a previous agent started: re-attach to its supervisor and finish it (capture or fail with its
+   * real exit), keeping its reservation and id range until then. A supervisor gone without an exit record
+   * ends it SUPERVISOR_LOST.
+   */
+  private resume(key: string, w: World, sup: WorldSupervisor): ReconcileResult {
+    const uid = w.metadata?.uid ?? '';
+    const gen = w.metadata?.generation;
+    const { db } = this.d.store;
+    let status = getWorldRecord(db, uid)!.status as AgentWorldStatus;
+    let chain = Promise.resolve();
+    const report = (event: WorldEvent): Promise<void> => {
+      const ending = this.endings.get(uid); // ended from outside (endOnRoot): its end reports that code
+      const e: WorldEvent = event.type === 'failed' && ending ? { ...event, ...ending } : event;
+      const next = chain.then(async () => {
+        if (this.detached) return;
+        status = withEvent(status, e, { newNetwork: true, now: this.d.clock.now(), ...(gen !== undefined ? { generation: gen } : {}) });
+        const state: WorldState = e.type === 'captured' ? (status.phase === 'Captured' ? 'captured' : 'failed') : e.type === 'failed' ? 'failed' : 'running';
+        this.persist(w, state, status);
+        try {
+          await this.applyStatus(this.d.informer.get(key) ?? w, status);
+        } catch (err) {
+          this.d.logger.warn('status write failed; the next reconcile re-applies it', { world: key, error: (err as Error).message });
+        }
+        if (e.type === 'captured') this.d.events.normal(w, status.phase ?? 'Captured', status.message ?? '');
+        if (e.type === 'failed') this.d.events.warning(w, e.code, e.message);
+      });
+      chain = next.catch((err: unknown) => this.d.logger.error('world status step failed', { world: key, error: (err as Error).message }));
+      return next;
+    };
+    const roots: WorldRoot[] = sup.roots.map((r) => ({
+      ...r,
+      payload: '',
+      manifest: () => {
+        const m = generationManifest(db, r.rootKey, r.generation);
+        if (!m) throw new StoreError('LIVE_MAPPING_BROKEN', `generation ${r.generation} of Root ${r.name} has no manifest`);
+        return m;
+      },
+    }));
+    const run = resumeWorldRun(
+      {
+        uid,
+        paths: worldPaths(this.d.store.layout.worlds, uid),
+        roots,
+        idBase: sup.idBase,
+        idCount: sup.idCount,
+        candidatesDir: this.d.store.layout.candidates,
+        cgroups: this.d.launch.cgroups,
+        wallTimeMs: sup.wallTimeMs,
+        ...(sup.ephemeralStorageBytes !== undefined ? { ephemeralStorageBytes: sup.ephemeralStorageBytes } : {}),
+        ...(this.d.metrics ? { timers: this.d.metrics } : {}),
+      },
+      { pid: sup.pid, startTime: sup.startTime, startedAt: sup.startedAt },
+      report,
+    );
+    this.d.logger.info(run.alive ? 're-attached to a running world\'s supervisor' : 'a world\'s supervisor ended while no agent ran; finishing the world from its exit record', { world: key, supervisorPid: sup.pid });
+    this.track(key, uid, run, () => undefined);
     return;
   }
 
@@ -236,7 +327,35 @@ export class NodeWorlds {
     return;
   }
 
-  /** Kills every running world (agent shutdown); their records say what happened. */
+  /** Ends the running Worlds that fork `root` with `code` (their Root is being released); the keys of those still running. */
+  endOnRoot(root: string, code: string, message: string): string[] {
+    const left: string[] = [];
+    for (const w of this.d.informer.list()) {
+      const uid = w.metadata?.uid;
+      const run = uid ? this.running.get(uid) : undefined;
+      if (!uid || !run || !w.spec.roots.includes(root)) continue;
+      if (!this.endings.has(uid)) {
+        this.endings.set(uid, { code, message });
+        run.kill('Signaled');
+        void run.finished.catch(() => undefined).then(() => this.endings.delete(uid));
+      }
+      left.push(this.keyOf(w));
+    }
+    return left;
+  }
+
+  private detached = false;
+
+  /**
+   * Agent shutdown: leaves every running world to its supervisor (the next agent re-attaches) and stops
+   * writing about them. Worlds keep running; nothing is killed.
+   */
+  detachAll(): string[] {
+    this.detached = true;
+    return [...this.running.keys()];
+  }
+
+  /** Kills every running world; their records say what happened. */
   async stopAll(): Promise<void> {
     for (const run of this.running.values()) run.kill('Signaled');
     await Promise.all([...this.running.values()].map((r) => r.finished.catch(() => undefined)));

@@ -33,7 +33,7 @@ export function observationSummary(o: SandboxObservation, newNetwork: boolean, c
 function pickMeasured(o: Record<string, unknown> | undefined): Record<string, unknown> {
   if (!o) return {};
   const out: Record<string, unknown> = {};
-  for (const k of ['achievedLevel', 'enforcedControls', 'notes']) if (o[k] !== undefined) out[k] = o[k];
+  for (const k of ['achievedLevel', 'enforcedControls', 'notes', 'ephemeralStorage']) if (o[k] !== undefined) out[k] = o[k];
   return out;
 }
 
@@ -65,6 +65,11 @@ export function withEvent(s: AgentWorldStatus, e: WorldEvent, ctx: { newNetwork:
   switch (e.type) {
     case 'cgroup':
       return s;
+    case 'disk': {
+      // The disk's size as the kernel reads it back (statfs of the mounted run disk), beside the cgroup limits.
+      const observation = { ...(s.isolation?.observation ?? {}), ephemeralStorage: { bytes: String(e.readback.bytes) } };
+      return { ...s, isolation: { ...s.isolation, observation } };
+    }
     case 'running': {
       const conditions = set(s.conditions, 'Running', 'True', 'Running', `agent running as pid ${e.pid}`);
       const isolation = { ...s.isolation, observation: { ...observationSummary(e.observation, ctx.newNetwork, ctx.cgroup), ...pickMeasured(s.isolation?.observation) } };
@@ -79,13 +84,18 @@ export function withEvent(s: AgentWorldStatus, e: WorldEvent, ctx: { newNetwork:
       const candidate = { digest: c.digest, shortDigest: c.digest.slice(7, 19), added: c.added, modified: c.modified, deleted: c.deleted, capturedAt: ctx.now.toISOString().replace(/\.\d{3}Z$/, 'Z') };
       const ok = e.end.code === 0;
       const msg = `${c.added} added, ${c.modified} modified, ${c.deleted} deleted`;
+      // A world that filled its disk is still captured (what it wrote is its candidate); status says so by name.
+      const full = e.disk?.exhausted
+        ? `; EPHEMERAL_STORAGE_EXHAUSTED: the world filled its ephemeral storage of ${e.disk.bytes} bytes (${e.disk.freeBytes} bytes, ${e.disk.freeInodes} inodes left), so writes past it failed with ENOSPC and the candidate holds what fitted`
+        : '';
+      const conditions = set(s.conditions, 'Captured', 'True', 'Captured', msg + full);
       return {
         ...s,
         phase: ok ? 'Captured' : 'Failed',
         reason: ok ? 'CAPTURED' : 'AGENT_EXIT_NONZERO',
-        message: ok ? `candidate captured: ${msg}` : `the agent exited with status ${String(e.end.code)}; its changes were captured (${msg}) but the World failed`,
+        message: (ok ? `candidate captured: ${msg}` : `the agent exited with status ${String(e.end.code)}; its changes were captured (${msg}) but the World failed`) + full,
         candidate,
-        conditions: set(s.conditions, 'Captured', 'True', 'Captured', msg),
+        conditions,
       };
     }
     case 'failed': {

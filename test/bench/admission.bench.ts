@@ -13,12 +13,12 @@ import { openStore } from '../../node-agent/store/open-store.js';
 import { median, percentile } from './stats.js';
 
 const GiB = 2 ** 30;
-const CEILINGS: NodeCeilings = { cpuMillis: 1_000_000_000, memoryBytes: 2 ** 50, pids: 1_000_000_000, worlds: 1_000_000 };
+const CEILINGS: NodeCeilings = { cpuMillis: 1_000_000_000, memoryBytes: 2 ** 50, pids: 1_000_000_000, worlds: 1_000_000, ephemeralStorageBytes: 2 ** 50 };
 const PER_WORLD: PerWorldPolicy = {
-  limits: { cpuMillis: 64_000, memoryBytes: 64 * GiB, pids: 4096, wallTimeSeconds: 7 * 86400, outputBytes: 8 * GiB },
-  defaults: { cpuMillis: 100, memoryBytes: 64 * 2 ** 20, pids: 64, wallTimeSeconds: 3600, outputBytes: 64 * 2 ** 20 },
+  limits: { cpuMillis: 64_000, memoryBytes: 64 * GiB, pids: 4096, wallTimeSeconds: 7 * 86400, outputBytes: 8 * GiB, ephemeralStorageBytes: 4 * GiB },
+  defaults: { cpuMillis: 100, memoryBytes: 64 * 2 ** 20, pids: 64, wallTimeSeconds: 3600, outputBytes: 64 * 2 ** 20, ephemeralStorageBytes: GiB },
 };
-const FIXED: ObservedState = { memAvailableBytes: 2 ** 50, tasks: 100, pidMax: 4_194_304, cpuCount: 64 };
+const FIXED: ObservedState = { memAvailableBytes: 2 ** 50, tasks: 100, pidMax: 4_194_304, cpuCount: 64, storeFreeBytes: 2 ** 50, storeUsedByRunsBytes: 0 };
 
 export interface AdmissionBenchRow {
   live: number;
@@ -41,7 +41,7 @@ export async function benchAdmission(opts: { dir: string; levels?: number[]; sam
         db: store.db,
         ceilings: CEILINGS,
         perWorld: PER_WORLD,
-        observe: observe === 'proc' ? () => observeNode() : () => FIXED,
+        observe: observe === 'proc' ? () => observeNode({ storeDir: store.dir, runDirs: [store.layout.worlds] }) : () => FIXED,
       });
       let live = 0;
       for (const level of levels) {

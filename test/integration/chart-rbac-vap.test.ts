@@ -228,6 +228,30 @@ void test('a node-agent cannot move an object to another node, touch a spec, or 
   assert.deepEqual(w.metadata.finalizers ?? [], []);
 });
 
+void test("a node-agent puts the release finalizer on its own node's Root and takes it off; no other finalizer, no other node's Root", async () => {
+  const JSON_PATCH = 'application/json-patch+json';
+  const FIN = 'worldline.dev/root-release'; // node-agent/roots/root-finalizer.ts
+  const add = (c: KubeHttpClient, plural: string, name: string, value: string, ns?: string) =>
+    c.request({ method: 'PATCH', path: objPath(plural, name, ns), body: [{ op: 'add', path: '/metadata/finalizers', value: [value] }], contentType: JSON_PATCH });
+  await add(tokens.a, 'roots', 'root-a', FIN);
+  const r = await admin.request<{ metadata: { finalizers?: string[] } }>({ path: objPath('roots', 'root-a') });
+  assert.deepEqual(r.metadata.finalizers, [FIN]);
+
+  const other = await refused(add(tokens.a, 'roots', 'root-b', FIN), 'release finalizer on root-b');
+  assert.equal(other.statusCode, 403, other.message);
+  assert.match(other.message, /root-b is bound to node node-b/);
+  const hold = await refused(tokens.a.request({ method: 'PATCH', path: objPath('roots', 'root-a'), body: [{ op: 'add', path: '/metadata/finalizers/-', value: 'example.com/hold' }], contentType: JSON_PATCH }), 'another finalizer on root-a');
+  assert.equal(hold.statusCode, 403, hold.message);
+  assert.match(hold.message, /may only add worldline.dev\/root-release to, or remove finalizers from, roots root-a/);
+  const onWorld = await refused(add(tokens.a, 'worlds', 'world-a', FIN, TEAM), 'release finalizer on a World');
+  assert.equal(onWorld.statusCode, 403, onWorld.message);
+  assert.match(onWorld.message, /may only remove finalizers from worlds world-a/);
+
+  await tokens.a.request({ method: 'PATCH', path: objPath('roots', 'root-a'), body: [{ op: 'test', path: '/metadata/finalizers/0', value: FIN }, { op: 'remove', path: '/metadata/finalizers/0' }], contentType: JSON_PATCH });
+  const after = await admin.request<{ metadata: { finalizers?: string[] } }>({ path: objPath('roots', 'root-a') });
+  assert.deepEqual(after.metadata.finalizers ?? [], []);
+});
+
 void test('a node-agent token with no node in it is refused', async () => {
   const e = await refused(applyStatus(tokens.unbound, 'World', 'worlds', 'world-a', { message: 'no node' }, TEAM), 'unbound token');
   assert.equal(e.statusCode, 403, e.message);

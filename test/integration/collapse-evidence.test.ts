@@ -1,7 +1,8 @@
 // Collapse with checks on a real stack (kube-apiserver + etcd, controller, node-agent as root). Each named
 // evidence refusal is reproduced the way it would arise: a failing check, a candidate that rewrites its
 // verifier, a Policy changed after the checks ran, a roster not yet complete, a tampered verifier in the
-// store, an evaluation forged or stripped at rest, and staged bytes changed between staging and commit.
+// store, an evaluation forged or stripped at rest, a check result superseded between prepare and commit,
+// and staged bytes changed between staging and commit.
 // A passing candidate commits and its World shows phase Collapsed.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -125,9 +126,12 @@ describe('collapse evidence on a real stack', () => {
     const r = await runWorld(s, 'stale-w', shWorld(['stale'], 'echo ok > README.md'));
     assert.equal(r.status.phase, 'Captured', describeRun(r));
     assert.equal((await checkDone('stale-w-verify')).status.phase, 'Passed');
+    const before = await s.get('policy', 'stale-policy');
     await s.apply(policy('stale-policy', 'stale', [{ ...CHECK, timeout: '2m' }]));
-    // The agent's Policy informer must have the new spec before the Collapse is judged.
-    await new Promise((res) => setTimeout(res, 1500));
+    const changed = await s.get('policy', 'stale-policy');
+    assert.equal(changed?.metadata.generation, before?.metadata.generation + 1, 'the new spec is a new generation');
+    // The Collapse is judged once: wait until the agent's collapse reconciler has the new generation in its view.
+    await s.agent.waitForLog((r) => r.msg === 'collapse policy view updated' && r.policy === 'stale-policy' && r.generation === changed?.metadata.generation, 30_000);
     denied(await collapse('stale-col', 'stale-w'), 'EVIDENCE_STALE');
 
     await s.apply(JSON.stringify({ apiVersion: 'worldline.dev/v1alpha1', kind: 'Check', metadata: { name: 'stale-w-revalidate', namespace: 'default' }, spec: { worldRef: 'stale-w', name: 'verify', revalidate: true } }));
@@ -202,6 +206,44 @@ describe('collapse evidence on a real stack', () => {
     // The refused row leaves the roster without a valid execution of the check (EXECUTION_EVIDENCE_INCOMPLETE).
     denied(await collapse('forge-col', 'forge-w'), 'EVIDENCE_CONTEXT_INVALID', 'EXECUTION_EVIDENCE_INCOMPLETE');
     denied(await collapse('strip-col', 'strip-w'), 'EVIDENCE_CONTEXT_MISSING', 'EXECUTION_EVIDENCE_INCOMPLETE');
+  });
+
+  test('a check result superseded between prepare and commit is refused at the commit boundary (CHECK_NOT_PASSED)', async () => {
+    // The verifier passes while a host file (visible in the sandbox through the bound /etc) is absent, so a
+    // second run of the same check on the same bytes can fail: a real run, recorded by the agent.
+    const marker = `/etc/worldline-test-supersede-${process.pid}`;
+    const path = join(s.scratch, 'supersede');
+    ownedDir(path);
+    ownedDir(join(path, 'checks'));
+    ownedFile(join(path, 'checks', 'verify.sh'), `grep -q ok README.md && ! test -e ${marker}\n`);
+    ownedFile(join(path, 'README.md'), 'not yet\n');
+    assert.equal((await applyRoot(s, 'supersede', path)).status.phase, 'Ready');
+    await s.apply(policy('supersede-policy', 'supersede', [CHECK]));
+    const r = await runWorld(s, 'supersede-w', shWorld(['supersede'], 'echo ok > README.md'));
+    assert.equal(r.status.phase, 'Captured', describeRun(r));
+    assert.equal((await checkDone('supersede-w-verify')).status.phase, 'Passed');
+    const flag = join(s.storeDir, 'test-hooks', 'after-authorized.paused');
+    await s.restartAgent({ signal: 'SIGTERM', env: { WORLDLINE_TEST_COLLAPSE_HOOK: 'after-authorized:pause' } });
+    try {
+      await s.apply(collapseManifest('supersede-col', 'supersede-w'));
+      await s.waitFor('the collapse paused after it was authorized', async () => existsSync(flag), 60_000);
+      // The decision at prepare authorized it on the passing run.
+      const authorized = await s.get('collapse', 'supersede-col', 'default');
+      assert.equal(authorized?.status.phase, 'Authorized', JSON.stringify(authorized?.status));
+      // Between the two decisions a newer run of the same check, on the same bytes, fails.
+      writeFileSync(marker, 'fail\n', { mode: 0o644 });
+      await s.apply(JSON.stringify({ apiVersion: 'worldline.dev/v1alpha1', kind: 'Check', metadata: { name: 'supersede-w-rerun', namespace: 'default' }, spec: { worldRef: 'supersede-w', name: 'verify' } }));
+      assert.equal((await checkDone('supersede-w-rerun')).status.phase, 'Failed');
+      rmSync(flag);
+      const c = await waitCollapse(s, 'supersede-col');
+      denied(c, 'CHECK_NOT_PASSED');
+      assert.equal(c.status.message, 'denied at the commit boundary: CHECK_NOT_PASSED', 'refused by the second decision, not the first');
+      assert.equal(readFileSync(join(path, 'README.md'), 'utf8'), 'not yet\n', 'PRIME moved');
+    } finally {
+      rmSync(marker, { force: true });
+      rmSync(flag, { force: true });
+    }
+    await s.restartAgent({ signal: 'SIGTERM' });
   });
 
   test('staged bytes changed between staging and commit are STAGED_UNTESTED; PRIME stays the base', async () => {

@@ -1,5 +1,6 @@
 // A Root object is bound to the store's record of its root by uid and path, on a real stack (kube-apiserver
-// + etcd, controller, node-agent as root). Deleting a Root leaves its directory adopted in the store; a new
+// + etcd, controller, node-agent as root). Deleting a Root with spec.onDelete KeepAdopted leaves its directory
+// adopted in the store (root-release.test.ts covers the default, Release); a new
 // Root of the same name is another object: at the same path it is refused ROOT_REPLACED, at another path
 // ROOT_PATH_MISMATCH, by name, and is never Ready over the old directory. PRIME, the store and both host
 // paths stay as they were (the old path still links into the store). A record from before the store kept
@@ -27,6 +28,7 @@ describe('a Root replaced by another object of its name', () => {
     const root = await applyRoot(s, 'replaced', dir);
     assert.equal(root.status.phase, 'Ready', JSON.stringify(root.status));
     firstUid = root.metadata.uid;
+    await kc(s.cp, ['patch', 'root', 'replaced', '--type=merge', '-p', JSON.stringify({ spec: { onDelete: 'KeepAdopted' } })]);
   });
 
   after(async () => {

@@ -219,12 +219,20 @@ describe('escape attempts from a world on a real stack', () => {
       }
     });
 
-    test('a special file the agent creates (a fifo) makes capture refuse with SPECIAL_FILE', async () => {
-      const r = await runWorld(s, 'mkfifo', shWorld(['proj'], 'mkfifo pipe && echo MADE'));
+    test('a special file the agent creates (a fifo) makes capture refuse with SPECIAL_FILE; no candidate is stored', async () => {
+      const candidates = listTree(join(s.storeDir, 'candidates'));
+      // The World shows what it made (a fifo, mode 0600) before capture judges it.
+      const r = await runWorld(s, 'mkfifo', shWorld(['proj'], "mkfifo -m 0600 pipe && stat -c 'KIND=%F MODE=%a' pipe && echo MADE"));
+      assert.match(r.output, /^KIND=fifo MODE=600$/m, `the fifo was not made as intended:\n${r.output}`);
       assert.match(r.output, /^MADE$/m);
       assert.equal(r.status.phase, 'Failed', describeRun(r));
-      assert.equal(r.status.reason, 'SPECIAL_FILE');
-      assert.equal(r.status.candidate, undefined);
+      assert.equal(r.status.reason, 'SPECIAL_FILE', describeRun(r));
+      assert.match(r.status.message, /\bpipe\b/, `the refusal names the fifo: ${describeRun(r)}`);
+      assert.equal(r.status.exit.code, 0, 'the agent itself completed');
+      assert.equal(r.status.candidate, undefined, 'a candidate was recorded');
+      assert.deepEqual(listTree(join(s.storeDir, 'candidates')), candidates, 'candidate storage changed');
+      assert.ok(!existsSync(join(projPath, 'pipe')), 'the fifo reached the Root\'s host path');
+      await assertNoTrace(r);
     });
 
     test('a hardlink to a host file fails (EXDEV), and so does a device node (EPERM)', async () => {

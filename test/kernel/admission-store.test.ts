@@ -1,6 +1,7 @@
 // The admission authority on real SQLite files: the node store's own database (many concurrent callers,
 // the lock refusing another process, restart recovery, metrics) and a shared database written by five
 // worker threads at once, each through its own connection, so only BEGIN IMMEDIATE keeps them apart.
+import { tmpdir } from 'node:os';
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
@@ -19,12 +20,12 @@ import { migrate } from '../../node-agent/store/store-schema.js';
 import { scratch } from './store-fixtures.js';
 
 const GiB = 2 ** 30;
-const ceilings: NodeCeilings = { cpuMillis: 8000, memoryBytes: 10 * GiB, pids: 20000, worlds: 12 };
+const ceilings: NodeCeilings = { cpuMillis: 8000, memoryBytes: 10 * GiB, pids: 20000, worlds: 12, ephemeralStorageBytes: 64 * GiB };
 const perWorld: PerWorldPolicy = {
-  limits: { cpuMillis: 4000, memoryBytes: 4 * GiB, pids: 4096, wallTimeSeconds: 86400, outputBytes: 4 * GiB },
-  defaults: { cpuMillis: 1000, memoryBytes: GiB, pids: 512, wallTimeSeconds: 3600, outputBytes: 64 * 2 ** 20 },
+  limits: { cpuMillis: 4000, memoryBytes: 4 * GiB, pids: 4096, wallTimeSeconds: 86400, outputBytes: 4 * GiB, ephemeralStorageBytes: 4 * GiB },
+  defaults: { cpuMillis: 1000, memoryBytes: GiB, pids: 512, wallTimeSeconds: 3600, outputBytes: 64 * 2 ** 20, ephemeralStorageBytes: GiB },
 };
-const roomy: ObservedState = { memAvailableBytes: 1024 * GiB, tasks: 100, pidMax: 4_194_304, cpuCount: 8 };
+const roomy: ObservedState = { memAvailableBytes: 1024 * GiB, tasks: 100, pidMax: 4_194_304, cpuCount: 8, storeFreeBytes: 1024 * GiB, storeUsedByRunsBytes: 0 };
 const sqlitePath = createRequire(import.meta.url).resolve('better-sqlite3');
 const authorityUrl = new URL('../../node-agent/admission/admission-authority.js', import.meta.url).href;
 
@@ -49,7 +50,7 @@ function writeElsewhere(path: string): Promise<{ ok?: boolean; code?: string }> 
     try {
       const db = new Database(${JSON.stringify(path)}, { timeout: 0 });
       db.exec('BEGIN IMMEDIATE');
-      db.prepare("INSERT INTO reservations VALUES ('intruder', 'agent', 1, 1, 1, 'x')").run();
+      db.prepare("INSERT INTO reservations (holder, stage, cpu_millis, memory_bytes, pids, created_at) VALUES ('intruder', 'agent', 1, 1, 1, 'x')").run();
       db.exec('COMMIT');
       db.close();
       console.log(JSON.stringify({ ok: true }));
@@ -133,7 +134,7 @@ test('restart: reservations survive closing the store, and recover keeps only li
   assert.deepEqual(after.reservations().filter((r) => r.holder !== 'intruder'), held, 'durable across the restart');
   const recovered = after.recover(new Set(['w-a', 'c-1']));
   assert.deepEqual([recovered.kept.sort(), recovered.dropped.sort()], [['c-1', 'w-a'], ['intruder', 'w-b']]);
-  assert.deepEqual(after.totals(), { cpuMillis: 2000, memoryBytes: 4 * GiB, pids: 1024, worlds: 2 });
+  assert.deepEqual(after.totals(), { cpuMillis: 2000, memoryBytes: 4 * GiB, pids: 1024, worlds: 2, ephemeralStorageBytes: 2 * GiB });
   const again = after.admit({ holder: 'w-a', stage: 'agent' });
   assert.equal(again.existing, true);
   assert.equal(again.reservation?.createdAt, held.find((r) => r.holder === 'w-a')?.createdAt);
@@ -142,13 +143,13 @@ test('restart: reservations survive closing the store, and recover keeps only li
 });
 
 test('the kernel measurements are readable on this host and admit a small check', async (t) => {
-  const o = observeNode();
-  for (const k of ['memAvailableBytes', 'tasks', 'pidMax', 'cpuCount'] as const) assert.equal(typeof o[k], 'number', `${k} = ${String(o[k])}`);
+  const o = observeNode({ storeDir: tmpdir(), runDirs: [] });
+  for (const k of ['memAvailableBytes', 'tasks', 'pidMax', 'cpuCount', 'storeFreeBytes', 'storeUsedByRunsBytes'] as const) assert.equal(typeof o[k], 'number', `${k} = ${String(o[k])}`);
   const db = new Database(':memory:');
   t.after(() => db.close());
   migrate(db);
-  const authority = new AdmissionAuthority({ db, ceilings, perWorld, observe: () => observeNode() });
-  const r = authority.admit({ holder: 'c', stage: 'check', resources: { memoryBytes: 2 ** 20, pids: 8, cpuMillis: 10 } });
+  const authority = new AdmissionAuthority({ db, ceilings, perWorld, observe: () => observeNode({ storeDir: tmpdir(), runDirs: [] }) });
+  const r = authority.admit({ holder: 'c', stage: 'check', resources: { memoryBytes: 2 ** 20, pids: 8, cpuMillis: 10, ephemeralStorageBytes: 2 ** 20 } });
   assert.equal(r.outcome, 'ADMITTED', r.message);
 });
 

@@ -35,9 +35,9 @@ import { mountsUnder } from '../../node-agent/store/mount-table.js';
 import { openStore, type Store } from '../../node-agent/store/open-store.js';
 import { checkRouting } from '../../node-agent/store/routing.js';
 import { startWorldRun, type WorldEvent } from '../../node-agent/worlds/run-world.js';
+import { requireRoot } from '../support/require-root.js';
 
-const isRoot = process.getuid?.() === 0;
-const opts = isRoot ? {} : { skip: 'kernel tests run as root' };
+requireRoot('the transient-error tests (a real store, sandbox and overlay mounts)');
 const OWNER = 1000;
 const ID_BASE = 2 ** 30 + 65536 * 40;
 
@@ -124,7 +124,7 @@ function nodeChecks(f: Fixture, onStatus: (s: Record<string, unknown>) => void) 
     },
   };
   const events = { normal: () => undefined, warning: () => undefined };
-  const reserve = { cpuMillis: 1000, memoryBytes: 256 * 1024 * 1024, pids: 64, wallTimeSeconds: 60, outputBytes: 64 * 1024 };
+  const reserve = { cpuMillis: 1000, memoryBytes: 256 * 1024 * 1024, pids: 64, wallTimeSeconds: 60, outputBytes: 64 * 1024, ephemeralStorageBytes: 64 * 1024 * 1024 };
   checks = new NodeChecks({
     kubeConfig,
     nodeName: 'n1',
@@ -158,7 +158,7 @@ async function until(cond: () => boolean, what: string, ms = 60_000): Promise<vo
   }
 }
 
-test('a Check whose run meets ENOENT is retried with backoff and passes; it is never refused with the errno', opts, async () => {
+test('a Check whose run meets ENOENT is retried with backoff and passes; it is never refused with the errno', async () => {
   const f = await setup();
   const away = `${f.payload}.away`;
   const seen: Record<string, unknown>[] = [];
@@ -187,7 +187,7 @@ test('a Check whose run meets ENOENT is retried with backoff and passes; it is n
   assert.deepEqual(mountsUnder(join(f.store.dir, 'checks')), []);
 });
 
-test('runCheck rejects on an errno (EEXIST from a leftover of an earlier attempt) and its teardown clears the way for the retry', opts, async () => {
+test('runCheck rejects on an errno (EEXIST from a leftover of an earlier attempt) and its teardown clears the way for the retry', async () => {
   const f = await setup();
   const checksDir = join(dir, 'checks-direct');
   const runId = 'leftover';
@@ -226,7 +226,7 @@ test('runCheck rejects on an errno (EEXIST from a leftover of an earlier attempt
   assert.equal(again.verdict, 'PASS', JSON.stringify(again));
 });
 
-test('a World run that meets an errno ends WORLD_SETUP_FAILED with the errno in the message', opts, async () => {
+test('a World run that meets an errno ends WORLD_SETUP_FAILED with the errno in the message', async () => {
   const worlds = join(dir, 'worlds');
   mkdirSync(worlds, { recursive: true });
   const paths = worldPaths(worlds, 'world-errno');

@@ -8,6 +8,8 @@ import { pathToFileURL } from 'node:url';
 import { createInterface } from 'node:readline';
 
 const DIST = resolve(import.meta.dirname, '..', '..');
+/** How long a component may take to serve its metrics port after it was spawned. */
+const START_TIMEOUT_MS = 120_000;
 const running = new Set<ChildProcess>();
 process.on('exit', () => {
   for (const c of running) c.kill('SIGKILL');
@@ -47,11 +49,17 @@ export async function startNodeAgent(opts: { kubeconfig: string; nodeName: strin
   ], opts.wrapper, withCrashHooks(opts.env ?? {}));
 }
 
-/** A test that asks for collapse fault injection gets it preloaded into the agent (test/support/collapse-crash-hooks.ts). */
+/** Test seams a test's environment asks for, each preloaded from its module in test/support/. */
+const TEST_PRELOADS: [env: string, module: string][] = [
+  ['WORLDLINE_TEST_COLLAPSE_HOOK', 'collapse-crash-hooks.js'],
+  ['WORLDLINE_TEST_OBSERVATION_CORRUPT', 'observation-hooks.js'],
+];
+
+/** A test that asks for fault injection (collapse steps, observation frames) gets it preloaded into the agent. */
 function withCrashHooks(env: Record<string, string>): Record<string, string> {
-  if (env['WORLDLINE_TEST_COLLAPSE_HOOK'] === undefined) return env;
-  const preload = pathToFileURL(resolve(import.meta.dirname, 'collapse-crash-hooks.js')).href;
-  return { ...env, NODE_OPTIONS: `${process.env['NODE_OPTIONS'] ?? ''} --import=${preload}`.trim() };
+  const imports = TEST_PRELOADS.filter(([name]) => env[name] !== undefined).map(([, mod]) => `--import=${pathToFileURL(resolve(import.meta.dirname, mod)).href}`);
+  if (imports.length === 0) return env;
+  return { ...env, NODE_OPTIONS: [process.env['NODE_OPTIONS'] ?? '', ...imports].join(' ').trim() };
 }
 
 /**
@@ -91,10 +99,19 @@ export async function startComponent(component: 'controller' | 'node-agent', ide
       waiters.push({ pred, resolve: (r) => { clearTimeout(t); res(r); } });
     });
   };
-  const serving = await Promise.race([
-    waitForLog((r) => r.msg === 'serving health and metrics'),
-    exited.then(() => { throw new Error(`${component} exited early:\n${logs.map((l) => JSON.stringify(l)).join('\n')}`); }),
-  ]);
+  // A loaded 2-core CI host has been seen to keep a starting node-agent silent for over 30 s; a start that
+  // fails anyway kills the child, so a half-started process never outlives its test.
+  let serving: Record<string, unknown>;
+  try {
+    serving = await Promise.race([
+      waitForLog((r) => r.msg === 'serving health and metrics', START_TIMEOUT_MS),
+      exited.then(() => { throw new Error(`${component} exited early:\n${logs.map((l) => JSON.stringify(l)).join('\n')}`); }),
+    ]);
+  } catch (e) {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    running.delete(child);
+    throw e;
+  }
   const metricsUrl = `http://127.0.0.1:${String(serving.port)}`;
   return {
     pid: child.pid ?? -1,

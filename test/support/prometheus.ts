@@ -2,7 +2,7 @@
 // a generated config that scrapes the given targets every second, queried through its HTTP API.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -26,7 +26,11 @@ async function freePort(): Promise<number> {
   return port;
 }
 
+const PROMETHEUS = '/usr/bin/prometheus';
+
 export async function startPrometheus(targets: { job: string; address: string }[]): Promise<Prometheus> {
+  // A missing binary fails the test by name (never a skip): Debian's package provides it.
+  if (!existsSync(PROMETHEUS)) throw new Error(`${PROMETHEUS} is missing: install Debian's prometheus package (apt-get install prometheus) to run the metrics tests`);
   const dir = mkdtempSync(join(tmpdir(), 'worldline-prometheus-'));
   const port = await freePort();
   const scrape = targets
@@ -34,7 +38,7 @@ export async function startPrometheus(targets: { job: string; address: string }[
     .join('\n');
   writeFileSync(join(dir, 'prometheus.yml'), `global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nscrape_configs:\n${scrape}\n`);
   const child: ChildProcess = spawn(
-    '/usr/bin/prometheus',
+    PROMETHEUS,
     [`--config.file=${join(dir, 'prometheus.yml')}`, `--storage.tsdb.path=${join(dir, 'data')}`, `--web.listen-address=127.0.0.1:${port}`, '--log.level=warn'],
     { stdio: ['ignore', 'ignore', 'pipe'] },
   );

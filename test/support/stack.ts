@@ -4,10 +4,12 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as native from '../../native/index.js';
+import { detachLoopsUnder } from '../../node-agent/sandbox/disk-loop.js';
 import { mountsUnder } from '../../node-agent/store/mount-table.js';
 import { startControlPlane, type ControlPlane } from '../../scripts/controlplane/harness.js';
 import { startController, startNodeAgent, type ControllerProcess } from './controller-process.js';
 import { getJson, kc, waitFor } from './wait.js';
+import { killSupervisorsUnder } from './supervisors.js';
 
 export interface Stack {
   cp: ControlPlane;
@@ -64,7 +66,7 @@ async function assembleStack(
   const startAgent = (): Promise<ControllerProcess> => startNodeAgent({ kubeconfig: cp.kubeconfigPath, nodeName, storeDir, env: agentEnv, ...(agentArgs ? { extraArgs: agentArgs } : {}), ...(opts.agentWrapper ? { wrapper: opts.agentWrapper } : {}) });
   let agent = await startAgent();
   try {
-    await agent.waitForLog((r) => r.msg === 'node-agent started');
+    await agent.waitForLog((r) => r.msg === 'node-agent started', 120_000);
   } catch (e) {
     await agent.kill('SIGKILL').catch(() => undefined);
     throw e;
@@ -103,10 +105,12 @@ async function assembleStack(
       agentEnv = restart.env ?? {};
       await restart.between?.();
       agent = await startAgent();
-      await agent.waitForLog((r) => r.msg === 'node-agent started');
+      await agent.waitForLog((r) => r.msg === 'node-agent started', 120_000);
     },
     async stop() {
       await agent.kill('SIGTERM');
+      // A graceful agent stop leaves its Worlds to their supervisors; a test stack ends them too.
+      killSupervisorsUnder(storeDir);
       await controller.kill('SIGTERM');
       await cp.stop();
       removeScratch(scratch);
@@ -115,9 +119,11 @@ async function assembleStack(
   return stack;
 }
 
-/** Removes the scratch tree, first detaching anything still mounted in it (never recursing into a mount). */
+/** Removes the scratch tree, first detaching anything still mounted in it (never recursing into a mount) and the loop devices of run disks in it. */
 export function removeScratch(dir: string): void {
   for (const m of mountsUnder(dir)) native.umount2(m, native.MNT_DETACH);
+  // A World still running when its agent stopped keeps its disk (node-agent/sandbox/disk-image.ts) attached.
+  detachLoopsUnder(dir);
   const left = mountsUnder(dir);
   if (left.length > 0) throw new Error(`not removing ${dir}: still mounted: ${left.join(', ')}`);
   rmSync(dir, { recursive: true, force: true });

@@ -19,7 +19,7 @@ export interface WorldSpec {
   };
   network?: { policy: 'None' | 'Shared' | 'Allowlist'; allow?: string[] };
   isolation?: { minimumLevel?: string; controls?: string[]; acknowledgeHostYolo?: boolean };
-  resources?: { cpu?: string; memory?: string; pids?: number; wallTime?: string; outputBytes?: string };
+  resources?: { cpu?: string; memory?: string; pids?: number; wallTime?: string; outputBytes?: string; ephemeralStorage?: string };
 }
 
 export function rootManifest(name: string, nodeName: string, path: string): string {

@@ -16,12 +16,12 @@ import { createAgentMetrics } from '../../node-agent/metrics.js';
 import { migrate } from '../../node-agent/store/store-schema.js';
 
 const GiB = 2 ** 30;
-const ceilings: NodeCeilings = { cpuMillis: 4000, memoryBytes: 8 * GiB, pids: 8192, worlds: 4 };
+const ceilings: NodeCeilings = { cpuMillis: 4000, memoryBytes: 8 * GiB, pids: 8192, worlds: 4, ephemeralStorageBytes: 64 * GiB };
 const perWorld: PerWorldPolicy = {
-  limits: { cpuMillis: 4000, memoryBytes: 4 * GiB, pids: 4096, wallTimeSeconds: 86400, outputBytes: 4 * GiB },
-  defaults: { cpuMillis: 1000, memoryBytes: 2 * GiB, pids: 1024, wallTimeSeconds: 3600, outputBytes: 64 * 2 ** 20 },
+  limits: { cpuMillis: 4000, memoryBytes: 4 * GiB, pids: 4096, wallTimeSeconds: 86400, outputBytes: 4 * GiB, ephemeralStorageBytes: 4 * GiB },
+  defaults: { cpuMillis: 1000, memoryBytes: 2 * GiB, pids: 1024, wallTimeSeconds: 3600, outputBytes: 64 * 2 ** 20, ephemeralStorageBytes: GiB },
 };
-const roomy: ObservedState = { memAvailableBytes: 64 * GiB, tasks: 200, pidMax: 4_194_304, cpuCount: 4 };
+const roomy: ObservedState = { memAvailableBytes: 64 * GiB, tasks: 200, pidMax: 4_194_304, cpuCount: 4, storeFreeBytes: 1024 * GiB, storeUsedByRunsBytes: 0 };
 
 function setup(observe: () => ObservedState = () => roomy) {
   const db = new Database(':memory:');
@@ -42,16 +42,16 @@ test('admit reserves, is idempotent per holder, and release frees', () => {
   const a = authority.admit({ holder: 'w1', stage: 'agent', resources: { memoryBytes: GiB } });
   assert.equal(a.outcome, 'ADMITTED');
   assert.equal(a.existing, false);
-  assert.deepEqual(a.reservation, { holder: 'w1', stage: 'agent', cpuMillis: 1000, memoryBytes: GiB, pids: 1024, createdAt: '2025-01-01T00:00:00.000Z' });
+  assert.deepEqual(a.reservation, { holder: 'w1', stage: 'agent', cpuMillis: 1000, memoryBytes: GiB, pids: 1024, ephemeralStorageBytes: GiB, createdAt: '2025-01-01T00:00:00.000Z' });
   const again = authority.admit({ holder: 'w1', stage: 'agent', resources: { memoryBytes: 3 * GiB, wallTimeSeconds: 60 } });
   assert.equal(again.outcome, 'ADMITTED');
   assert.equal(again.existing, true);
   assert.equal(again.reserve?.memoryBytes, GiB, 'the held reservation, not the new ask');
   assert.equal(again.reserve?.wallTimeSeconds, 60);
-  assert.deepEqual(authority.totals(), { cpuMillis: 1000, memoryBytes: GiB, pids: 1024, worlds: 1 });
+  assert.deepEqual(authority.totals(), { cpuMillis: 1000, memoryBytes: GiB, pids: 1024, worlds: 1, ephemeralStorageBytes: GiB });
   assert.equal(authority.release('w1'), true);
   assert.equal(authority.release('w1'), false);
-  assert.deepEqual(authority.totals(), { cpuMillis: 0, memoryBytes: 0, pids: 0, worlds: 0 });
+  assert.deepEqual(authority.totals(), { cpuMillis: 0, memoryBytes: 0, pids: 0, worlds: 0, ephemeralStorageBytes: 0 });
 });
 
 test('fill until RESOURCES_UNAVAILABLE, release one, then ADMITTED', () => {
@@ -86,7 +86,7 @@ test('recover keeps live holders and drops the rest', () => {
   const { authority } = setup();
   for (const h of ['a', 'b', 'c']) authority.admit({ holder: h, stage: 'agent', resources: { cpuMillis: 100 } });
   assert.deepEqual(authority.recover(new Set(['a', 'c', 'gone'])), { kept: ['a', 'c'], dropped: ['b'] });
-  assert.deepEqual(authority.totals(), { cpuMillis: 200, memoryBytes: 4 * GiB, pids: 2048, worlds: 2 });
+  assert.deepEqual(authority.totals(), { cpuMillis: 200, memoryBytes: 4 * GiB, pids: 2048, worlds: 2, ephemeralStorageBytes: 2 * GiB });
 });
 
 test('an empty holder is a caller bug and throws', () => {
@@ -183,20 +183,20 @@ const STAT = 'cpu  1 2 3\ncpu0 1 2 3\ncpu1 1 2 3\ncpu2 1 2 3\nintr 0\n';
 test('observeNode reads MemAvailable, tasks, the task limit and CPUs', (t) => {
   const dir = fakeProc({ meminfo: MEMINFO, loadavg: '0.10 0.20 0.30 3/412 9999\n', 'sys/kernel/pid_max': '32768\n', 'sys/kernel/threads-max': '20000\n', stat: STAT });
   t.after(() => rmSync(dir, { recursive: true, force: true }));
-  assert.deepEqual(observeNode({ procDir: dir }), { memAvailableBytes: 8192000 * 1024, tasks: 412, pidMax: 20000, cpuCount: 3 });
+  assert.deepEqual(observeNode({ procDir: dir }), { memAvailableBytes: 8192000 * 1024, tasks: 412, pidMax: 20000, cpuCount: 3, storeFreeBytes: 'unknown', storeUsedByRunsBytes: 'unknown' });
 });
 
 test('observeNode: an unreadable or garbled file makes that field unknown, and admission answers RESOURCE_STATE_UNKNOWN', (t) => {
   const dir = fakeProc({ meminfo: 'MemTotal: 1 kB\n', loadavg: 'garbage', 'sys/kernel/pid_max': 'max\n', '1/task/1': '', '2/task/2': '', '2/task/3': '' });
   t.after(() => rmSync(dir, { recursive: true, force: true }));
   const o = observeNode({ procDir: dir });
-  assert.deepEqual(o, { memAvailableBytes: 'unknown', tasks: 3, pidMax: 'unknown', cpuCount: 'unknown' }, 'tasks fall back to counting /proc/<pid>/task');
+  assert.deepEqual(o, { memAvailableBytes: 'unknown', tasks: 3, pidMax: 'unknown', cpuCount: 'unknown', storeFreeBytes: 'unknown', storeUsedByRunsBytes: 'unknown' }, 'tasks fall back to counting /proc/<pid>/task');
   const { authority } = setup(() => observeNode({ procDir: dir }));
   const r = authority.admit({ holder: 'w', stage: 'agent' });
   assert.equal(r.outcome, 'RESOURCE_STATE_UNKNOWN');
-  assert.deepEqual(r.unknown, ['memAvailableBytes', 'pidMax']);
+  assert.deepEqual(r.unknown, ['memAvailableBytes', 'pidMax', 'storeFreeBytes']);
   const missing = observeNode({ procDir: join(dir, 'nowhere') });
-  assert.deepEqual(missing, { memAvailableBytes: 'unknown', tasks: 'unknown', pidMax: 'unknown', cpuCount: 'unknown' });
+  assert.deepEqual(missing, { memAvailableBytes: 'unknown', tasks: 'unknown', pidMax: 'unknown', cpuCount: 'unknown', storeFreeBytes: 'unknown', storeUsedByRunsBytes: 'unknown' });
 });
 
 test('host ceilings: CPUs x 1000, MemTotal less its reserve, the task limit less its reserve', (t) => {
@@ -205,11 +205,11 @@ test('host ceilings: CPUs x 1000, MemTotal less its reserve, the task limit less
   const host = readHostCeilings({ procDir: dir, cgroupDir: join(dir, 'no-cgroup') });
   const total = 16384000 * 1024;
   assert.deepEqual(host.ceilings, { cpuMillis: 3000, memoryBytes: Math.floor((total - Math.floor(total / 10)) / 4096) * 4096, pids: 32768 - 3276 });
-  const p = loadAdmissionPolicy({ 'node-worlds': '8' }, { procDir: dir, cgroupDir: join(dir, 'no-cgroup') });
+  const p = loadAdmissionPolicy({ 'node-worlds': '8' }, { procDir: dir, cgroupDir: join(dir, 'no-cgroup'), storeDir: dir });
   assert.ok(p.ok);
   const none = loadAdmissionPolicy({}, { procDir: join(dir, 'nowhere'), cgroupDir: join(dir, 'no-cgroup') });
   assert.equal(none.ok, false);
-  if (!none.ok) assert.deepEqual(none.fields, ['node-cpu', 'node-memory', 'node-pids']);
-  const real = loadAdmissionPolicy({});
+  if (!none.ok) assert.deepEqual(none.fields, ['node-cpu', 'node-memory', 'node-pids', 'node-ephemeral-storage']);
+  const real = loadAdmissionPolicy({}, { storeDir: dir });
   assert.ok(real.ok, real.ok ? '' : real.message);
 });

@@ -15,15 +15,15 @@ import {
 import type { ObservedState } from '../../node-agent/admission/observe-node.js';
 
 const GiB = 2 ** 30;
-const ceilings: NodeCeilings = { cpuMillis: 4000, memoryBytes: 8 * GiB, pids: 8192, worlds: 4 };
+const ceilings: NodeCeilings = { cpuMillis: 4000, memoryBytes: 8 * GiB, pids: 8192, worlds: 4, ephemeralStorageBytes: 64 * GiB };
 const perWorld: PerWorldPolicy = {
-  limits: { cpuMillis: 4000, memoryBytes: 4 * GiB, pids: 4096, wallTimeSeconds: 86400, outputBytes: 4 * GiB },
-  defaults: { cpuMillis: 1000, memoryBytes: 2 * GiB, pids: 1024, wallTimeSeconds: 3600, outputBytes: 64 * 2 ** 20 },
+  limits: { cpuMillis: 4000, memoryBytes: 4 * GiB, pids: 4096, wallTimeSeconds: 86400, outputBytes: 4 * GiB, ephemeralStorageBytes: 4 * GiB },
+  defaults: { cpuMillis: 1000, memoryBytes: 2 * GiB, pids: 1024, wallTimeSeconds: 3600, outputBytes: 64 * 2 ** 20, ephemeralStorageBytes: GiB },
 };
-const roomy: ObservedState = { memAvailableBytes: 64 * GiB, tasks: 200, pidMax: 4_194_304, cpuCount: 4 };
+const roomy: ObservedState = { memAvailableBytes: 64 * GiB, tasks: 200, pidMax: 4_194_304, cpuCount: 4, storeFreeBytes: 1024 * GiB, storeUsedByRunsBytes: 0 };
 const agent = (r: Partial<DecideRequest> = {}): DecideRequest => ({ stage: 'agent', ...r });
 const held = (n: number, each: Partial<ReservedAmounts> = {}): ReservedAmounts[] =>
-  Array.from({ length: n }, () => ({ cpuMillis: 1000, memoryBytes: 2 * GiB, pids: 1024, ...each }));
+  Array.from({ length: n }, () => ({ cpuMillis: 1000, memoryBytes: 2 * GiB, pids: 1024, ephemeralStorageBytes: GiB, ...each }));
 
 interface Row {
   name: string;
@@ -132,18 +132,18 @@ test('fill until RESOURCES_UNAVAILABLE, release one, then ADMITTED', () => {
 });
 
 test('parseCeilings reads quantities, durations and counts, with derived per-world values', () => {
-  const r = parseCeilings({ 'node-cpu': '7500m', 'node-memory': '30Gi', 'node-pids': '20000', 'world-wall-time': '2h', 'world-default-memory': '512Mi' });
+  const r = parseCeilings({ 'node-cpu': '7500m', 'node-memory': '30Gi', 'node-pids': '20000', 'node-ephemeral-storage': '100Gi', 'world-wall-time': '2h', 'world-default-memory': '512Mi' });
   assert.ok(r.ok, r.ok ? '' : r.message);
-  assert.deepEqual(r.policy.ceilings, { cpuMillis: 7500, memoryBytes: 30 * GiB, pids: 20000, worlds: 64 });
-  assert.deepEqual(r.policy.perWorld.limits, { cpuMillis: 7500, memoryBytes: 30 * GiB, pids: 4096, wallTimeSeconds: 7200, outputBytes: 8 * GiB });
-  assert.deepEqual(r.policy.perWorld.defaults, { cpuMillis: 1000, memoryBytes: 512 * 2 ** 20, pids: 1024, wallTimeSeconds: 3600, outputBytes: 64 * 2 ** 20 });
+  assert.deepEqual(r.policy.ceilings, { cpuMillis: 7500, memoryBytes: 30 * GiB, pids: 20000, worlds: 64, ephemeralStorageBytes: 100 * GiB });
+  assert.deepEqual(r.policy.perWorld.limits, { cpuMillis: 7500, memoryBytes: 30 * GiB, pids: 4096, wallTimeSeconds: 7200, outputBytes: 8 * GiB, ephemeralStorageBytes: 100 * GiB });
+  assert.deepEqual(r.policy.perWorld.defaults, { cpuMillis: 1000, memoryBytes: 512 * 2 ** 20, pids: 1024, wallTimeSeconds: 3600, outputBytes: 64 * 2 ** 20, ephemeralStorageBytes: GiB });
 });
 
 test('parseCeilings takes host values for what is not configured, and caps defaults at small limits', () => {
-  const r = parseCeilings({ 'world-wall-time': '30m' }, { cpuMillis: 500, memoryBytes: GiB, pids: 600 });
+  const r = parseCeilings({ 'world-wall-time': '30m' }, { cpuMillis: 500, memoryBytes: GiB, pids: 600, ephemeralStorageBytes: 256 * 2 ** 20 });
   assert.ok(r.ok, r.ok ? '' : r.message);
-  assert.deepEqual(r.policy.ceilings, { cpuMillis: 500, memoryBytes: GiB, pids: 600, worlds: 64 });
-  assert.deepEqual(r.policy.perWorld.defaults, { cpuMillis: 500, memoryBytes: GiB, pids: 600, wallTimeSeconds: 1800, outputBytes: 64 * 2 ** 20 });
+  assert.deepEqual(r.policy.ceilings, { cpuMillis: 500, memoryBytes: GiB, pids: 600, worlds: 64, ephemeralStorageBytes: 256 * 2 ** 20 });
+  assert.deepEqual(r.policy.perWorld.defaults, { cpuMillis: 500, memoryBytes: GiB, pids: 600, wallTimeSeconds: 1800, outputBytes: 64 * 2 ** 20, ephemeralStorageBytes: 256 * 2 ** 20 });
 });
 
 const malformed: [string, Record<string, string | undefined>, RegExp][] = [
@@ -161,7 +161,7 @@ const malformed: [string, Record<string, string | undefined>, RegExp][] = [
 
 for (const [field, raw, message] of malformed) {
   test(`parseCeilings: malformed ${field} is RESOURCE_POLICY_INVALID naming it`, () => {
-    const host = { cpuMillis: 4000, memoryBytes: 8 * GiB, pids: 8192 };
+    const host = { cpuMillis: 4000, memoryBytes: 8 * GiB, pids: 8192, ephemeralStorageBytes: 64 * GiB };
     const r = parseCeilings(raw, host);
     assert.equal(r.ok, false);
     if (r.ok) return;
@@ -174,10 +174,10 @@ for (const [field, raw, message] of malformed) {
 test('parseCeilings names a ceiling that is neither configured nor read from the host, and never throws', () => {
   const r = parseCeilings({});
   assert.equal(r.ok, false);
-  if (!r.ok) assert.deepEqual(r.fields, ['node-cpu', 'node-memory', 'node-pids']);
+  if (!r.ok) assert.deepEqual(r.fields, ['node-cpu', 'node-memory', 'node-pids', 'node-ephemeral-storage']);
   fc.assert(
     fc.property(fc.dictionary(fc.constantFrom(...ADMISSION_CONFIG_KEYS.map((k) => k.key)), fc.oneof(fc.string(), fc.constant(undefined))), (raw) => {
-      const p = parseCeilings(raw, { cpuMillis: 1000, memoryBytes: GiB, pids: 1000 });
+      const p = parseCeilings(raw, { cpuMillis: 1000, memoryBytes: GiB, pids: 1000, ephemeralStorageBytes: GiB });
       assert.ok(p.ok || (p.outcome === 'RESOURCE_POLICY_INVALID' && p.message.includes(p.field)));
     }),
   );
@@ -198,6 +198,8 @@ const observedArb = fc.record({
   tasks: fc.oneof({ weight: 4, arbitrary: fc.constant(100) }, { weight: 1, arbitrary: fc.oneof(fc.constant('unknown' as const), fc.nat({ max: 40000 })) }),
   pidMax: fc.oneof({ weight: 4, arbitrary: fc.constant(4_194_304) }, { weight: 1, arbitrary: fc.oneof(fc.constant('unknown' as const), fc.nat({ max: 40000 })) }),
   cpuCount: fc.oneof(fc.constant('unknown' as const), fc.integer({ min: 1, max: 64 })),
+  storeFreeBytes: fc.oneof({ weight: 4, arbitrary: fc.constant(1024 * GiB) }, { weight: 1, arbitrary: fc.oneof(fc.constant('unknown' as const), fc.nat({ max: 8 * GiB })) }),
+  storeUsedByRunsBytes: fc.oneof(fc.constant('unknown' as const), fc.nat({ max: 8 * GiB })),
 });
 const requestArb: fc.Arbitrary<DecideRequest> = fc.record(
   {
@@ -224,7 +226,7 @@ test('property: live reservations never exceed a ceiling, and every answer is ex
         } else {
           const d = decide(c.request, ceilings, perWorld, c.observed, live);
           assert.equal(ADMISSION_OUTCOMES.filter((o) => o === d.outcome).length, 1);
-          const anyUnknown = [c.observed.memAvailableBytes, c.observed.tasks, c.observed.pidMax].includes('unknown');
+          const anyUnknown = [c.observed.memAvailableBytes, c.observed.tasks, c.observed.pidMax, c.observed.storeFreeBytes].includes('unknown');
           if (anyUnknown) assert.notEqual(d.outcome, 'RESOURCES_UNAVAILABLE', 'an unmeasured state is never insufficient');
           if (d.outcome === 'RESOURCE_STATE_UNKNOWN') assert.ok(anyUnknown);
           if (d.outcome === 'ADMITTED') live.push(d.reserve!);
