@@ -164,7 +164,8 @@ describe('resource admission on a real stack', () => {
     await s.waitWorld('restart-2', ['Running']);
     assert.equal(await reserved(s, 'worlds'), 2);
     const sleeping = (): number => hostProcesses().filter((p) => p.cmdline[0] === 'sleep' && tags.includes(p.cmdline[1] ?? '')).length;
-    assert.equal(sleeping(), 2);
+    // Running is reported at the exec of the World's shell; its sleep is forked a moment later.
+    await s.waitFor('both workloads sleeping', async () => sleeping() === 2, 30_000);
 
     // kill -9: each World's supervisor keeps it running; the new agent re-attaches and keeps what it holds.
     await s.restartAgent();
