@@ -4,8 +4,8 @@
 //   retried by its runner with backoff, and passes once the payload is back: the real NodeChecks
 //   reconciler and runner, a real store and sandbox; only the API side (informers, status, Events) is
 //   in memory.
-// - runCheck rejects on an errno (a leftover of an earlier attempt: EEXIST) instead of answering
-//   REFUSED with the errno as code, and its teardown leaves the retry a clean start.
+// - runCheck clears what an interrupted attempt left, and rejects on an errno (ENOTDIR) instead of
+//   answering REFUSED with the errno as code.
 // - A World run that meets an errno ends WORLD_SETUP_FAILED with the errno in the message.
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -187,14 +187,11 @@ test('a Check whose run meets ENOENT is retried with backoff and passes; it is n
   assert.deepEqual(mountsUnder(join(f.store.dir, 'checks')), []);
 });
 
-test('runCheck rejects on an errno (EEXIST from a leftover of an earlier attempt) and its teardown clears the way for the retry', async () => {
+test('runCheck clears what an interrupted attempt left and passes; an errno it meets rejects, never a REFUSED with the errno as code', async () => {
   const f = await setup();
-  const checksDir = join(dir, 'checks-direct');
   const runId = 'leftover';
-  // What an interrupted earlier attempt could leave: the run's staging directory.
-  mkdirSync(join(worldPaths(checksDir, runId).dir, 'staging'), { recursive: true });
   const { deltas } = readCandidate(f.candidateDir);
-  const run = () =>
+  const run = (checksDir: string) =>
     runCheck({
       runId,
       checksDir,
@@ -220,10 +217,21 @@ test('runCheck rejects on an errno (EEXIST from a leftover of an earlier attempt
       cgroups: detectCgroups(),
       agentNs: native.nsIds('self'),
     });
-  await assert.rejects(run(), { code: 'EEXIST', syscall: 'mkdir' });
-  assert.equal(existsSync(worldPaths(checksDir, runId).dir), false, 'the teardown removed the leftover');
-  const again = await run();
+  // What an interrupted earlier attempt (an agent killed mid-check) leaves: the run's staging directory.
+  // A Check re-run after an agent restart starts by clearing it.
+  const checksDir = join(dir, 'checks-direct');
+  mkdirSync(join(worldPaths(checksDir, runId).dir, 'staging'), { recursive: true });
+  const again = await run(checksDir);
   assert.equal(again.verdict, 'PASS', JSON.stringify(again));
+  assert.equal(existsSync(worldPaths(checksDir, runId).dir), false, 'the run left its directory behind');
+
+  // An errno (the checks directory is a file: ENOTDIR) is thrown for the caller to retry, not answered.
+  const notADir = join(dir, 'checks-file');
+  writeFileSync(notADir, '');
+  await assert.rejects(run(notADir), (e: NodeJS.ErrnoException) => {
+    assert.equal(e.code, 'ENOTDIR', String(e));
+    return true;
+  });
 });
 
 test('a World run that meets an errno ends WORLD_SETUP_FAILED with the errno in the message', async () => {

@@ -14,6 +14,8 @@ const SELF = join(root, 'test', 'unit', 'codes-coverage.test.ts');
 
 /** Codes docs/codes.md lists that no test produces yet (each needs a test, or goes if it cannot happen). */
 const NOT_YET_PRODUCED = [
+  // A World whose workload had not started when its agent died: the fault campaign makes it, but asserts no reason.
+  'AGENT_RESTARTED',
   'CAPTURE_CHANGED_DURING_READ',
   'CAPTURE_OWNER_UNMAPPED',
   'CGROUP_LIMIT_MISMATCH',
