@@ -36,6 +36,16 @@ static void close_fd(int *fd) {
   *fd = -1;
 }
 
+/* The clone3 arguments of the sandboxed child, the same whether it is cloned by the addon or by a
+ * supervisor: one set of namespaces, a pidfd into *pidfd, SIGCHLD to its parent. */
+static void sandbox_clone_args(const wl_plan *p, struct clone_args *args, int *pidfd) {
+  memset(args, 0, sizeof *args);
+  args->flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_PIDFD |
+                (p->new_network ? CLONE_NEWNET : 0);
+  args->pidfd = (uint64_t)(uintptr_t)pidfd;
+  args->exit_signal = SIGCHLD;
+}
+
 /* Writes the maps and joins the cgroups; returns 0 or an errno with *what naming the file. */
 static int configure_child(const wl_plan *p, pid_t pid, char *what, size_t what_size) {
   int err;
@@ -182,11 +192,7 @@ static napi_value spawn_supervised(napi_env env, napi_value *argv) {
 
   int child_pidfd = -1;
   struct clone_args child;
-  memset(&child, 0, sizeof child);
-  child.flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_PIDFD |
-                (p.new_network ? CLONE_NEWNET : 0);
-  child.pidfd = (uint64_t)(uintptr_t)&child_pidfd;
-  child.exit_signal = SIGCHLD;
+  sandbox_clone_args(&p, &child, &child_pidfd);
 
   int shim_pidfd = -1;
   struct clone_args args;
@@ -284,11 +290,7 @@ static napi_value js_spawn_sandbox(napi_env env, napi_callback_info info) {
 
   int pidfd = -1;
   struct clone_args args;
-  memset(&args, 0, sizeof args);
-  args.flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_PIDFD |
-               (p.new_network ? CLONE_NEWNET : 0);
-  args.pidfd = (uint64_t)(uintptr_t)&pidfd;
-  args.exit_signal = SIGCHLD;
+  sandbox_clone_args(&p, &args, &pidfd);
 
   sigset_t old;
   wl_block_all_signals(&old); /* no Node signal handler may run in the child before it resets them */
