@@ -5,9 +5,10 @@
 // fails this test until it is taken off — or it goes from docs/codes.md and the code.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync, readdirSync, statSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { Reasons } from '../../controller/reasons.js';
+import { tsFiles } from '../support/ts-files.js';
 
 const root = resolve(import.meta.dirname, '..', '..', '..');
 const SELF = join(root, 'test', 'unit', 'codes-coverage.test.ts');
@@ -29,16 +30,6 @@ const NOT_YET_PRODUCED = [
   'RUN_AS_USER_UNMAPPABLE',
   'VERIFIER_STAGING_FAILED',
 ];
-
-function tsFiles(dir: string): string[] {
-  const out: string[] = [];
-  for (const name of readdirSync(dir)) {
-    const p = join(dir, name);
-    if (statSync(p).isDirectory()) out.push(...tsFiles(p));
-    else if (name.endsWith('.ts')) out.push(p);
-  }
-  return out;
-}
 
 /** The codes of docs/codes.md: the code that opens a table row (`| \`CODE\` ...`). */
 function documentedCodes(): string[] {

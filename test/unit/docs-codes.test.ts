@@ -3,13 +3,14 @@
 // code of every refusal class of the error model (core/errors.ts).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync, readdirSync, statSync } from 'node:fs';
+import { readFileSync, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { OUTCOMES } from '../../crds/outcomes.js';
 import { REASONS } from '../../core/collapse/decide.js';
 import { ISOLATION_REASONS } from '../../core/isolation/reasons.js';
 import { StoreErrorCodes } from '../../node-agent/store/store-errors.js';
 import { Reasons } from '../../controller/reasons.js';
+import { tsFiles } from '../support/ts-files.js';
 
 const root = resolve(import.meta.dirname, '..', '..', '..');
 const doc = readFileSync(join(root, 'docs', 'codes.md'), 'utf8');
@@ -19,16 +20,6 @@ function documented(code: string): boolean {
   if (doc.includes(`\`${code}\``)) return true;
   const pair = /^IDENTITY_(ABSENT|MISMATCH)_([A-Z_]+)$/.exec(code);
   return pair !== null && doc.includes('IDENTITY_ABSENT_<PAIR>') && doc.includes(pair[2]!);
-}
-
-function tsFiles(dir: string): string[] {
-  const out: string[] = [];
-  for (const name of readdirSync(dir)) {
-    const p = join(dir, name);
-    if (statSync(p).isDirectory()) out.push(...tsFiles(p));
-    else if (name.endsWith('.ts')) out.push(p);
-  }
-  return out;
 }
 
 test('every outcome, collapse decision reason and store code is documented', () => {

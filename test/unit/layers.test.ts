@@ -2,17 +2,11 @@
 // nothing at all), and kube/ never reaches up into the controller, the node-agent or the CLI.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync, readdirSync, statSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join, relative, resolve } from 'node:path';
+import { tsFiles } from '../support/ts-files.js';
 
 const root = resolve(import.meta.dirname, '..', '..', '..');
-
-function tsFiles(dir: string): string[] {
-  return readdirSync(dir).flatMap((name) => {
-    const p = join(dir, name);
-    return statSync(p).isDirectory() ? tsFiles(p) : name.endsWith('.ts') ? [p] : [];
-  });
-}
 
 /** Every module specifier a file imports or re-exports, resolved to a path relative to the repository. */
 function imports(file: string): string[] {
