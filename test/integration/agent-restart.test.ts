@@ -77,9 +77,7 @@ describe('Worlds and Checks outlive a node-agent restart', () => {
   });
 
   after(async () => {
-    // A graceful stop detaches Worlds; a failed test may leave some waiting: their supervisors (and so they) end here.
-    for (const p of shims()) if (s && p.log.startsWith(`${s.storeDir}/`)) process.kill(p.pid, 'SIGKILL');
-    await s?.stop();
+    await s?.stop(); // kills the supervisors left under its store (a failed test may leave Worlds waiting)
   });
 
   /** Asserts that nothing of the finished worlds is left: mounts, world cgroups, processes, reservations. */
