@@ -24,14 +24,22 @@ export interface AgentConfig {
   observeProcDir: string;
   /** An absolute path the receipt ledger is mirrored to, line for line (see docs/operations.md). */
   receiptsExport?: string;
+  /**
+   * Where the node's cgroup hierarchies are mounted (default /sys/fs/cgroup). In a pod that is the
+   * container's own subtree, which the runtime empties when the pod goes: the chart mounts the node's
+   * hierarchies elsewhere and points this at them, so Worlds and their supervisors outlive the pod.
+   */
+  cgroupRoot: string;
 }
 
 export const USAGE = `usage: worldline-node-agent --node-name NAME [--store DIR] [--kubeconfig PATH] [--namespace NS]
-       [--metrics-bind HOST:PORT] [--id-base N] [--id-slots N] [--log-level LEVEL] [--receipts-export PATH]
+       [--metrics-bind HOST:PORT] [--id-base N] [--id-slots N] [--log-level LEVEL] [--receipts-export PATH] [--cgroup-root DIR]
        [--node-cpu Q] [--node-memory Q] [--node-pids N] [--node-worlds N] [--world-cpu Q] [--world-memory Q] ...
        (admission keys: see docs/operations.md)
   --receipts-export PATH   mirror the receipt ledger to this absolute path (its directory must exist),
-                           ideally storage the node's root cannot rewrite (env WORLDLINE_RECEIPTS_EXPORT)`;
+                           ideally storage the node's root cannot rewrite (env WORLDLINE_RECEIPTS_EXPORT)
+  --cgroup-root DIR        where the node's cgroup hierarchies are mounted (default /sys/fs/cgroup;
+                           env WORLDLINE_CGROUP_ROOT); Worlds' and supervisors' cgroups go under DIR/worldline`;
 
 function int(name: string, raw: string, min: number, max: number): number {
   const n = Number(raw);
@@ -55,6 +63,7 @@ export function parseAgentConfig(argv: readonly string[], env: NodeJS.ProcessEnv
       'log-level': { type: 'string' },
       'observe-proc-dir': { type: 'string' },
       'receipts-export': { type: 'string' },
+      'cgroup-root': { type: 'string' },
       ...Object.fromEntries(ADMISSION_CONFIG_KEYS.map((k) => [k.key, { type: 'string' as const }])),
     },
     strict: true,
@@ -74,6 +83,8 @@ export function parseAgentConfig(argv: readonly string[], env: NodeJS.ProcessEnv
   if (receiptsExport !== undefined && (!isAbsolute(receiptsExport) || receiptsExport.endsWith('/') || receiptsExport.includes('\0'))) {
     throw new Error(`--receipts-export must be an absolute file path, got "${receiptsExport}"\n${USAGE}`);
   }
+  const cgroupRoot = values['cgroup-root'] ?? (env.WORLDLINE_CGROUP_ROOT || '/sys/fs/cgroup');
+  if (!isAbsolute(cgroupRoot) || cgroupRoot.includes('\0')) throw new Error(`--cgroup-root must be an absolute directory, got "${cgroupRoot}"\n${USAGE}`);
   return {
     ...(kubeconfig ? { kubeconfig } : {}),
     nodeName,
@@ -89,5 +100,6 @@ export function parseAgentConfig(argv: readonly string[], env: NodeJS.ProcessEnv
     admissionRaw: admissionConfigFrom(values, env),
     observeProcDir: values['observe-proc-dir'] ?? '/proc',
     ...(receiptsExport !== undefined ? { receiptsExport } : {}),
+    cgroupRoot,
   };
 }

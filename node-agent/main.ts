@@ -29,11 +29,11 @@ import { rootFinalizers } from './roots/root-finalizer.js';
 import { recoverReleases } from './store/release-recovery.js';
 import { detectCgroups, type CgroupLayout } from './sandbox/cgroup.js';
 import { openStore, type Store } from './store/open-store.js';
-import { supervisedRunningWorlds } from './store/world-records.js';
+import { runningWorlds } from './store/world-records.js';
 import { recoverCollapses } from './collapses/recover-collapses.js';
 import { startNodeCollapses } from './collapses/node-collapses.js';
 import { isStoreError } from './store/store-errors.js';
-import { sweepOrphanWorlds } from './worlds/orphan-sweep.js';
+import { sweepRunLeftovers } from './worlds/leftover-sweep.js';
 import { NodeWorlds } from './worlds/world-reconciler.js';
 import type { RunAdmission } from './admission/admission-authority.js';
 import { AdmissionAuthority } from './admission/admission-authority.js';
@@ -62,9 +62,11 @@ async function openNodeStore(cfg: AgentConfig, logger: Logger): Promise<{ store:
   for (const r of await recoverReleases(store)) logger.warn('settled an interrupted root release', { ...r }); // Root release (issue 12)
   // Collapse (issue 5): settle collapses a crash interrupted, before anything reads PRIME.
   for (const r of await recoverCollapses(store)) logger.warn('settled an interrupted collapse', { ...r });
-  const cgroups = detectCgroups();
-  const swept = sweepOrphanWorlds(store, cgroups);
-  if (swept.length > 0) logger.warn('removed leftovers of worlds no longer recorded', { worlds: swept });
+  const cgroups = detectCgroups(cfg.cgroupRoot);
+  const swept = await sweepRunLeftovers(store, cgroups);
+  const { failed, ...removed } = swept;
+  if (Object.values(removed).some((l) => l.length > 0)) logger.warn('removed what runs of the previous agent left', { ...removed });
+  for (const f of failed) logger.error('could not remove what a run of the previous agent left; its id range stays held', f);
   logger.info('store opened', { store: store.dir, cgroups: cgroups.version });
   return { store, cgroups };
 }
@@ -75,9 +77,10 @@ function nodeAdmission(cfg: AgentConfig, store: Store, agentMetrics: AgentMetric
   for (const note of policyLoad.notes) logger.info('admission default', { note });
   if (policyLoad.ok) {
     const authority = new AdmissionAuthority({ db: store.db, ...policyLoad.policy, observe: () => observeNode({ procDir: cfg.observeProcDir, storeDir: store.dir, runDirs: [store.layout.worlds, join(store.dir, 'checks')] }), clock: store.now, metrics: agentMetrics });
-    // Worlds recorded running under a supervisor outlived the previous agent: their reservations stay until
-    // the world reconciler re-attaches and finishes them. Every other reservation ended with that agent.
-    const recoveredReservations = authority.recover(new Set(supervisedRunningWorlds(store.db)));
+    // Worlds recorded running outlived the previous agent: their reservations stay until the world
+    // reconciler re-attaches and finishes them (or cleans up one no supervisor started). Every other
+    // reservation ended with that agent (the same holders keep their id ranges: leftover-sweep.ts).
+    const recoveredReservations = authority.recover(new Set(runningWorlds(store.db)));
     if (recoveredReservations.kept.length > 0) logger.info('kept reservations of worlds that outlived the previous agent', { holders: recoveredReservations.kept });
     if (recoveredReservations.dropped.length > 0) logger.warn('dropped reservations of runs that ended with the previous agent', { holders: recoveredReservations.dropped });
     agentMetrics.setCapacity(policyLoad.policy.ceilings);

@@ -173,7 +173,11 @@ class NodeCollapseReconciler {
     const head = this.d.ledger.last();
     if (head && head.body.transaction.id === t.id && head.body.transaction.state === t.state) return head;
     const committed = t.state === 'COMMITTED';
-    const decision = t.data.status.decision ?? { authorized: false, reasons: [t.data.status.reason ?? 'COLLAPSE_DENIED'] };
+    // Every final transaction carries its decision (deny() and the commit both set it); one without a
+    // decision or a reason is a bug, never receipted under a made-up reason.
+    const reason = t.data.status.reason;
+    const decision = t.data.status.decision ?? (reason !== undefined ? { authorized: false, reasons: [reason] } : undefined);
+    if (!decision) throw new Error(`transaction ${t.id} (${t.state}) has neither a decision nor a reason; no receipt is written for it`);
     return this.d.ledger.append({
       transaction: { id: t.id, state: committed ? 'COMMITTED' : 'DENIED' },
       world: t.data.world,
@@ -243,7 +247,8 @@ class NodeCollapseReconciler {
     if (t.state === 'COMMITTED') throw new Error(`transaction ${t.id} is COMMITTED and cannot be denied`);
     const step = transition(t.state, { kind: 'deny', reasons });
     const state: TransactionState = step.ok ? step.state : 'DENIED';
-    const reason = reasons[0] ?? 'COLLAPSE_DENIED';
+    const reason = reasons[0];
+    if (reason === undefined) throw new Error(`transaction ${t.id}: a denial needs at least one named reason`);
     return {
       ...t,
       state,

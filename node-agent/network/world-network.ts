@@ -8,6 +8,10 @@
 //      The workload has not exec'd yet, so nothing of the world can already hold port 3128.
 //   3. go-ahead; the world runs; every refusal reaches onRefusal.
 //   4. when the world has ended (or is torn down): await net.close().
+//
+// A World outlives its agent (docs/architecture.md); its listener does not. A new agent opens it again
+// (resume-allowlist.ts) with expectNetns, the namespace recorded at start, and an agent leaving on SIGTERM
+// closes every listener it serves (closeWorldNetworks) before it exits, so the next one binds the same port.
 import { closeSync, readlinkSync } from 'node:fs';
 import { Refusal } from '../../core/errors.js';
 import { listenInNetns, socketNetnsId } from '../../native/index.js';
@@ -17,6 +21,9 @@ import { startAllowlistProxy, type AllowedConnection, type AllowlistProxyOptions
 /** The proxy's fixed address inside every Allowlist world. */
 export const PROXY_HOST = '127.0.0.1';
 export const PROXY_PORT = 3128;
+
+/** Every proxy this process serves (attachAllowlist adds, close removes). */
+const served = new Set<WorldNetwork>();
 
 const PROXY_VARS = new Set(['http_proxy', 'https_proxy', 'all_proxy', 'no_proxy', 'ftp_proxy']);
 
@@ -51,6 +58,11 @@ export interface AttachOptions {
   pidfd?: number;
   /** Port inside the world (default 3128); must match the port given to proxyEnv. */
   port?: number;
+  /**
+   * The network namespace ("net:[…]") the world was recorded in at start: the listener is opened only if
+   * the process is in exactly that one now (else NETWORK_NAMESPACE_MISMATCH, nothing opened).
+   */
+  expectNetns?: string;
   logger?: Logger;
   onAllowed?: (a: AllowedConnection) => void;
   proxy?: Pick<AllowlistProxyOptions, 'connectTimeoutMs' | 'idleTimeoutMs' | 'headersTimeoutMs' | 'maxConnections' | 'maxHeaderSize'>;
@@ -88,6 +100,9 @@ export async function attachAllowlist(
   if (worldNet === agentNet) {
     throw new WorldNetworkError('NETWORK_NAMESPACE_SHARED', `world pid ${pid} shares the agent's network namespace (${agentNet}); Allowlist needs its own`);
   }
+  if (opts.expectNetns !== undefined && worldNet !== opts.expectNetns) {
+    throw new WorldNetworkError('NETWORK_NAMESPACE_MISMATCH', `world pid ${pid} is in network namespace ${worldNet}, not in ${opts.expectNetns} recorded when the world started`);
+  }
   const fd = listenInNetns(opts.pidfd !== undefined ? { pidfd: opts.pidfd } : pid, PROXY_HOST, port);
   let netns: string;
   try {
@@ -114,5 +129,27 @@ export async function attachAllowlist(
     await proxy.close();
     throw err;
   }
-  return { env, netns, allow: proxy.allow, stats: () => proxy.stats(), close: () => proxy.close() };
+  const net: WorldNetwork = {
+    env,
+    netns,
+    allow: proxy.allow,
+    stats: () => proxy.stats(),
+    close: () => {
+      served.delete(net);
+      return proxy.close();
+    },
+  };
+  served.add(net);
+  return net;
+}
+
+/**
+ * Closes every proxy this process serves, listeners and connections: the agent leaving (SIGTERM) lets the
+ * next agent bind 127.0.0.1:3128 in each world again. The worlds keep running, with loopback only until
+ * then. Each listening socket is closed before this returns (net.Server.close closes its handle at once);
+ * `closed` settles when every connection is gone too.
+ */
+export function closeWorldNetworks(): { proxies: number; closed: Promise<void> } {
+  const all = [...served];
+  return { proxies: all.length, closed: Promise.all(all.map((n) => n.close())).then(() => undefined) };
 }

@@ -1,6 +1,7 @@
 // Loop devices for run disk images: attach an image (a free device from the kernel's LOOP_CTL_GET_FREE,
 // its /dev node made when a container's copy of /dev lacks it, retried when another attacher wins it),
-// list the attached devices with their backing files from sysfs, and detach. Subprocesses are argv arrays.
+// list the attached devices with their backing files from sysfs, and detach. Subprocesses are argv arrays;
+// the ones a World's run waits for are asynchronous, so one run's losetup never stalls the agent's others.
 import { execFile, execFileSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -39,12 +40,18 @@ export async function tool(file: string, args: readonly string[], what: string):
 }
 
 /**
- * Attaches `image` to a free loop device; returns the device path. The free device is asked of the kernel
- * first (`losetup --find`, LOOP_CTL_GET_FREE) and attached by name, so that where /dev is a copy made when
- * the container started (a privileged pod, a kind node) and lacks the node the kernel just created, the
- * node is made from sysfs's major:minor before attaching. Another attacher winning the device is retried.
+ * Attaches `image` to a free loop device; returns the device path. In one step where it can
+ * (`losetup --find --show`: one process, not two). Where that fails — /dev is a copy made when the
+ * container started (a privileged pod, a kind node) and lacks the node the kernel just created, or another
+ * attacher won the device — the free device is asked of the kernel (`losetup --find`, LOOP_CTL_GET_FREE)
+ * and attached by name, its node made from sysfs's major:minor first when missing; a lost race is retried.
  */
 export async function attachLoop(image: string, dev = '/dev', sysBlock = '/sys/block'): Promise<string> {
+  if (dev === '/dev') {
+    const shown = await tool('losetup', ['--find', '--show', '--', image], `attaching ${image}`).catch(() => undefined);
+    if (shown !== undefined && /^\/dev\/loop[0-9]+$/.test(shown.trim())) return shown.trim();
+    if (shown !== undefined) throw new DiskError('EPHEMERAL_STORAGE_UNAVAILABLE', `losetup named "${shown.trim()}", not a loop device, for ${image}`);
+  }
   let last = '';
   for (let attempt = 0; attempt < 8; attempt++) {
     const device = (await tool('losetup', ['--find'], `finding a free loop device for ${image}`)).trim();
@@ -129,6 +136,21 @@ export function detachLoopsUnder(dir: string): string[] {
   const done: string[] = [];
   for (const l of loopsUnder(dir)) {
     detachLoop(l.device);
+    done.push(l.device);
+  }
+  return done;
+}
+
+/** detachLoopsUnder without blocking the event loop while losetup runs (a run's teardown: teardown-run.ts). */
+export async function detachLoopsUnderAsync(dir: string): Promise<string[]> {
+  const done: string[] = [];
+  for (const l of loopsUnder(dir)) {
+    try {
+      await run('losetup', ['--detach', l.device], { encoding: 'utf8', timeout: 30_000, env: { PATH: '/usr/sbin:/usr/bin:/sbin:/bin', LANG: 'C' } });
+    } catch (err) {
+      const e = err as NodeJS.ErrnoException & { stderr?: string };
+      throw new Error(`losetup --detach ${l.device} failed: ${e.stderr?.trim() || e.message}`);
+    }
     done.push(l.device);
   }
   return done;

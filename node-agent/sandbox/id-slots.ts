@@ -33,6 +33,20 @@ export function releaseSlot(db: Database, worldUid: string): void {
   db.prepare('DELETE FROM world_slots WHERE world_uid = ?').run(worldUid);
 }
 
+/** Who holds an id range now (World uids, and check-<uid> for Check runs). */
+export function slotHolders(db: Database): string[] {
+  return (db.prepare('SELECT world_uid FROM world_slots ORDER BY slot').all() as { world_uid: string }[]).map((r) => r.world_uid);
+}
+
+/** Releases every slot whose holder is not in `keep`; the holders released. */
+export function releaseSlotsExcept(db: Database, keep: ReadonlySet<string>): string[] {
+  return db.transaction(() => {
+    const holders = slotHolders(db).filter((h) => !keep.has(h));
+    for (const h of holders) releaseSlot(db, h);
+    return holders;
+  }).immediate();
+}
+
 export function slotBase(idBase: number, slot: number, range: number): number {
   return idBase + slot * range;
 }

@@ -3,7 +3,7 @@
 // empty and remove its cgroup. Each step runs even when an earlier one failed, so one stuck mount does
 // not also leak a cgroup; what failed comes back to the caller, which decides how to report it.
 import type { WorldCgroup } from './cgroup.js';
-import { detachRunDisk } from './disk-image.js';
+import { detachRunDiskAsync } from './disk-image.js';
 import { removeWorldDir, unmountLayers, unmountRootfs } from './rootfs.js';
 import type { WorldPaths } from './run-paths.js';
 
@@ -18,14 +18,21 @@ export async function teardownRun(paths: WorldPaths, cgroup: WorldCgroup | undef
   };
   attempt(kill);
   attempt(() => unmountRootfs(paths));
+  let layersGone = false;
   attempt(() => {
     const left = unmountLayers(paths);
-    if (left.length === 0) {
-      // The run's disk (disk-image.ts) is unmounted with the layers; its loop device goes before its image.
-      attempt(() => detachRunDisk(paths));
-      removeWorldDir(paths);
-    } else errors.push(new Error(`still mounted after teardown: ${left.join(', ')}`));
+    if (left.length === 0) layersGone = true;
+    else errors.push(new Error(`still mounted after teardown: ${left.join(', ')}`));
   });
+  if (layersGone) {
+    // The run's disk (disk-image.ts) is unmounted with the layers; its loop device goes before its image.
+    try {
+      await detachRunDiskAsync(paths);
+    } catch (err) {
+      errors.push(err as Error);
+    }
+    attempt(() => removeWorldDir(paths));
+  }
   if (cgroup) {
     attempt(() => cgroup.killAll());
     try {

@@ -53,6 +53,12 @@ export interface WorldSupervisor {
   ephemeralStorageBytes?: number;
   /** The roots the world forked, at the generations it forked. */
   roots: { name: string; rootKey: string; path: string; generation: number; digest: string }[];
+  /**
+   * An Allowlist World's network (absent for None and Shared, and in records of agents before it): what a
+   * new agent re-opens the proxy with (network/resume-allowlist.ts) — the allowlist, the world's network
+   * namespace id ("net:[…]") and its pid 1 (pid and /proc/<pid>/stat field 22) to reach it through.
+   */
+  network?: { allow: string[]; netns: string; pid: number; startTime: string };
 }
 
 /** Records the world's supervisor (kept by putWorldRecord, which never touches it). */
@@ -65,9 +71,12 @@ export function getWorldSupervisor(db: Database, uid: string): WorldSupervisor |
   return row?.supervisor_json ? (JSON.parse(row.supervisor_json) as WorldSupervisor) : undefined;
 }
 
-/** Uids of worlds recorded running with a supervisor: a new agent re-attaches to them (their reservations stay). */
-export function supervisedRunningWorlds(db: Database): string[] {
-  return (db.prepare("SELECT uid FROM worlds WHERE state = 'running' AND supervisor_json IS NOT NULL ORDER BY uid").all() as { uid: string }[]).map((r) => r.uid);
+/**
+ * Uids of worlds recorded running: a new agent keeps what they hold. Each is either re-attached to its supervisor or (started by no supervisor
+ * yet) cleaned up by the world reconciler, which then releases what it holds.
+ */
+export function runningWorlds(db: Database): string[] {
+  return (db.prepare("SELECT uid FROM worlds WHERE state = 'running' ORDER BY uid").all() as { uid: string }[]).map((r) => r.uid);
 }
 
 /**

@@ -130,14 +130,21 @@ async function finishRun(spec: ResumeSpec, end: WorkloadEnd, uppers: string[], r
 /** What a new agent knows of a world a previous agent started: enough to wait for it and capture it. */
 export type ResumeSpec = Pick<WorldRunSpec, 'uid' | 'paths' | 'roots' | 'idBase' | 'idCount' | 'candidatesDir' | 'ephemeralStorageBytes' | 'timers' | 'cgroups' | 'wallTimeMs'>;
 
+/** What a resumed world serves while it runs (an Allowlist World's proxy): opened once re-attached, closed at its end. */
+export type ResumeNetwork = () => Promise<{ close(): Promise<void> } | undefined>;
+
 /**
  * Re-attaches to a world whose workload outlived the agent that started it (supervise.ts attachWorkload):
  * waits for its supervisor, then captures or fails exactly as startWorldRun would have, and tears down.
- * A supervisor gone without an exit record ends the world SUPERVISOR_LOST.
+ * A supervisor gone without an exit record ends the world SUPERVISOR_LOST. `network`, when given, is
+ * opened if the supervisor still runs and closed when the world has ended; it reports its own failures
+ * (a world whose proxy cannot be re-opened runs on without it) and must not reject.
  */
-export function resumeWorldRun(spec: ResumeSpec, supervisor: SupervisorRef, report: (e: WorldEvent) => Promise<void>): WorldRun & { alive: boolean } {
+export function resumeWorldRun(spec: ResumeSpec, supervisor: SupervisorRef, report: (e: WorldEvent) => Promise<void>, network?: ResumeNetwork): WorldRun & { alive: boolean } {
   const cgroup = WorldCgroup.attach(spec.cgroups, 'worldline', `world-${spec.uid}`);
-  const attached = attachWorkload({ supervisor, cgroup, outputFile: spec.paths.output, wallTimeMs: spec.wallTimeMs });
+  let served: Promise<{ close(): Promise<void> } | undefined> = Promise.resolve(undefined);
+  const attached = attachWorkload({ supervisor, cgroup, outputFile: spec.paths.output, wallTimeMs: spec.wallTimeMs, onEnd: async () => (await served)?.close() });
+  if (attached.alive && network) served = network().catch(() => undefined);
   const finished = (async () => {
     let end: WorkloadEnd | undefined;
     try {

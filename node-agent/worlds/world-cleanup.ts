@@ -1,24 +1,20 @@
-// Removes whatever a world left on the node: mounts (deepest first), its disk's loop device, its directory,
-// its cgroup.
-import { existsSync, rmSync } from 'node:fs';
+// Removes whatever a world's run left on the node: its processes (through its cgroup), mounts (deepest
+// first), its disk's loop device, its directory and its cgroup — the same teardown a run ends with, so a
+// process still running cannot keep a mount or a cgroup alive. The output log and exit record go too,
+// unless the World's record still shows them (keepOutput: a finished World's output stays readable).
+import { rmSync } from 'node:fs';
 import { WorldCgroup, type CgroupLayout } from '../sandbox/cgroup.js';
-import { detachRunDisk } from '../sandbox/disk-image.js';
-import { removeWorldDir, unmountLayers, unmountRootfs } from '../sandbox/rootfs.js';
 import { worldPaths } from '../sandbox/run-paths.js';
 import { exitFileFor } from '../sandbox/supervisor-record.js';
+import { teardownRun, throwTeardownErrors } from '../sandbox/teardown-run.js';
 
-export function cleanupWorldLeftovers(worldsDir: string, uid: string, cgroups: CgroupLayout): void {
+export async function cleanupWorldLeftovers(worldsDir: string, uid: string, cgroups: CgroupLayout, opts: { keepOutput?: boolean } = {}): Promise<void> {
   const paths = worldPaths(worldsDir, uid);
-  if (existsSync(paths.dir)) {
-    unmountRootfs(paths);
-    unmountLayers(paths);
+  const cgroup = WorldCgroup.attach(cgroups, 'worldline', `world-${uid}`);
+  const errors = await teardownRun(paths, cgroup, () => cgroup.killAll());
+  if (!opts.keepOutput) {
+    rmSync(paths.output, { force: true });
+    rmSync(exitFileFor(paths.output), { force: true });
   }
-  // A loop device may outlive its image (unlinked while attached): detach it whether or not the directory is there.
-  detachRunDisk(paths);
-  if (existsSync(paths.dir)) removeWorldDir(paths);
-  rmSync(paths.output, { force: true });
-  rmSync(exitFileFor(paths.output), { force: true });
-  const cg = WorldCgroup.attach(cgroups, 'worldline', `world-${uid}`);
-  cg.killAll();
-  cg.remove();
+  throwTeardownErrors(errors);
 }

@@ -5,7 +5,7 @@
 // supervisor and outlives the agent: a new agent re-attaches to each World recorded running with one
 // (resumeWorldRun) and finishes it as if it had watched it all along; shutdown detaches, never kills.
 import type { KubeConfig } from '@kubernetes/client-node';
-import { classifyError } from '../../core/errors.js';
+import { asRefusal, classifyError } from '../../core/errors.js';
 import type { Clock } from '../../kube/clock.js';
 import { findCondition } from '../../kube/conditions.js';
 import type { EventRecorder } from '../../kube/events.js';
@@ -31,6 +31,10 @@ import { deleteWorldRecord, generationManifest, getWorldRecord, getWorldSupervis
 import { StoreError } from '../store/store-errors.js';
 import { admittedStatus, isolationMessage, refusedStatus, withEvent, withIsolation, withNetworkRefusal, type AgentWorldStatus } from './world-status.js';
 import { worldPaths } from '../sandbox/run-paths.js';
+import { statusSteps } from './status-steps.js';
+import { processStartTime } from '../sandbox/supervisor-record.js';
+import { reopenAllowlist } from '../network/resume-allowlist.js';
+import { closeWorldNetworks } from '../network/world-network.js';
 
 export interface WorldReconcilerDeps {
   informer: Informer<World>;
@@ -56,6 +60,11 @@ export interface WorldReconcilerDeps {
 /** Owned keys of World.status (the node-agent's field set). */
 const OWNED_KEYS = ['phase', 'reason', 'message', 'base', 'admission', 'isolation', 'candidate', 'exit', 'networkRefusals'] as const;
 const OWNED_CONDITIONS = new Set(['Admitted', 'Isolated', 'Running', 'Captured', 'Collapsed']);
+
+/** The store state a World's status document stands for. */
+function stateOf(s: AgentWorldStatus): WorldState {
+  return s.phase === 'Captured' ? 'captured' : s.phase === 'Failed' ? 'failed' : s.phase === 'Refused' ? 'refused' : s.phase === 'Collapsed' ? 'collapsed' : 'running';
+}
 
 export class NodeWorlds {
   readonly running = new Map<string, WorldRun>();
@@ -83,6 +92,16 @@ export class NodeWorlds {
     putWorldRecord(this.d.store.db, { uid: w.metadata?.uid ?? '', namespace: w.metadata?.namespace ?? '', name: w.metadata?.name ?? '', state, status: s }, this.d.clock.now());
   }
 
+  /** Records `status` in the store and applies it; a failed API write is logged (the next reconcile re-applies it). */
+  private async publish(key: string, w: World, state: WorldState, status: AgentWorldStatus): Promise<void> {
+    this.persist(w, state, status);
+    try {
+      await this.applyStatus(this.d.informer.get(key) ?? w, status);
+    } catch (err) {
+      this.d.logger.warn('status write failed; the next reconcile re-applies it', { world: key, error: (err as Error).message });
+    }
+  }
+
   reconcile = async (key: string): Promise<ReconcileResult> => {
     const w = this.d.informer.get(key);
     if (!w?.metadata?.uid || w.status?.nodeName !== this.d.config.nodeName) return;
@@ -96,7 +115,7 @@ export class NodeWorlds {
         if (supervisor) return this.resume(key, w, supervisor);
         // Its workload had not started when the previous agent ended (no supervisor recorded): whatever
         // of it is left is killed and cleaned up.
-        cleanupWorldLeftovers(this.d.store.layout.worlds, uid, this.d.launch.cgroups);
+        await cleanupWorldLeftovers(this.d.store.layout.worlds, uid, this.d.launch.cgroups, { keepOutput: true });
         releaseRun(this.reservations(), uid);
         const s = withEvent(rec.status as AgentWorldStatus, { type: 'failed', code: 'AGENT_RESTARTED', message: 'the node-agent restarted before the world\'s workload started; the world was ended' }, { newNetwork: true, now: this.d.clock.now(), ...(w.metadata.generation !== undefined ? { generation: w.metadata.generation } : {}) });
         this.persist(w, 'failed', s);
@@ -149,24 +168,10 @@ export class NodeWorlds {
 
     const iso = this.d.isolationPlan(w, plan, base);
     let cgroup: CgroupReadback | undefined;
-    let chain = Promise.resolve();
     const ctxNow = () => ({ newNetwork: spec.newNetwork, now: this.d.clock.now(), ...(cgroup ? { cgroup } : {}), ...(gen !== undefined ? { generation: gen } : {}) });
     const current = (): WorldState => (status.phase === 'Captured' ? 'captured' : status.phase === 'Failed' ? 'failed' : status.phase === 'Refused' ? 'refused' : 'running');
-    const publish = async (state: WorldState): Promise<void> => {
-      this.persist(w, state, status);
-      try {
-        await this.applyStatus(this.d.informer.get(key) ?? w, status);
-      } catch (err) {
-        this.d.logger.warn('status write failed; the next reconcile re-applies it', { world: key, error: (err as Error).message });
-      }
-    };
-    // Steps run in order, one at a time. The chain itself never stays rejected (a step that throws is
-    // logged here and seen by its own caller), so a later step, or one nobody awaits, cannot fail for it.
-    const step = (fn: () => Promise<void>): Promise<void> => {
-      const next = chain.then(fn);
-      chain = next.catch((err: unknown) => this.d.logger.error('world status step failed', { world: key, error: (err as Error).message }));
-      return next;
-    };
+    const publish = (state: WorldState): Promise<void> => this.publish(key, w, state, status);
+    const step = statusSteps(key, this.d.logger);
     const report = (event: WorldEvent): Promise<void> =>
       // A failed status write is retried by the next reconcile.
       step(async () => {
@@ -182,6 +187,8 @@ export class NodeWorlds {
             idCount: spec.idCount,
             ...(spec.ephemeralStorageBytes !== undefined ? { ephemeralStorageBytes: spec.ephemeralStorageBytes } : {}),
             roots: spec.roots.map((r) => ({ name: r.name, rootKey: r.rootKey, path: r.path, generation: r.generation, digest: r.digest })),
+            // Where its proxy listens (verified by the gate before the go-ahead): a new agent re-opens it there.
+            ...(plan.network.policy === 'Allowlist' ? { network: { allow: plan.network.allow, netns: e.observation.ns.net, pid: e.pid, startTime: processStartTime(e.pid) ?? '' } } : {}),
           };
           this.persist(w, 'running', status);
           setWorldSupervisor(this.d.store.db, uid, sup);
@@ -237,32 +244,65 @@ export class NodeWorlds {
   /**
    * A World a previous agent started: re-attach to its supervisor and finish it (capture or fail with its
    * real exit), keeping its reservation and id range until then. A supervisor gone without an exit record
-   * ends it SUPERVISOR_LOST.
+   * ends it SUPERVISOR_LOST. An Allowlist World gets its proxy again, in the network namespace recorded at
+   * start and nowhere else (network/resume-allowlist.ts); when that cannot be done it runs on without one
+   * (loopback only) and status and a Warning event say why (NETWORK_NAMESPACE_MISMATCH).
    */
-  private resume(key: string, w: World, sup: WorldSupervisor): ReconcileResult {
+  private resume(key: string, w: World, sup: WorldSupervisor, opts: { network: boolean } = { network: true }): ReconcileResult {
     const uid = w.metadata?.uid ?? '';
     const gen = w.metadata?.generation;
     const { db } = this.d.store;
     let status = getWorldRecord(db, uid)!.status as AgentWorldStatus;
-    let chain = Promise.resolve();
+    const publish = (state: WorldState): Promise<void> => this.publish(key, w, state, status);
+    // None after the agent detached (the next agent owns the world).
+    const step = statusSteps(key, this.d.logger, () => this.detached);
     const report = (event: WorldEvent): Promise<void> => {
       const ending = this.endings.get(uid); // ended from outside (endOnRoot): its end reports that code
       const e: WorldEvent = event.type === 'failed' && ending ? { ...event, ...ending } : event;
-      const next = chain.then(async () => {
-        if (this.detached) return;
+      return step(async () => {
         status = withEvent(status, e, { newNetwork: true, now: this.d.clock.now(), ...(gen !== undefined ? { generation: gen } : {}) });
         const state: WorldState = e.type === 'captured' ? (status.phase === 'Captured' ? 'captured' : 'failed') : e.type === 'failed' ? 'failed' : 'running';
-        this.persist(w, state, status);
-        try {
-          await this.applyStatus(this.d.informer.get(key) ?? w, status);
-        } catch (err) {
-          this.d.logger.warn('status write failed; the next reconcile re-applies it', { world: key, error: (err as Error).message });
-        }
+        await publish(state);
         if (e.type === 'captured') this.d.events.normal(w, status.phase ?? 'Captured', status.message ?? '');
         if (e.type === 'failed') this.d.events.warning(w, e.code, e.message);
       });
-      chain = next.catch((err: unknown) => this.d.logger.error('world status step failed', { world: key, error: (err as Error).message }));
-      return next;
+    };
+    // Network refusals of the re-opened proxy, collected as at launch and written at most once a second.
+    let refusalTimer: NodeJS.Timeout | undefined;
+    const onRefusal = (r: { host: string; port: number; time: string }): void => {
+      this.d.metrics?.networkRefusals.inc();
+      status = withNetworkRefusal(status, r);
+      if (refusalTimer) return;
+      refusalTimer = setTimeout(() => {
+        refusalTimer = undefined;
+        void step(() => publish(stateOf(status))).catch(() => undefined); // logged by step
+      }, 1000);
+    };
+    const allowlist = opts.network && (w.spec.network?.policy === 'Allowlist' || sup.network !== undefined);
+    const network = async (): Promise<{ close(): Promise<void> } | undefined> => {
+      try {
+        const got = await reopenAllowlist(sup.network, onRefusal, this.d.logger);
+        if (got.state === 'ended') return undefined;
+        if (this.detached) {
+          await got.network.close();
+          return undefined;
+        }
+        this.d.logger.info('re-opened the Allowlist proxy in a world\'s network namespace', { world: key, netns: got.network.netns });
+        return got.network;
+      } catch (err) {
+        const { code, message } = asRefusal(err, 'NETWORK_NAMESPACE_MISMATCH');
+        const said = `${message}; the world runs on with loopback only (no proxy: it fails closed)`;
+        this.d.logger.warn('an Allowlist world\'s proxy was not re-opened', { world: key, code, error: message });
+        await step(async () => {
+          if (stateOf(status) !== 'running') return; // it ended meanwhile: its end says what matters
+          const observation = status.isolation?.observation ?? {};
+          const notes = [...((observation.notes as string[] | undefined) ?? []), `${code}: ${said}`].slice(-16);
+          status = { ...status, reason: code, message: said, isolation: { ...status.isolation, observation: { ...observation, notes } } };
+          await publish('running');
+          this.d.events.warning(w, code, said);
+        }).catch(() => undefined); // logged by step
+        return undefined;
+      }
     };
     const roots: WorldRoot[] = sup.roots.map((r) => ({
       ...r,
@@ -288,9 +328,12 @@ export class NodeWorlds {
       },
       { pid: sup.pid, startTime: sup.startTime, startedAt: sup.startedAt },
       report,
+      allowlist ? network : undefined,
     );
     this.d.logger.info(run.alive ? 're-attached to a running world\'s supervisor' : 'a world\'s supervisor ended while no agent ran; finishing the world from its exit record', { world: key, supervisorPid: sup.pid });
-    this.track(key, uid, run, () => undefined);
+    this.track(key, uid, run, () => {
+      if (refusalTimer) clearTimeout(refusalTimer);
+    });
     return;
   }
 
@@ -310,12 +353,16 @@ export class NodeWorlds {
 
   private async finalize(key: string, w: World): Promise<ReconcileResult> {
     const uid = w.metadata?.uid ?? '';
+    // A World a previous agent started, deleted before this one re-attached: re-attach first, so its
+    // supervisor is ended with it and writes nothing after the cleanup.
+    const supervisor = this.running.has(uid) || this.detached || getWorldRecord(this.d.store.db, uid)?.state !== 'running' ? undefined : getWorldSupervisor(this.d.store.db, uid);
+    if (supervisor) this.resume(key, w, supervisor, { network: false });
     const run = this.running.get(uid);
     if (run) {
       run.kill('Signaled');
       await run.finished.catch(() => undefined); // logged where the run was started
     }
-    cleanupWorldLeftovers(this.d.store.layout.worlds, uid, this.d.launch.cgroups);
+    await cleanupWorldLeftovers(this.d.store.layout.worlds, uid, this.d.launch.cgroups);
     releaseRun(this.reservations(), uid);
     this.waiting.delete(uid);
     this.attempts.delete(uid);
@@ -352,6 +399,11 @@ export class NodeWorlds {
    */
   detachAll(): string[] {
     this.detached = true;
+    // Every Allowlist proxy's listener is closed now, so the next agent binds 127.0.0.1:3128 in each world
+    // again (until then a world has loopback only: it fails closed).
+    const proxies = closeWorldNetworks();
+    if (proxies.proxies > 0) this.d.logger.info('closed the Allowlist proxies of the worlds left running', { proxies: proxies.proxies });
+    proxies.closed.catch((err: unknown) => this.d.logger.error('closing the Allowlist proxies failed', { error: (err as Error).message }));
     return [...this.running.keys()];
   }
 

@@ -41,6 +41,7 @@ const AGENT_CONFIG: AgentConfig = {
   idBase: ID_BASE,
   admissionRaw: {},
   observeProcDir: '/proc',
+  cgroupRoot: '/sys/fs/cgroup',
   idSlots: 1,
   logLevel: 'error',
   defaultWallTimeSeconds: 600,

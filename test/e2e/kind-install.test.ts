@@ -208,6 +208,30 @@ describe('worldline on a two-node kind cluster', { concurrency: false }, () => {
     await waitFor('edit aggregates worldline-edit', async () => (await k(['auth', 'can-i', 'create', 'collapses.worldline.dev', '-n', 'default', '--as', 'e2e-plain', '--as-group', 'e2e-editors'])).stdout.trim() === 'yes', 30_000, 1000);
   });
 
+  it('keeps a World running while its node-agent pod is replaced: the new pod re-attaches and records its real exit', async () => {
+    const node = nodeA();
+    const script = 'echo started; sleep 30; echo survived > SURVIVED; echo finished; exit 0';
+    await kubectlMust(p, ['apply', '-f', '-'], worldYaml('e2e-survivor', ROOT_A, script));
+    assert.equal(await waitPhase('world', 'e2e-survivor', ['Running', 'Captured', 'Failed', 'Refused'], 120_000), 'Running');
+    const agents = await json<{ items: any[] }>(['get', 'pods', '-n', NS, '-l', 'app.kubernetes.io/component=node-agent', '--field-selector', `spec.nodeName=${node}`]);
+    const old = agents.items[0]?.metadata?.name as string | undefined;
+    assert.ok(old && agents.items.length === 1, `one node-agent pod on ${node}`);
+    // A graceful delete (SIGTERM: the agent detaches), as a DaemonSet rollout does it.
+    await kubectlMust(p, ['delete', 'pod', old, '-n', NS, '--wait', '--timeout', '120s']);
+    const replaced = await waitFor(`a new node-agent pod Ready on ${node}`, async () => {
+      const now = await json<{ items: any[] }>(['get', 'pods', '-n', NS, '-l', 'app.kubernetes.io/component=node-agent', '--field-selector', `spec.nodeName=${node}`]);
+      return now.items.find((x) => x.metadata.name !== old && !x.metadata.deletionTimestamp && x.status?.conditions?.some((c: any) => c.type === 'Ready' && c.status === 'True'));
+    }, 180_000, 2000);
+    assert.notEqual(replaced.metadata.name, old);
+    assert.equal(await waitPhase('world', 'e2e-survivor', ['Captured', 'Failed', 'Refused'], 180_000), 'Captured');
+    const w = await json(['get', 'world', 'e2e-survivor']);
+    assert.equal(w.status.exit.code, 0, JSON.stringify(w.status.exit));
+    assert.equal(w.status.candidate.added, 1, 'the file written after the pod was replaced is captured');
+    // Its whole output, both lines, in the log on the node (written by its supervisor, not the agent).
+    const log = await inNode(node, ['cat', `/var/lib/worldline/worlds/${w.metadata.uid as string}.output.log`]);
+    assert.match(log, /^started\nfinished\n$/);
+  });
+
   it('rolls the pods on helm upgrade with a changed value, and the API keeps working', async () => {
     const before = await json<{ items: any[] }>(['get', 'pods', '-n', NS]);
     const oldNames = new Set(before.items.map((x) => x.metadata.name as string));

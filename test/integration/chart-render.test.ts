@@ -138,13 +138,13 @@ void test('the controller: 2 replicas with leader election, non-root, read-only,
   assert.equal(spec.serviceAccountName, 'worldline-controller');
 });
 
-void test('the node-agent: privileged, no hostPID, node name from the downward API, the store on a hostPath at the same path, a pod-bound token', async () => {
+void test('the node-agent: privileged, the node\'s PID namespace and cgroups (Worlds outlive the pod), node name from the downward API, the store on a hostPath at the same path, a pod-bound token', async () => {
   const ds = findObject(await renderChart(), 'DaemonSet', 'worldline-node-agent');
   const spec = podSpec(ds);
   const [c] = spec.containers;
   assert.ok(c);
   assert.equal(c.securityContext.privileged, true);
-  assert.equal(spec.hostPID, false);
+  assert.equal(spec.hostPID, true);
   assert.equal(spec.hostNetwork, false);
   const env = new Map(c.env.map((e) => [e.name, e]));
   assert.equal(env.get('NODE_NAME')?.valueFrom?.fieldRef?.fieldPath, 'spec.nodeName');
@@ -152,7 +152,11 @@ void test('the node-agent: privileged, no hostPID, node name from the downward A
   assert.ok(c.args.includes('--store=/var/lib/worldline'), c.args.join(' '));
   const store = spec.volumes.find((v) => v.name === 'store');
   assert.deepEqual(store?.hostPath, { path: '/var/lib/worldline', type: 'DirectoryOrCreate' });
-  assert.deepEqual(c.volumeMounts.find((m) => m.name === 'store'), { name: 'store', mountPath: '/var/lib/worldline', mountPropagation: 'HostToContainer' });
+  assert.deepEqual(c.volumeMounts.find((m) => m.name === 'store'), { name: 'store', mountPropagation: 'Bidirectional', mountPath: '/var/lib/worldline' });
+  // The node's cgroup hierarchies, where Worlds' and supervisors' cgroups live outside the pod's.
+  assert.deepEqual(spec.volumes.find((v) => v.name === 'host-cgroup')?.hostPath, { path: '/sys/fs/cgroup', type: 'Directory' });
+  assert.deepEqual(c.volumeMounts.find((m) => m.name === 'host-cgroup'), { name: 'host-cgroup', mountPath: '/host/cgroup' });
+  assert.ok(c.args.includes('--cgroup-root=/host/cgroup'), c.args.join(' '));
   assert.deepEqual(c.volumeMounts.find((m) => m.name === 'root-0'), { name: 'root-0', mountPath: '/srv', mountPropagation: 'HostToContainer' });
   assert.deepEqual(c.livenessProbe.httpGet, { path: '/healthz', port: 'metrics' });
   assert.deepEqual(c.readinessProbe.httpGet, { path: '/readyz', port: 'metrics' });
@@ -161,8 +165,19 @@ void test('the node-agent: privileged, no hostPID, node name from the downward A
   assert.equal(spec.automountServiceAccountToken, true);
   assert.equal(spec.volumes.filter((v) => v.projected !== undefined).length, 0);
   assert.equal(spec.serviceAccountName, 'worldline-node-agent');
-  // No container limit: the Worlds' cgroups nest under the agent's.
+  // No container limit: without cgroupHostPath the Worlds' cgroups nest under the agent's.
   assert.equal(c.resources.limits, undefined);
+});
+
+void test('the node-agent with cgroupHostPath empty and hostPID off: its container\'s own cgroups, no host cgroup mount', async () => {
+  const ds = findObject(await renderChart({ values: { nodeAgent: { cgroupHostPath: '', hostPID: false } } }), 'DaemonSet', 'worldline-node-agent');
+  const spec = podSpec(ds);
+  const [c] = spec.containers;
+  assert.ok(c);
+  assert.equal(spec.hostPID, false);
+  assert.equal(spec.volumes.find((v) => v.name === 'host-cgroup'), undefined);
+  assert.equal(c.volumeMounts.find((m) => m.name === 'host-cgroup'), undefined);
+  assert.ok(!c.args.some((a) => a.startsWith('--cgroup-root')), c.args.join(' '));
 });
 
 void test('RBAC: no wildcards; separate controller and node-agent roles; the node-agent creates and deletes no worldline object; user roles aggregate', async () => {
@@ -243,6 +258,8 @@ void test('values.schema.json refuses bad values with an error naming the value'
     [{ nodeAgent: { store: { hostPath: 'var/lib/worldline' } } }, /at '\/nodeAgent\/store\/hostPath': 'var\/lib\/worldline' does not match pattern/],
     [{ nodeAgent: { store: { mountPropagation: 'Shared' } } }, /at '\/nodeAgent\/store\/mountPropagation': value must be one of 'None', 'HostToContainer', 'Bidirectional'/],
     [{ nodeAgent: { rootsMountPropagation: 'Bidirectional' } }, /at '\/nodeAgent\/rootsMountPropagation': value must be one of 'None', 'HostToContainer'/],
+    [{ nodeAgent: { cgroupHostPath: 'sys/fs/cgroup' } }, /at '\/nodeAgent\/cgroupHostPath'/],
+    [{ nodeAgent: { hostPID: 'yes' } }, /at '\/nodeAgent\/hostPID': got string, want boolean/],
     [{ controler: { replicas: 3 } }, /additional properties 'controler' not allowed/],
   ];
   for (const [values, names] of cases) {

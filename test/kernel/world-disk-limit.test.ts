@@ -21,7 +21,7 @@ import { mountsUnder } from '../../node-agent/store/mount-table.js';
 import { openStore, type Store } from '../../node-agent/store/open-store.js';
 import { checkRouting } from '../../node-agent/store/routing.js';
 import { generationManifest } from '../../node-agent/store/world-records.js';
-import { sweepOrphanWorlds } from '../../node-agent/worlds/orphan-sweep.js';
+import { sweepRunLeftovers } from '../../node-agent/worlds/leftover-sweep.js';
 import { startWorldRun, type WorldEvent } from '../../node-agent/worlds/run-world.js';
 import { admittedStatus, withEvent } from '../../node-agent/worlds/world-status.js';
 import { requireRoot } from '../support/require-root.js';
@@ -159,8 +159,8 @@ test('a mounted run disk left by a crash (no World record) is unmounted, detache
   rmSync(gonePaths.dir, { recursive: true, force: true });
   assert.ok(listLoops().some((l) => l.device === gone.device && l.deleted), 'the unlinked image is still attached');
 
-  const swept = sweepOrphanWorlds(s, detectCgroups());
-  assert.ok(swept.includes('crashed-world'), swept.join(', '));
+  const swept = await sweepRunLeftovers(s, detectCgroups());
+  assert.ok(swept.worlds.includes('crashed-world'), swept.worlds.join(', '));
   assert.deepEqual(mountsUnder(paths.dir), []);
   assert.equal(existsSync(paths.dir), false);
   for (const d of [readback.device, gone.device]) {

@@ -4,19 +4,24 @@
 // descendant processes and their network namespaces, every WORLDLINE_SOAK_EVERY lifecycles once the
 // batch's Worlds are gone. Asserts the figures stay flat: the last quarter's maximum may exceed the first
 // quarter's maximum by at most the tolerance named per figure below. Prints the table and writes it as
-// JSON (WORLDLINE_SOAK_REPORT, default reports/soak.json).
+// JSON (WORLDLINE_SOAK_REPORT, default reports/soak.json), with how long each phase of a lifecycle took
+// (median, 90th percentile, maximum: created, Accepted, Admitted, Isolated, final phase, gone).
+// The soak follows its Worlds through one watch (world-watch.ts), not a kubectl process per poll. Each World
+// asks for an equal share of the node's CPUs, so that all WORLDLINE_SOAK_PARALLEL of them are admitted at once
+// (at the default of one CPU each, a two-CPU node admits two and the others wait for room).
 //   WORLDLINE_SOAK_LIFECYCLES  lifecycles in all (default 1000)
 //   WORLDLINE_SOAK_EVERY       lifecycles between two samples (default 50)
 //   WORLDLINE_SOAK_PARALLEL    Worlds in flight at once (default 4)
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdirSync, writeFileSync } from 'node:fs';
+import { cpus } from 'node:os';
 import { dirname, resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { startStack, type Stack } from '../support/stack.js';
-import { kc } from '../support/wait.js';
 import { adoptSmallRoot, FINAL_PHASES, shWorld, worldManifest } from '../support/worlds.js';
 import { sampleNode, sampleTable, SAMPLE_FIELDS, type NodeSample, type SampleField } from './node-samples.js';
+import { phaseTable, SoakWorlds, type Milestone } from './world-watch.js';
 
 function intEnv(name: string, dflt: number): number {
   const raw = process.env[name];
@@ -39,31 +44,39 @@ const REPORT = resolve(process.env['WORLDLINE_SOAK_REPORT'] ?? 'reports/soak.jso
  */
 const TOLERANCE: Record<SampleField, number> = { rssKiB: 16 * 1024, fds: 4, mounts: 0, cgroupDirs: 0, loopDevices: 0, descendants: 0, netns: 0 };
 
+/** Each World's CPU: an equal share of the node's CPUs (the agent's default node ceiling), so PARALLEL fit at once. */
+const CPU = `${Math.max(1, Math.floor((cpus().length * 1000) / PARALLEL))}m`;
+
 const WORKLOAD = 'echo "$WORLDLINE_SOAK" > "soak-$WORLDLINE_SOAK.txt"; head -c 65536 /dev/urandom > blob.bin; rm -f a.txt; sleep 0.1 & wait';
 
 let s: Stack;
+let worlds: SoakWorlds;
 before(async () => {
   s = await startStack({ nodeName: 'soak-node' });
   await adoptSmallRoot(s, 'soak', 1000);
+  worlds = await SoakWorlds.open(s.cp.kubeconfigPath, 'default', FINAL_PHASES);
 });
 after(async () => {
+  worlds?.stop();
   await s?.stop();
 });
 
 /** One lifecycle: fork a World from the Root, run the workload to Captured, delete it and wait until it is gone. */
-async function lifecycle(i: number, uids: Set<string>): Promise<void> {
+async function lifecycle(i: number, uids: Set<string>, phases: Partial<Record<Milestone, number>>[]): Promise<void> {
   const name = `soak-${i}`;
-  const spec = shWorld(['soak'], WORKLOAD, { agent: { env: [{ name: 'WORLDLINE_SOAK', value: String(i) }] } });
-  await s.apply(worldManifest(name, spec));
-  const w = await s.waitWorld(name, FINAL_PHASES, 'default', 120_000);
+  const spec = shWorld(['soak'], WORKLOAD, { agent: { env: [{ name: 'WORLDLINE_SOAK', value: String(i) }] }, resources: { cpu: CPU } });
+  await worlds.create(name, worldManifest(name, spec));
+  const w = await worlds.until(name, (x) => FINAL_PHASES.includes(x.status?.phase), 120_000, `World default/${name} in ${FINAL_PHASES.join('|')}`);
   uids.add(w.metadata.uid as string);
   assert.equal(w.status.phase, 'Captured', `lifecycle ${i}: ${JSON.stringify(w.status)}`);
   assert.ok(typeof w.status.candidate?.digest === 'string', `lifecycle ${i}: no candidate`);
-  await kc(s.cp, ['delete', 'world', name, '-n', 'default', '--wait=true', '--timeout=120s']);
+  await worlds.deleteAndWait(name, 120_000);
+  phases.push(worlds.take(name));
 }
 
 test(`${LIFECYCLES} World lifecycles leave the node-agent's memory, descriptors, mounts, cgroups, loop devices and namespaces flat`, async () => {
   const uids = new Set<string>();
+  const phases: Partial<Record<Milestone, number>>[] = [];
   const agentPid = s.agent.pid;
   let agentEnded: unknown;
   void s.agent.waitExit().then((e) => (agentEnded = e));
@@ -84,7 +97,7 @@ test(`${LIFECYCLES} World lifecycles leave the node-agent's memory, descriptors,
   while (done < LIFECYCLES) {
     const batchEnd = Math.min(LIFECYCLES, done + EVERY);
     const worker = async (): Promise<void> => {
-      while (next < batchEnd) await lifecycle(next++, uids);
+      while (next < batchEnd) await lifecycle(next++, uids, phases);
     };
     await Promise.all(Array.from({ length: PARALLEL }, worker));
     done = batchEnd;
@@ -95,7 +108,9 @@ test(`${LIFECYCLES} World lifecycles leave the node-agent's memory, descriptors,
   }
   const seconds = (Date.now() - started) / 1000;
   const table = sampleTable(samples);
-  process.stdout.write(`\nsoak: ${LIFECYCLES} lifecycles in ${seconds.toFixed(0)} s (${(LIFECYCLES / seconds).toFixed(2)}/s), ${PARALLEL} in flight\n${table}\n`);
+  const phaseRows = phaseTable(phases);
+  process.stdout.write(`\nsoak: ${LIFECYCLES} lifecycles in ${seconds.toFixed(0)} s (${(LIFECYCLES / seconds).toFixed(2)}/s), ${PARALLEL} in flight, ${CPU} CPU each, Worlds that waited for admission, by reason: ${JSON.stringify(worlds.waits)}\n${table}\n`);
+  process.stdout.write(`soak: phases of a lifecycle (ms: median, 90th percentile, max)\n${phaseRows.map((r) => `  ${r.phase.padEnd(22)} ${String(r.medianMs).padStart(6)} ${String(r.p90Ms).padStart(6)} ${String(r.maxMs).padStart(6)}`).join('\n')}\n`);
   // Quarters by lifecycle count. The sample before any lifecycle is left out: it holds the agent's start-up
   // memory (its heap is larger then than once it settles), which would hide growth behind it.
   const quarter = (q: number) => samples.filter((x) => x.lifecycles > LIFECYCLES * q / 4 && x.lifecycles <= LIFECYCLES * (q + 1) / 4);
@@ -107,7 +122,7 @@ test(`${LIFECYCLES} World lifecycles leave the node-agent's memory, descriptors,
     return { field: f, firstQuarterMax: firstMax, lastQuarterMax: lastMax, tolerance: TOLERANCE[f], flat: lastMax <= firstMax + TOLERANCE[f] };
   });
   mkdirSync(dirname(REPORT), { recursive: true });
-  writeFileSync(REPORT, `${JSON.stringify({ lifecycles: LIFECYCLES, every: EVERY, parallel: PARALLEL, seconds, samples, verdicts }, null, 2)}\n`);
+  writeFileSync(REPORT, `${JSON.stringify({ lifecycles: LIFECYCLES, every: EVERY, parallel: PARALLEL, cpu: CPU, seconds, phases: phaseRows, waited: worlds.waits, samples, verdicts }, null, 2)}\n`);
   process.stdout.write(`soak: report written to ${REPORT}\n${verdicts.map((v) => `${v.field}: first quarter max ${v.firstQuarterMax}, last quarter max ${v.lastQuarterMax}, tolerance ${v.tolerance}: ${v.flat ? 'flat' : 'GROWING'}`).join('\n')}\n`);
   assert.ok(last.length > 0 && first.length > 0, `too few samples for quarters (${samples.length}); lower WORLDLINE_SOAK_EVERY`);
   assert.deepEqual(verdicts.filter((v) => !v.flat), [], 'every figure stays flat');

@@ -25,9 +25,18 @@ export interface ControllerProcess {
   kill(signal?: NodeJS.Signals): Promise<number | null>;
   /** Resolves once the process has exited, by itself or killed, with its exit code and the signal that ended it. */
   waitExit(): Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  /** Whether kill() was called (an exit without it is the process's own). */
+  readonly killed: boolean;
 }
 
-export async function startController(opts: { kubeconfig: string; identity: string; namespace?: string; leaseDurationSeconds?: number; extraArgs?: string[] }): Promise<ControllerProcess> {
+/** When a start counts as done: its metrics port served, and each of `ready` logged (any order). */
+export interface StartOptions {
+  ready?: string[];
+  /** Default 120 s; the fault campaign, restarting components dozens of times on a loaded host, waits longer. */
+  timeoutMs?: number;
+}
+
+export async function startController(opts: { kubeconfig: string; identity: string; namespace?: string; leaseDurationSeconds?: number; extraArgs?: string[]; start?: StartOptions }): Promise<ControllerProcess> {
   return startComponent('controller', opts.identity, [
     '--kubeconfig', opts.kubeconfig,
     '--namespace', opts.namespace ?? 'worldline-system',
@@ -35,10 +44,10 @@ export async function startController(opts: { kubeconfig: string; identity: stri
     '--identity', opts.identity,
     '--lease-duration', String(opts.leaseDurationSeconds ?? 6),
     ...(opts.extraArgs ?? []),
-  ]);
+  ], [], {}, opts.start);
 }
 
-export async function startNodeAgent(opts: { kubeconfig: string; nodeName: string; storeDir: string; namespace?: string; extraArgs?: string[]; wrapper?: string[]; env?: Record<string, string> }): Promise<ControllerProcess> {
+export async function startNodeAgent(opts: { kubeconfig: string; nodeName: string; storeDir: string; namespace?: string; extraArgs?: string[]; wrapper?: string[]; env?: Record<string, string>; start?: StartOptions }): Promise<ControllerProcess> {
   return startComponent('node-agent', opts.nodeName, [
     '--kubeconfig', opts.kubeconfig,
     '--namespace', opts.namespace ?? 'worldline-system',
@@ -46,7 +55,7 @@ export async function startNodeAgent(opts: { kubeconfig: string; nodeName: strin
     '--node-name', opts.nodeName,
     '--store', opts.storeDir,
     ...(opts.extraArgs ?? []),
-  ], opts.wrapper, withCrashHooks(opts.env ?? {}));
+  ], opts.wrapper, withCrashHooks(opts.env ?? {}), opts.start);
 }
 
 /** Test seams a test's environment asks for, each preloaded from its module in test/support/. */
@@ -66,7 +75,7 @@ function withCrashHooks(env: Record<string, string>): Record<string, string> {
  * `wrapper`, when given, is an argv prefix that must end by exec'ing the node command appended to it (so the
  * process keeps its pid), e.g. to start the component with some process attribute set up first.
  */
-export async function startComponent(component: 'controller' | 'node-agent', identity: string, componentArgs: string[], wrapper: string[] = [], env: Record<string, string> = {}): Promise<ControllerProcess> {
+export async function startComponent(component: 'controller' | 'node-agent', identity: string, componentArgs: string[], wrapper: string[] = [], env: Record<string, string> = {}, start: StartOptions = {}): Promise<ControllerProcess> {
   const opts = { identity };
   const args = [resolve(DIST, component, 'main.js'), ...componentArgs];
   const [cmd, ...argv] = [...wrapper, process.execPath, ...args] as [string, ...string[]];
@@ -102,9 +111,10 @@ export async function startComponent(component: 'controller' | 'node-agent', ide
   // A loaded 2-core CI host has been seen to keep a starting node-agent silent for over 30 s; a start that
   // fails anyway kills the child, so a half-started process never outlives its test.
   let serving: Record<string, unknown>;
+  const timeoutMs = start.timeoutMs ?? START_TIMEOUT_MS;
   try {
-    serving = await Promise.race([
-      waitForLog((r) => r.msg === 'serving health and metrics', START_TIMEOUT_MS),
+    [serving] = await Promise.race([
+      Promise.all([waitForLog((r) => r.msg === 'serving health and metrics', timeoutMs), ...(start.ready ?? []).map((msg) => waitForLog((r) => r.msg === msg, timeoutMs))]),
       exited.then(() => { throw new Error(`${component} exited early:\n${logs.map((l) => JSON.stringify(l)).join('\n')}`); }),
     ]);
   } catch (e) {
@@ -113,6 +123,7 @@ export async function startComponent(component: 'controller' | 'node-agent', ide
     throw e;
   }
   const metricsUrl = `http://127.0.0.1:${String(serving.port)}`;
+  let killed = false;
   return {
     pid: child.pid ?? -1,
     identity: opts.identity,
@@ -123,7 +134,11 @@ export async function startComponent(component: 'controller' | 'node-agent', ide
       const res = await fetch(`${metricsUrl}/metrics`);
       return res.text();
     },
+    get killed() {
+      return killed;
+    },
     async kill(signal: NodeJS.Signals = 'SIGTERM') {
+      killed = true;
       if (child.exitCode !== null || child.signalCode !== null) return child.exitCode;
       child.kill(signal);
       const [code] = (await exited) as [number | null];

@@ -2,13 +2,13 @@
 // fault campaign (test/faults): a real etcd + kube-apiserver (scripts/controlplane/harness.ts) with the
 // CRDs, the controller and a node-agent as root on a temporary store. etcd comes back on its data
 // directory, kube-apiserver on its certificates and port, the controller with its identity (it re-takes
-// its lease), the node-agent on the same store. The controller and node-agent are started by
-// patient-start.ts (a start timeout fit for a loaded host).
+// its lease), the node-agent on the same store. The controller and node-agent are started as every
+// integration test starts them (controller-process.ts), with a start timeout fit for a loaded host.
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startControlPlane, type ControlPlane } from '../../scripts/controlplane/harness.js';
-import { startPatiently, type PatientProcess } from './patient-start.js';
+import { startController, startNodeAgent, type ControllerProcess } from './controller-process.js';
 import { restartable, type RestartableProcess } from './restartable-controlplane.js';
 import { removeScratch } from './stack.js';
 import { kc } from './wait.js';
@@ -32,10 +32,10 @@ export interface FaultStack {
   nodeName: string;
   storeDir: string;
   scratch: string;
-  controller(): PatientProcess;
-  agent(): PatientProcess;
+  controller(): ControllerProcess;
+  agent(): ControllerProcess;
   /** Every node-agent started so far, the current one last (their logs, for a failure's explanation). */
-  agents: PatientProcess[];
+  agents: ControllerProcess[];
   /** Exits of the controller or node-agent that no kill caused (each was started again). */
   selfExits: SelfExit[];
   /** Set when a supervised component could not be started again after its own exit. */
@@ -59,16 +59,17 @@ export async function startFaultStack(nodeName = 'faults-node'): Promise<FaultSt
     return res.ok && (await res.text()).includes('"health":"true"');
   });
   const apiserver = restartable('kube-apiserver', cp.pids.apiserver, join(cp.dir, 'kube-apiserver.log'), async () => (await cp.kubectl(['get', '--raw', '/readyz'])).code === 0);
-  const common = ['--kubeconfig', cp.kubeconfigPath, '--namespace', 'worldline-system', '--metrics-bind', '127.0.0.1:0'];
-  const newController = (): Promise<PatientProcess> =>
-    startPatiently('controller', [...common, '--identity', CONTROLLER_IDENTITY, '--lease-duration', '6'], ['serving health and metrics']);
-  const newAgent = (): Promise<PatientProcess> =>
-    startPatiently('node-agent', [...common, '--node-name', nodeName, '--store', storeDir], ['serving health and metrics', 'node-agent started']);
+  // Restarted dozens of times on two shared cores under `nice`, a component has been seen silent for 30 s.
+  const start = { timeoutMs: 180_000 };
+  const newController = (): Promise<ControllerProcess> =>
+    startController({ kubeconfig: cp.kubeconfigPath, identity: CONTROLLER_IDENTITY, leaseDurationSeconds: 6, start });
+  const newAgent = (): Promise<ControllerProcess> =>
+    startNodeAgent({ kubeconfig: cp.kubeconfigPath, nodeName, storeDir, start: { ...start, ready: ['node-agent started'] } });
   // The controller and node-agent are supervised as their Deployment and DaemonSet would be: one that
   // exits by itself (the controller exits when it loses its lease, e.g. while kube-apiserver is down) is
   // started again, and the exit is recorded. Starts and kills of one component never overlap.
-  const current: Partial<Record<Supervised, PatientProcess>> = {};
-  const agents: PatientProcess[] = [];
+  const current: Partial<Record<Supervised, ControllerProcess>> = {};
+  const agents: ControllerProcess[] = [];
   const selfExits: SelfExit[] = [];
   let stopping = false;
   let supervisorError: Error | undefined;
@@ -85,7 +86,7 @@ export async function startFaultStack(nodeName = 'faults-node'): Promise<FaultSt
         const p = await (c === 'controller' ? newController() : newAgent());
         current[c] = p;
         if (c === 'node-agent') agents.push(p);
-        void p.exited.then(({ code, signal }) => {
+        void p.waitExit().then(({ code, signal }) => {
           if (p.killed || stopping) return;
           selfExits.push({ component: c, code, signal, lastLog: JSON.stringify(p.logs.at(-1) ?? null).slice(0, 300) });
           serial(c, () => launch(c)).catch((e: unknown) => {
@@ -127,7 +128,7 @@ export async function startFaultStack(nodeName = 'faults-node'): Promise<FaultSt
         await p.start();
       }
     },
-    stopAgent: () => serial('node-agent', () => current['node-agent']!.kill('SIGKILL')),
+    stopAgent: () => serial('node-agent', async () => void (await current['node-agent']!.kill('SIGKILL'))),
     async stop() {
       stopping = true;
       await current['node-agent']?.kill('SIGTERM');

@@ -69,9 +69,11 @@ void test('the default commands name the compiled entry points of both processes
   }
 });
 
-void test("the node-agent's defaults: privileged, store at /var/lib/worldline, mounts private to the pod", () => {
-  const agent = values.nodeAgent as { privileged: boolean; store: { hostPath: string; mountPropagation: string }; rootsMountPropagation: string };
+void test("the node-agent's defaults: privileged, the node's PID namespace and cgroups, store at /var/lib/worldline shared with the node", () => {
+  const agent = values.nodeAgent as { privileged: boolean; hostPID: boolean; cgroupHostPath: string; store: { hostPath: string; mountPropagation: string }; rootsMountPropagation: string };
   assert.equal(agent.privileged, true);
-  assert.deepEqual(agent.store, { hostPath: '/var/lib/worldline', mountPropagation: 'HostToContainer' });
+  assert.equal(agent.hostPID, true);
+  assert.equal(agent.cgroupHostPath, '/sys/fs/cgroup');
+  assert.deepEqual(agent.store, { hostPath: '/var/lib/worldline', mountPropagation: 'Bidirectional' });
   assert.equal(agent.rootsMountPropagation, 'HostToContainer');
 });
