@@ -142,8 +142,23 @@ export class LeaderElector {
   private async tryAcquireOrRenew(): Promise<boolean> {
     const { namespace, name, identity } = this.opts;
     const now = this.clock.now();
-    const timeoutMs = this.renewDeadline * 1000;
+    // A third of the renew deadline per request: one request that gets no answer (an overloaded API
+    // server, a dead connection) leaves time for two more attempts before the lease is given up.
+    const timeoutMs = Math.max(500, Math.floor((this.renewDeadline * 1000) / 3));
     try {
+      // Renewing the lease we hold: one PUT from the copy we wrote last, whose resourceVersion proves
+      // nobody wrote it since. A conflict drops the copy, and the next attempt reads the lease first.
+      const held = this.lease;
+      if (held?.spec?.holderIdentity === identity && held.metadata.resourceVersion !== undefined) {
+        const renewed: Lease = { ...held, spec: { ...held.spec, leaseDurationSeconds: this.leaseDuration, renewTime: formatMicroTime(now) } };
+        try {
+          this.lease = await this.http.request<Lease>({ method: 'PUT', path: objectPath(leasesRef, name, namespace), body: renewed, timeoutMs });
+          return true;
+        } catch (err) {
+          if (isConflict(err)) this.lease = undefined;
+          throw err;
+        }
+      }
       let current: Lease;
       try {
         current = await this.http.request<Lease>({ path: objectPath(leasesRef, name, namespace), timeoutMs });

@@ -1,8 +1,12 @@
 import { test } from 'node:test';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
 import assert from 'node:assert/strict';
 import { loadKubeConfig } from '../../kube/client.js';
 import { LeaderElector } from '../../kube/leader-election.js';
 import { startControlPlane } from '../../scripts/controlplane/harness.js';
+import { startStallProxy } from '../support/stall-proxy.js';
 
 async function until(cond: () => boolean, what: string, ms: number): Promise<number> {
   const start = Date.now();
@@ -76,3 +80,48 @@ test('leader election on a Lease: one leader; hand-over on stop and on crash', a
   await c.e.stop();
   await c.done;
 });
+
+test('a renewal that gets no answer is retried within the renew deadline: the leader keeps its lease', async (t) => {
+  const cp = await startControlPlane({ quiet: true });
+  t.after(() => cp.stop());
+  const created = await cp.kubectl(['create', 'namespace', 'le']);
+  assert.equal(created.code, 0, created.stderr);
+  // The elector talks to the API server through a relay that can stop answering.
+  const server = new URL(cp.server);
+  const proxy = await startStallProxy({ host: server.hostname, port: Number(server.port) });
+  t.after(() => proxy.close());
+  const relayed = join(mkdtempSync(join(tmpdir(), 'wl-le-')), 'kubeconfig');
+  const original = readFileSync(cp.kubeconfigPath, 'utf8');
+  assert.ok(original.includes(cp.server), 'the kubeconfig names the API server');
+  writeFileSync(relayed, original.replaceAll(cp.server, `https://${proxy.address}`));
+  t.after(() => rmSync(dirname(relayed), { recursive: true, force: true }));
+  const kubeConfig = loadKubeConfig({ kubeconfig: relayed });
+  const log: string[] = [];
+  const e = new LeaderElector({ kubeConfig, namespace: 'le', name: 'stalled', identity: 'steady', ...timing });
+  const done = e.run({ onStartedLeading: () => void log.push('started'), onStoppedLeading: () => void log.push('stopped') });
+  await until(() => e.isLeader(), 'steady to lead', 10_000);
+  const renewTime = async (): Promise<number> => Date.parse((await cp.kubectl(['get', 'lease', '-n', 'le', 'stalled', '-o', 'jsonpath={.spec.renewTime}'])).stdout);
+  await new Promise((r) => setTimeout(r, 1500)); // a renewal or two through the relay
+  // Nothing answers for 1.8 s, more than half the 3 s renew deadline: a request waiting out the whole
+  // deadline would give the lease up; a third of it per request leaves room for the retry that succeeds.
+  const before = await renewTime();
+  proxy.stall(1800);
+  await new Promise((r) => setTimeout(r, 1900));
+  assert.ok(proxy.dropped() > 0, 'the relay dropped requests while stalled');
+  const after = await waitForRenewal(renewTime, before, 6000);
+  assert.ok(after > before, 'renewals resumed after the stall');
+  assert.equal(e.isLeader(), true, 'still the leader');
+  assert.deepEqual(log, ['started'], 'leadership was never given up');
+  await e.stop();
+  await done;
+});
+
+async function waitForRenewal(read: () => Promise<number>, after: number, ms: number): Promise<number> {
+  const start = Date.now();
+  for (;;) {
+    const t = await read();
+    if (t > after) return t;
+    if (Date.now() - start > ms) return t;
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
