@@ -23,7 +23,7 @@ import type { ManifestEntry } from '../../core/manifest.js';
 import * as native from '../../native/index.js';
 import { hashOpenFile } from '../store/hash-file.js';
 import type { StoredDelta } from '../store/candidates.js';
-import type { RootMount } from '../sandbox/rootfs.js';
+import { upperTopOwner, type RootMount } from '../sandbox/rootfs.js';
 import { layerPaths, type LayerPaths, type WorldPaths } from '../sandbox/run-paths.js';
 
 const run = promisify(execFile);
@@ -230,7 +230,7 @@ export function mountCheckRoot(roots: readonly CheckRoot[]): (paths: WorldPaths,
       const st = lstatSync(root.basePayload);
       return { mode: st.mode, uid: st.uid, gid: st.gid };
     })();
-    chownSync(l.upper, idBase + top.uid, idBase + top.gid);
+    chownSync(l.upper, upperTopOwner(top.uid, idBase), upperTopOwner(top.gid, idBase));
     chmodSync(l.upper, top.mode & 0o7777);
     native.mountIdmapped(l.stagingDir, l.stagingMount, usernsFd, { readonly: true, recursive: false });
     native.mountIdmapped(l.deltaDir, l.deltaMount, usernsFd, { readonly: true, recursive: false });

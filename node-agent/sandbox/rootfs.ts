@@ -7,6 +7,7 @@ import { chmodSync, chownSync, closeSync, existsSync, lstatSync, mkdirSync, open
 import { dirname, join } from 'node:path';
 import * as native from '../../native/index.js';
 import type { IdMap } from '../../native/index.js';
+import { ID_RANGE } from '../config.js';
 import { mountsUnder } from '../store/mount-table.js';
 import { layerPaths, type LayerPaths, type WorldPaths } from './run-paths.js';
 
@@ -53,13 +54,22 @@ function touch(p: string): void {
   closeSync(openSync(p, 'a', 0o644));
 }
 
+/**
+ * The host id an upper layer's top directory takes for a Root top owned by `id`: the world's own mapping
+ * of it, or — for an id the world's range cannot map (65536 or more) — the id itself, so the world sees
+ * its root directory as it sees the lower one (the overflow id) and capture finds the owner unchanged.
+ */
+export function upperTopOwner(id: number, idBase: number): number {
+  return id < ID_RANGE ? idBase + id : id;
+}
+
 /** Mounts one Root's overlay; returns its layer paths. */
 export function mountRootLayer(paths: WorldPaths, root: RootMount, usernsFd: number, idBase: number): LayerPaths {
   const l = layerPaths(paths, root.rootKey);
   for (const d of [l.lower, l.upper, l.work, l.merged]) mkdirp(d, 0o700);
   // The merged root directory takes the upper root's owner and mode: give it the lower root's, mapped.
   const top = lstatSync(root.payload);
-  chownSync(l.upper, idBase + top.uid, idBase + top.gid);
+  chownSync(l.upper, upperTopOwner(top.uid, idBase), upperTopOwner(top.gid, idBase));
   chmodSync(l.upper, top.mode & 0o7777);
   native.mountIdmapped(root.payload, l.lower, usernsFd, { readonly: true, recursive: false });
   native.mountOverlay(l.merged, { lower: [l.lower], upper: l.upper, work: l.work, extra: OVERLAY_OPTIONS, nosuid: true, nodev: true });

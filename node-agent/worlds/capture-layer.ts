@@ -69,8 +69,8 @@ class LayerCapture {
     private readonly idCount: number,
   ) {
     this.top = lstatSync(upper);
-    const rootUid = this.unmap('', this.top.uid);
-    const rootGid = this.unmap('', this.top.gid);
+    const rootUid = this.unmapTop(this.top.uid, base.root?.uid);
+    const rootGid = this.unmapTop(this.top.gid, base.root?.gid);
     this.root = rootUid !== undefined && rootGid !== undefined ? { mode: this.top.mode & 0o7777, uid: rootUid, gid: rootGid } : undefined;
   }
 
@@ -80,6 +80,16 @@ class LayerCapture {
       return undefined;
     }
     return id - this.idBase;
+  }
+
+  /**
+   * The top directory's owner: mapped like any other, except an owner the world's range cannot hold that
+   * is exactly the base's (sandbox/rootfs.ts upperTopOwner keeps such an owner as it is: the world could
+   * not change it).
+   */
+  private unmapTop(id: number, baseId: number | undefined): number | undefined {
+    if (baseId !== undefined && baseId >= this.idCount && id === baseId) return baseId;
+    return this.unmap('', id);
   }
 
   private deleteBelow(rel: string): void {

@@ -48,11 +48,12 @@ describe('launch refusals on a real stack', () => {
     assert.doesNotMatch(r.output, /ran/, 'the agent did not run');
     await s.waitFor('a RUN_AS_USER_UNMAPPABLE warning Event on the World', async () => (await warningReasons('unmappable')).includes('RUN_AS_USER_UNMAPPABLE'), 15_000);
 
-    // The same Root with a runAsUser the world can map is launched: its agent runs as that uid. (How such a
-    // World ends is not asserted here: its capture reports the Root's unmappable top directory.)
+    // The same Root with a runAsUser the world can map (the message's advice) runs as that uid and is
+    // captured: the Root's top directory keeps its unmappable owner, unchanged.
     const ok = await runWorld(s, 'mappable', shWorld(['foreign'], 'echo "ID $(id -u)"', { agent: { runAsUser: OWNER } }));
     assert.notEqual(ok.status.reason, 'RUN_AS_USER_UNMAPPABLE', describeRun(ok));
     assert.match(ok.output, new RegExp(`^ID ${OWNER}$`, 'm'), describeRun(ok));
+    assert.equal(ok.status.phase, 'Captured', describeRun(ok));
     await s.waitFor('the launched World torn down (its cgroup removed)', async () => !worldCgroupExists(ok.uid), 30_000);
   });
 

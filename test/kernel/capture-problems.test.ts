@@ -8,6 +8,7 @@ import { chownSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { manifestBaseIndex } from '../../node-agent/store/base-index.js';
+import { upperTopOwner } from '../../node-agent/sandbox/rootfs.js';
 import { captureLayer } from '../../node-agent/worlds/capture-layer.js';
 import { requireRoot } from '../support/require-root.js';
 import { Cleanup } from './native-fixtures.js';
@@ -52,6 +53,27 @@ test('the upper directory itself owned outside the range is reported too (path "
   assert.ok(delta.problems.length > 0, 'the unmapped top is not reported');
   for (const p of delta.problems) assert.deepEqual([p.code, p.path], ['CAPTURE_OWNER_UNMAPPED', '.'], JSON.stringify(delta.problems));
   assert.equal(delta.rootAttributes, undefined, 'no root attributes are made up for an unmapped top');
+});
+
+test('a Root top owned by an id the world cannot map keeps that owner in the upper layer, and capture finds it unchanged (only the same id)', async () => {
+  // What sandbox/rootfs.ts gives a Root whose directory belongs to uid/gid 70000 (runAsUser set).
+  const FOREIGN = 70_000;
+  assert.equal(upperTopOwner(FOREIGN, ID_BASE), FOREIGN, 'an unmappable owner stays the host\'s own');
+  assert.equal(upperTopOwner(1000, ID_BASE), ID_BASE + 1000, 'a mappable owner is the world\'s mapping of it');
+  const base = manifestBaseIndex({ entries: [], root: { mode: 0o755, uid: FOREIGN, gid: FOREIGN } });
+  const upper = join(scratch, 'foreign-top');
+  mkdirSync(upper, { mode: 0o755 });
+  chownSync(upper, upperTopOwner(FOREIGN, ID_BASE), upperTopOwner(FOREIGN, ID_BASE));
+  writeFileSync(join(upper, 'new.txt'), 'made by the agent\n');
+  chownSync(join(upper, 'new.txt'), ID_BASE + 1000, ID_BASE + 1000);
+  const delta = await captureLayer(upper, base, ID_BASE, ID_COUNT);
+  assert.deepEqual(delta.problems, []);
+  assert.equal(delta.rootChanged, false, 'the top is unchanged');
+  assert.deepEqual(delta.upsert.map((e) => [e.path, e.uid]), [['new.txt', 1000]]);
+  // Any other unmappable owner on the top is still refused.
+  chownSync(upper, FOREIGN + 1, FOREIGN);
+  const other = await captureLayer(upper, base, ID_BASE, ID_COUNT);
+  assert.deepEqual(other.problems.map((p) => [p.code, p.path]), [['CAPTURE_OWNER_UNMAPPED', '.']]);
 });
 
 /** Starts a worker that keeps replacing `target` with a new inode (write a sibling, rename it over) until stopped. */
