@@ -52,7 +52,8 @@ const WORKLOAD = 'echo "$WORLDLINE_SOAK" > "soak-$WORLDLINE_SOAK.txt"; head -c 6
 let s: Stack;
 let worlds: SoakWorlds;
 before(async () => {
-  s = await startStack({ nodeName: 'soak-node' });
+  // Host ids of its own (2^31 onward, above the default ranges): it may run beside another stack.
+  s = await startStack({ nodeName: 'soak-node', agentArgs: ['--id-base', String(2 ** 31)] });
   await adoptSmallRoot(s, 'soak', 1000);
   worlds = await SoakWorlds.open(s.cp.kubeconfigPath, 'default', FINAL_PHASES);
 });
