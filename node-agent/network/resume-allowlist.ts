@@ -7,9 +7,8 @@
 // and the World runs on without a proxy (it fails closed: loopback only, never an open network).
 import { closeSync } from 'node:fs';
 import { Refusal } from '../../core/errors.js';
-import { pidfdOpen } from '../../native/index.js';
 import type { Logger } from '../../kube/logger.js';
-import { processStartTime } from '../sandbox/supervisor-record.js';
+import { openRecordedProcess } from '../sandbox/supervisor-record.js';
 import type { NetworkRefusal } from './allowlist-proxy.js';
 import { attachAllowlist, WorldNetworkError, type WorldNetwork } from './world-network.js';
 
@@ -40,24 +39,16 @@ export async function reopenAllowlist(rec: RecordedNetwork | undefined, onRefusa
   if (!NETNS_ID.test(rec.netns) || !Number.isInteger(rec.pid) || rec.pid < 1 || !Array.isArray(rec.allow)) {
     throw new WorldNetworkError('NETWORK_NAMESPACE_MISMATCH', `the recorded network of the world is malformed (namespace "${String(rec.netns)}", pid ${String(rec.pid)}); the proxy is not re-opened`);
   }
-  let pidfd: number;
+  const pidfd = openRecordedProcess(rec);
+  if (pidfd === undefined) return { state: 'ended' };
   try {
-    pidfd = pidfdOpen(rec.pid);
-  } catch {
-    return { state: 'ended' };
-  }
-  try {
-    // Taken first, then checked: the pidfd names the process whose start time is read, never a successor.
-    if (processStartTime(rec.pid) !== rec.startTime) return { state: 'ended' };
-    try {
-      const network = await attachAllowlist(rec.pid, rec.allow, onRefusal, { pidfd, expectNetns: rec.netns, ...(logger ? { logger } : {}) });
-      return { state: 'served', network };
-    } catch (err) {
-      if (err instanceof Refusal) throw err;
-      // The process ended between the checks: the World is over, not refused.
-      if ((err as NodeJS.ErrnoException).code === 'ENOENT' || (err as NodeJS.ErrnoException).code === 'ESRCH') return { state: 'ended' };
-      throw new WorldNetworkError('NETWORK_NAMESPACE_MISMATCH', `the proxy's listener could not be re-opened at 127.0.0.1:3128 in ${rec.netns}: ${(err as Error).message}`);
-    }
+    const network = await attachAllowlist(rec.pid, rec.allow, onRefusal, { pidfd, expectNetns: rec.netns, ...(logger ? { logger } : {}) });
+    return { state: 'served', network };
+  } catch (err) {
+    if (err instanceof Refusal) throw err;
+    // The process ended between the checks: the World is over, not refused.
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT' || (err as NodeJS.ErrnoException).code === 'ESRCH') return { state: 'ended' };
+    throw new WorldNetworkError('NETWORK_NAMESPACE_MISMATCH', `the proxy's listener could not be re-opened at 127.0.0.1:3128 in ${rec.netns}: ${(err as Error).message}`);
   } finally {
     closeSync(pidfd);
   }

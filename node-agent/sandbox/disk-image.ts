@@ -9,7 +9,7 @@
 import { chmodSync, closeSync, ftruncateSync, mkdirSync, openSync, statfsSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import * as native from '../../native/index.js';
-import { attachLoop, detachLoopsUnder, detachLoopsUnderAsync, DiskError, tool } from './disk-loop.js';
+import { attachLoop, detachLoopsUnder, DiskError, tool } from './disk-loop.js';
 import type { WorldPaths } from './run-paths.js';
 
 export { DiskError } from './disk-loop.js';
@@ -113,11 +113,6 @@ export function runDiskUsage(paths: WorldPaths): DiskUsage {
 }
 
 /** Detaches every loop device whose image lies in the run's directory (call after its layers are unmounted). */
-export function detachRunDisk(paths: WorldPaths): string[] {
+export function detachRunDisk(paths: WorldPaths): Promise<string[]> {
   return detachLoopsUnder(paths.dir);
-}
-
-/** detachRunDisk for a running agent: losetup runs without blocking the event loop (the other runs go on meanwhile). */
-export function detachRunDiskAsync(paths: WorldPaths): Promise<string[]> {
-  return detachLoopsUnderAsync(paths.dir);
 }

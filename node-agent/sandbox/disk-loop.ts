@@ -2,7 +2,7 @@
 // its /dev node made when a container's copy of /dev lacks it, retried when another attacher wins it),
 // list the attached devices with their backing files from sysfs, and detach. Subprocesses are argv arrays;
 // the ones a World's run waits for are asynchronous, so one run's losetup never stalls the agent's others.
-import { execFile, execFileSync } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -118,39 +118,25 @@ export function loopsUnder(dir: string, sysBlock?: string): LoopDevice[] {
 }
 
 /**
- * Detaches a loop device (LOOP_CLR_FD through losetup -d). When a lazily unmounted filesystem still holds
- * it, the kernel marks it to detach itself when the last user goes (autoclear) and losetup succeeds.
+ * Detaches a loop device (LOOP_CLR_FD through losetup -d), without blocking the event loop while losetup
+ * runs (a run's teardown must not stall the agent's other runs). When a lazily unmounted filesystem still
+ * holds it, the kernel marks it to detach itself when the last user goes (autoclear) and losetup succeeds.
  */
-export function detachLoop(device: string): void {
+export async function detachLoop(device: string): Promise<void> {
   if (!/^\/dev\/loop[0-9]+$/.test(device)) throw new Error(`not a loop device: ${device}`);
   try {
-    execFileSync('losetup', ['--detach', device], { stdio: ['ignore', 'ignore', 'pipe'], timeout: 30_000, env: { PATH: '/usr/sbin:/usr/bin:/sbin:/bin', LANG: 'C' } });
+    await run('losetup', ['--detach', device], { encoding: 'utf8', timeout: 30_000, env: { PATH: '/usr/sbin:/usr/bin:/sbin:/bin', LANG: 'C' } });
   } catch (err) {
-    const e = err as NodeJS.ErrnoException & { stderr?: Buffer };
-    throw new Error(`losetup --detach ${device} failed: ${e.stderr?.toString().trim() || e.message}`);
+    const e = err as NodeJS.ErrnoException & { stderr?: string };
+    throw new Error(`losetup --detach ${device} failed: ${e.stderr?.trim() || e.message}`);
   }
 }
 
 /** Detaches every loop device backed by a file below `dir`; returns the devices detached. */
-export function detachLoopsUnder(dir: string): string[] {
+export async function detachLoopsUnder(dir: string): Promise<string[]> {
   const done: string[] = [];
   for (const l of loopsUnder(dir)) {
-    detachLoop(l.device);
-    done.push(l.device);
-  }
-  return done;
-}
-
-/** detachLoopsUnder without blocking the event loop while losetup runs (a run's teardown: teardown-run.ts). */
-export async function detachLoopsUnderAsync(dir: string): Promise<string[]> {
-  const done: string[] = [];
-  for (const l of loopsUnder(dir)) {
-    try {
-      await run('losetup', ['--detach', l.device], { encoding: 'utf8', timeout: 30_000, env: { PATH: '/usr/sbin:/usr/bin:/sbin:/bin', LANG: 'C' } });
-    } catch (err) {
-      const e = err as NodeJS.ErrnoException & { stderr?: string };
-      throw new Error(`losetup --detach ${l.device} failed: ${e.stderr?.trim() || e.message}`);
-    }
+    await detachLoop(l.device);
     done.push(l.device);
   }
   return done;

@@ -13,7 +13,7 @@ import * as native from '../../native/index.js';
 import { Refusal } from '../../core/errors.js';
 import type { SandboxExit, SandboxObservation, SandboxSpawnOptions } from '../../native/index.js';
 import type { WorldCgroup } from './cgroup.js';
-import { exitFileFor, openSupervisor, processStartTime, readSupervisorExit, type SupervisorRef } from './supervisor-record.js';
+import { exitFileFor, openRecordedProcess, processStartTime, readSupervisorExit, type SupervisorRef } from './supervisor-record.js';
 import { observationHooks } from './observation-hooks.js';
 
 export type ExitReason = 'Completed' | 'WallTimeExceeded' | 'OutputLimitExceeded' | 'OOMKilled' | 'Signaled';
@@ -184,7 +184,7 @@ export interface AttachedWorkload {
  * record ends the world SUPERVISOR_LOST (done rejects with SupervisorLost).
  */
 export function attachWorkload(a: { supervisor: SupervisorRef; cgroup: WorldCgroup; outputFile: string; wallTimeMs: number; onEnd?: () => Promise<void> }): AttachedWorkload {
-  const pidfd = openSupervisor(a.supervisor);
+  const pidfd = openRecordedProcess(a.supervisor);
   let killedFor: ExitReason | undefined;
   const kill = (reason?: ExitReason): void => {
     if (reason && !killedFor) killedFor = reason;

@@ -57,10 +57,11 @@ export function readSupervisorExit(path: string): SupervisorExit | undefined {
 }
 
 /**
- * A pidfd of the supervisor if the process with its pid is still the one recorded (same start time),
- * else undefined. The pidfd is taken first, so the process it names is the one whose start time is read.
+ * A pidfd of a recorded process (a supervisor, a World's pid 1) if the process with its pid is still the
+ * one recorded (same start time), else undefined. The pidfd is taken first, so the process it names is the
+ * one whose start time is read: a recycled pid is never taken for it.
  */
-export function openSupervisor(ref: Pick<SupervisorRef, 'pid' | 'startTime'>): number | undefined {
+export function openRecordedProcess(ref: Pick<SupervisorRef, 'pid' | 'startTime'>): number | undefined {
   let pidfd: number;
   try {
     pidfd = native.pidfdOpen(ref.pid);

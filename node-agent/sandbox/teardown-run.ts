@@ -3,7 +3,7 @@
 // empty and remove its cgroup. Each step runs even when an earlier one failed, so one stuck mount does
 // not also leak a cgroup; what failed comes back to the caller, which decides how to report it.
 import type { WorldCgroup } from './cgroup.js';
-import { detachRunDiskAsync } from './disk-image.js';
+import { detachRunDisk } from './disk-image.js';
 import { removeWorldDir, unmountLayers, unmountRootfs } from './rootfs.js';
 import type { WorldPaths } from './run-paths.js';
 
@@ -27,7 +27,7 @@ export async function teardownRun(paths: WorldPaths, cgroup: WorldCgroup | undef
   if (layersGone) {
     // The run's disk (disk-image.ts) is unmounted with the layers; its loop device goes before its image.
     try {
-      await detachRunDiskAsync(paths);
+      await detachRunDisk(paths);
     } catch (err) {
       errors.push(err as Error);
     }

@@ -31,7 +31,7 @@ import { deleteWorldRecord, generationManifest, getWorldRecord, getWorldSupervis
 import { StoreError } from '../store/store-errors.js';
 import { admittedStatus, isolationMessage, refusedStatus, withEvent, withIsolation, withNetworkRefusal, type AgentWorldStatus } from './world-status.js';
 import { worldPaths } from '../sandbox/run-paths.js';
-import { statusSteps } from './status-steps.js';
+import { coalesced, statusSteps } from './status-steps.js';
 import { processStartTime } from '../sandbox/supervisor-record.js';
 import { reopenAllowlist } from '../network/resume-allowlist.js';
 import { closeWorldNetworks } from '../network/world-network.js';
@@ -169,7 +169,6 @@ export class NodeWorlds {
     const iso = this.d.isolationPlan(w, plan, base);
     let cgroup: CgroupReadback | undefined;
     const ctxNow = () => ({ newNetwork: spec.newNetwork, now: this.d.clock.now(), ...(cgroup ? { cgroup } : {}), ...(gen !== undefined ? { generation: gen } : {}) });
-    const current = (): WorldState => (status.phase === 'Captured' ? 'captured' : status.phase === 'Failed' ? 'failed' : status.phase === 'Refused' ? 'refused' : 'running');
     const publish = (state: WorldState): Promise<void> => this.publish(key, w, state, status);
     const step = statusSteps(key, this.d.logger);
     const report = (event: WorldEvent): Promise<void> =>
@@ -200,27 +199,21 @@ export class NodeWorlds {
         if (e.type === 'failed') this.d.events.warning(w, e.code, e.message);
       });
     // Network refusals arrive in bursts: collected at once, written at most once a second.
-    let refusalTimer: NodeJS.Timeout | undefined;
+    const refusalWrites = coalesced(() => void step(() => publish(stateOf(status))).catch(() => undefined)); // logged by step
     const events: GateEvents = {
       isolation: (e) =>
         step(async () => {
           status = withIsolation(status, e, ctxNow());
-          await publish(current());
+          await publish(stateOf(status));
           if (e.decision.outcome !== 'reported-sufficient') this.d.events.warning(w, e.sharedAuthorized ? 'SharedNetworkAuthorized' : 'ISOLATION_INSUFFICIENT', isolationMessage(e));
         }),
       networkRefusal: (r) => {
         status = withNetworkRefusal(status, r);
-        if (refusalTimer) return;
-        refusalTimer = setTimeout(() => {
-          refusalTimer = undefined;
-          void step(() => publish(current())).catch(() => undefined); // logged by step
-        }, 1000);
+        refusalWrites.poke();
       },
     };
     const run = startWorldRun({ ...spec, ...(this.d.metrics ? { timers: this.d.metrics } : {}), gate: (cg) => worldGate({ ...iso, rootPaths: spec.roots.map((r) => r.path), credentialPaths: plan.credentialPaths, envNames: plan.envNames, network: plan.network, agentNs: spec.agentNs, worldUid: uid, wallTimeArmed: true, outputLimitArmed: true, backendVersion: AGENT_VERSION }, cg, events, this.d.metrics, this.d.logger) }, report);
-    this.track(key, uid, run, () => {
-      if (refusalTimer) clearTimeout(refusalTimer);
-    });
+    this.track(key, uid, run, () => refusalWrites.cancel());
     return;
   }
 
@@ -268,15 +261,11 @@ export class NodeWorlds {
       });
     };
     // Network refusals of the re-opened proxy, collected as at launch and written at most once a second.
-    let refusalTimer: NodeJS.Timeout | undefined;
+    const refusalWrites = coalesced(() => void step(() => publish(stateOf(status))).catch(() => undefined)); // logged by step
     const onRefusal = (r: { host: string; port: number; time: string }): void => {
       this.d.metrics?.networkRefusals.inc();
       status = withNetworkRefusal(status, r);
-      if (refusalTimer) return;
-      refusalTimer = setTimeout(() => {
-        refusalTimer = undefined;
-        void step(() => publish(stateOf(status))).catch(() => undefined); // logged by step
-      }, 1000);
+      refusalWrites.poke();
     };
     const allowlist = opts.network && (w.spec.network?.policy === 'Allowlist' || sup.network !== undefined);
     const network = async (): Promise<{ close(): Promise<void> } | undefined> => {
@@ -331,9 +320,7 @@ export class NodeWorlds {
       allowlist ? network : undefined,
     );
     this.d.logger.info(run.alive ? 're-attached to a running world\'s supervisor' : 'a world\'s supervisor ended while no agent ran; finishing the world from its exit record', { world: key, supervisorPid: sup.pid });
-    this.track(key, uid, run, () => {
-      if (refusalTimer) clearTimeout(refusalTimer);
-    });
+    this.track(key, uid, run, () => refusalWrites.cancel());
     return;
   }
 

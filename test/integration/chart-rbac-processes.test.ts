@@ -78,7 +78,7 @@ after(async () => {
   await agent?.kill('SIGTERM');
   await controller?.kill('SIGTERM');
   await cp?.stop();
-  if (scratch) removeScratch(scratch);
+  if (scratch) await removeScratch(scratch);
 });
 
 void test('the controller and node-agent do their whole job with only the chart RBAC, through the node policy', async () => {

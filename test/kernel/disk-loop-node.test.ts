@@ -13,10 +13,10 @@ import { requireRoot } from '../support/require-root.js';
 requireRoot('the loop-device node test (loop devices, mknod)');
 const dir = mkdtempSync(join('/var/tmp', 'wl-loopnode-'));
 const attached: string[] = [];
-after(() => {
+after(async () => {
   for (const d of attached) {
     try {
-      detachLoop(join('/dev', basename(d)));
+      await detachLoop(join('/dev', basename(d)));
     } catch {
       /* already detached */
     }

@@ -30,14 +30,14 @@ const dir = mkdtempSync(join('/var/tmp', 'wl-sweep-'));
 const layout = detectCgroups();
 const cgroups: WorldCgroup[] = [];
 const children: ChildProcess[] = [];
-after(() => {
+after(async () => {
   for (const c of children) c.kill('SIGKILL');
   for (const cg of cgroups) {
     cg.killAll();
     cg.remove();
   }
   for (const m of mountsUnder(dir)) native.umount2(m, native.MNT_DETACH);
-  for (const l of listLoops()) if (l.backingFile.startsWith(`${dir}/`)) detachLoop(l.device);
+  for (const l of listLoops()) if (l.backingFile.startsWith(`${dir}/`)) await detachLoop(l.device);
   rmSync(dir, { recursive: true, force: true });
 });
 

@@ -136,7 +136,7 @@ export async function startFaultStack(nodeName = 'faults-node'): Promise<FaultSt
       await apiserver.stop();
       await etcd.stop();
       await cp.stop();
-      removeScratch(scratch);
+      await removeScratch(scratch);
     },
   };
 }

@@ -48,7 +48,7 @@ export async function startStack(opts: { nodeName?: string; agentArgs?: string[]
     // Nothing of a half-started stack may outlive the failure (the caller never gets a stop()).
     await controller?.kill('SIGKILL').catch(() => undefined);
     await cp.stop().catch(() => undefined);
-    removeScratch(scratch);
+    await removeScratch(scratch);
     throw e;
   }
 }
@@ -113,17 +113,17 @@ async function assembleStack(
       killSupervisorsUnder(storeDir);
       await controller.kill('SIGTERM');
       await cp.stop();
-      removeScratch(scratch);
+      await removeScratch(scratch);
     },
   };
   return stack;
 }
 
 /** Removes the scratch tree, first detaching anything still mounted in it (never recursing into a mount) and the loop devices of run disks in it. */
-export function removeScratch(dir: string): void {
+export async function removeScratch(dir: string): Promise<void> {
   for (const m of mountsUnder(dir)) native.umount2(m, native.MNT_DETACH);
   // A World still running when its agent stopped keeps its disk (node-agent/sandbox/disk-image.ts) attached.
-  detachLoopsUnder(dir);
+  await detachLoopsUnder(dir);
   const left = mountsUnder(dir);
   if (left.length > 0) throw new Error(`not removing ${dir}: still mounted: ${left.join(', ')}`);
   rmSync(dir, { recursive: true, force: true });
