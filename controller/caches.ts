@@ -2,7 +2,8 @@
 import type { KubernetesObject } from '@kubernetes/client-node';
 import type { KubeAccess } from '../kube/kube-access.js';
 import type { Check, Collapse, Policy, Root, World } from '../crds/index.js';
-import { Informer, type InformedObject, type ObjectCache } from '../kube/informer.js';
+import { Informer, type InformedObject } from '../kube/informer.js';
+import { InformerIndex } from '../kube/informer-index.js';
 import { kindParsers } from '../kube/kind-parsers.js';
 import type { ObjectParser } from '../kube/object-schema.js';
 import type { Logger } from '../kube/logger.js';
@@ -31,6 +32,13 @@ export class Caches {
   readonly checks: Informer<Check>;
   readonly collapses: Informer<Collapse>;
   readonly leases: Informer<LeaseObj>;
+  /** Indexes kept by the informers' events, so a fan-out or a lookup never scans a whole cache. */
+  private readonly checksByWorld: InformerIndex<Check>;
+  private readonly collapsesByWorld: InformerIndex<Collapse>;
+  private readonly worldsByRoot: InformerIndex<World>;
+  private readonly worldsByNode: InformerIndex<World>;
+  private readonly rootsByNode: InformerIndex<Root>;
+  private readonly policiesByRoot: InformerIndex<Policy>;
 
   constructor(kc: KubeAccess, namespace: string, logger: Logger, clock?: Clock) {
     const mk = <T extends InformedObject>(resource: ResourceRef, extra: { namespace?: string; labelSelector?: string; parse?: ObjectParser<T> } = {}): Informer<T> =>
@@ -42,6 +50,13 @@ export class Caches {
     this.checks = mk(refs.Check, { parse: kindParsers.Check });
     this.collapses = mk(refs.Collapse, { parse: kindParsers.Collapse });
     this.leases = mk<LeaseObj>(LEASE_REF, { namespace, labelSelector: `${COMPONENT_LABEL}=node-agent` });
+    const byWorld = (o: Check | Collapse): string[] => [`${o.metadata.namespace ?? ''}/${o.spec.worldRef}`];
+    this.checksByWorld = new InformerIndex(this.checks, byWorld);
+    this.collapsesByWorld = new InformerIndex(this.collapses, byWorld);
+    this.worldsByRoot = new InformerIndex(this.worlds, (w) => w.spec.roots);
+    this.worldsByNode = new InformerIndex(this.worlds, (w) => (w.status?.nodeName ? [w.status.nodeName] : []));
+    this.rootsByNode = new InformerIndex(this.roots, (r) => [r.spec.nodeName]);
+    this.policiesByRoot = new InformerIndex(this.policies, (p) => p.spec.roots);
   }
 
   all(): { start(): Promise<void>; stop(): void }[] {
@@ -63,17 +78,40 @@ export class Caches {
 
   /** Keys of Worlds in any namespace that name the Root. */
   worldsUsingRoot(root: string): string[] {
-    return this.worlds
-      .list()
-      .filter((w) => w.spec.roots.includes(root))
-      .map((w) => `${w.metadata.namespace ?? ''}/${w.metadata.name ?? ''}`);
+    return this.worldsByRoot.keys(root);
   }
 
-  /** Keys of Checks or Collapses that reference the World. */
-  dependentsOf(informer: ObjectCache<Check | Collapse>, namespace: string, world: string): string[] {
-    return informer
-      .list()
-      .filter((o) => o.metadata.namespace === namespace && o.spec.worldRef === world)
-      .map((o) => `${namespace}/${o.metadata.name ?? ''}`);
+  /** Keys of Worlds bound to the node (status.nodeName). */
+  worldsOnNode(node: string): string[] {
+    return this.worldsByNode.keys(node);
+  }
+
+  /** Roots on the node (the only ones a Root's overlap is decided among). */
+  rootsOnNode(node: string): Root[] {
+    return this.present(this.roots, this.rootsByNode.keys(node));
+  }
+
+  /** Policies naming any of the Roots (the only ones that can govern them or rival each other over them). */
+  policiesNaming(roots: readonly string[]): Policy[] {
+    return this.present(this.policies, this.policiesByRoot.keysOfAny(roots));
+  }
+
+  /** Keys of the Checks that reference the World. */
+  checksOf(namespace: string, world: string): string[] {
+    return this.checksByWorld.keys(`${namespace}/${world}`);
+  }
+
+  /** Keys of the Collapses that reference the World. */
+  collapsesOf(namespace: string, world: string): string[] {
+    return this.collapsesByWorld.keys(`${namespace}/${world}`);
+  }
+
+  private present<T extends InformedObject>(informer: Informer<T>, keys: readonly string[]): T[] {
+    const out: T[] = [];
+    for (const k of keys) {
+      const o = informer.get(k);
+      if (o) out.push(o);
+    }
+    return out;
   }
 }

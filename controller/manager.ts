@@ -15,6 +15,7 @@ import { StatusWriter } from '../kube/status-writer.js';
 import { Caches } from './caches.js';
 import { DEFAULT_WORKERS } from './config.js';
 import { makeDependentReconciler } from './dependent-reconciler.js';
+import type { WorldRefView } from './dependent-status.js';
 import { ObjectDeleter } from '../kube/object-deleter.js';
 import { makePolicyReconciler } from './policy-reconciler.js';
 import { NODE_LABEL } from './reasons.js';
@@ -23,8 +24,18 @@ import { makeRootReconciler } from './root-reconciler.js';
 import { makeWorldReconciler } from './world-reconciler.js';
 import { registerNodeAgentMetrics } from './node-agent-metrics.js';
 import { checkCreator } from './world-checks.js';
+import { NodePresence } from './node-presence.js';
+import { pathsOverlap } from './root-status.js';
+import { olderPolicyFirst } from '../core/policy/governing.js';
 
 export const FIELD_MANAGER = 'worldline-controller';
+
+/** Whether what a Check or Collapse reads of its World (controller/dependent-status.ts WorldRefView) changed. */
+function worldRefChanged(before: WorldRefView, after: WorldRefView): boolean {
+  return before.metadata.uid !== after.metadata.uid
+    || String(before.metadata.deletionTimestamp ?? '') !== String(after.metadata.deletionTimestamp ?? '')
+    || before.status?.nodeName !== after.status?.nodeName;
+}
 
 export interface ManagerOptions {
   kubeConfig: KubeAccess;
@@ -40,6 +51,7 @@ export class Manager {
   readonly caches: Caches;
   private readonly runners: Record<'Root' | 'Policy' | 'World' | 'Check' | 'Collapse', ControllerRunner>;
   private synced = false;
+  private readonly presence: NodePresence;
 
   constructor(private readonly opts: ManagerOptions) {
     const clock = opts.clock ?? systemClock;
@@ -60,6 +72,9 @@ export class Manager {
       Check: runner('Check', makeDependentReconciler({ kind: 'Check', ref: refs.Check, informer: caches.checks, caches, status, refusals, events, deleter, clock })),
       Collapse: runner('Collapse', makeDependentReconciler({ kind: 'Collapse', ref: refs.Collapse, informer: caches.collapses, caches, status, refusals, events, deleter, clock })),
     };
+    this.presence = new NodePresence(() => caches.leases.list(), clock, (node) => {
+      for (const w of caches.worldsOnNode(node)) this.runners.World.enqueue(w);
+    });
     this.wire();
     registerNodeAgentMetrics(opts.registry, { synced: () => this.synced, leases: () => caches.leases.list() }, clock);
   }
@@ -67,42 +82,60 @@ export class Manager {
   private wire(): void {
     const c = this.caches;
     const r = this.runners;
-    const each = <T extends InformedObject>(inf: Informer<T>, fn: (o: T) => void): void => {
-      inf.onAdd(fn);
-      inf.onUpdate((o) => fn(o));
-      inf.onDelete(fn);
+    // Fan-out follows indexes (kube/informer-index.ts), never a scan of a whole cache: under a flood of
+    // objects a scan per event made the controller fall minutes behind (docs/testing.md, fuzz campaign).
+    const each = <T extends InformedObject>(inf: Informer<T>, fn: (o: T, old?: T) => void): void => {
+      inf.onAdd((o) => fn(o));
+      inf.onUpdate((o, old) => fn(o, old));
+      inf.onDelete((o) => fn(o));
     };
     // An object its schema refuses is handed to its own reconciler by key, which writes the refusal.
     c.roots.onRefuse((x) => {
       r.Root.enqueue(x.key);
       for (const w of c.worldsUsingRoot(x.metadata.name)) r.World.enqueue(w);
+      // A refused Root leaves the cache: Policies naming it no longer find it.
+      for (const p of c.policiesNaming([x.metadata.name])) r.Policy.enqueue(objectKey(p));
     });
     c.policies.onRefuse((x) => r.Policy.enqueue(x.key));
     c.worlds.onRefuse((x) => r.World.enqueue(x.key));
     c.checks.onRefuse((x) => r.Check.enqueue(x.key));
     c.collapses.onRefuse((x) => r.Collapse.enqueue(x.key));
-    each(c.roots, (o) => {
+    each(c.roots, (o, old) => {
       const name = o.metadata.name ?? '';
       r.Root.enqueue(name);
-      // Overlap is decided among all Roots on a node, so a change to one re-decides its neighbours.
-      const node = o.spec.nodeName;
-      for (const other of c.roots.list()) {
-        if (other.spec.nodeName === node) r.Root.enqueue(objectKey(other));
-      }
+      // A Root's Worlds follow its status.
       for (const w of c.worldsUsingRoot(name)) r.World.enqueue(w);
-      for (const p of c.policies.list()) r.Policy.enqueue(objectKey(p));
+      // Its path, node and age are immutable: only its arrival or departure changes what others decide.
+      if (old) return;
+      // Overlap is decided among the Roots on a node: those this one overlaps are re-decided.
+      for (const other of c.rootsOnNode(o.spec.nodeName)) {
+        if (pathsOverlap(other.spec.path, o.spec.path)) r.Root.enqueue(objectKey(other));
+      }
+      // A Policy naming a Root that does not exist is refused until it does.
+      for (const p of c.policiesNaming([name])) r.Policy.enqueue(objectKey(p));
     });
-    each(c.policies, () => {
-      for (const p of c.policies.list()) r.Policy.enqueue(objectKey(p));
-      // A Policy's checks decide which Checks a Captured World needs.
-      for (const w of c.worlds.list()) if (w.status?.phase === 'Captured') r.World.enqueue(objectKey(w));
+    each(c.policies, (o, old) => {
+      r.Policy.enqueue(objectKey(o));
+      // Among Policies naming a Root in common the oldest governs and the others are refused naming it, so
+      // this one (arriving, changing its Roots or leaving) changes what is decided only for younger ones,
+      // and which checks a Captured World needs only where it is the oldest. Roots named before an update count too.
+      const roots = [...new Set([...o.spec.roots, ...(old?.spec.roots ?? [])])];
+      const others = c.policiesNaming(roots).filter((p) => p.metadata.name !== o.metadata.name);
+      for (const p of others) if (olderPolicyFirst(o, p) < 0) r.Policy.enqueue(objectKey(p));
+      for (const root of roots) {
+        if (!others.every((p) => !p.spec.roots.includes(root) || olderPolicyFirst(o, p) < 0)) continue;
+        for (const k of c.worldsUsingRoot(root)) if (c.worlds.get(k)?.status?.phase === 'Captured') r.World.enqueue(k);
+      }
     });
-    each(c.worlds, (o) => {
+    each(c.worlds, (o, old) => {
       const ns = o.metadata.namespace ?? '';
       const name = o.metadata.name ?? '';
       r.World.enqueue(objectKey(o));
-      for (const k of c.dependentsOf(c.checks, ns, name)) r.Check.enqueue(k);
-      for (const k of c.dependentsOf(c.collapses, ns, name)) r.Collapse.enqueue(k);
+      // Its Checks and Collapses read its uid, deletion and node (WorldRefView): a change elsewhere (its
+      // conditions, say, written at every step of its run) leaves them as they are.
+      if (old && !worldRefChanged(old, o)) return;
+      for (const k of c.checksOf(ns, name)) r.Check.enqueue(k);
+      for (const k of c.collapsesOf(ns, name)) r.Collapse.enqueue(k);
     });
     each(c.checks, (o) => {
       r.Check.enqueue(objectKey(o));
@@ -110,11 +143,10 @@ export class Manager {
       r.World.enqueue(`${o.metadata.namespace ?? ''}/${o.spec.worldRef}`);
     });
     each(c.collapses, (o) => r.Collapse.enqueue(objectKey(o)));
+    // A node's Worlds are woken when its node-agent comes or goes, not at every heartbeat.
     each(c.leases, (o) => {
       const node = o.metadata?.labels?.[NODE_LABEL];
-      for (const w of c.worlds.list()) {
-        if (w.status?.nodeName === node || !node) r.World.enqueue(objectKey(w));
-      }
+      if (node) this.presence.observe(node);
     });
   }
 
@@ -132,6 +164,7 @@ export class Manager {
 
   async stop(): Promise<void> {
     this.caches.stop();
+    this.presence.stop();
     await Promise.all(Object.values(this.runners).map((x) => x.stop()));
     this.synced = false;
   }

@@ -19,7 +19,7 @@ export function makePolicyReconciler(d: { caches: Caches; status: StatusWriter; 
     }
     const policy = d.caches.policies.get(key);
     if (!policy?.metadata.name || policy.metadata.deletionTimestamp) return;
-    const all = d.caches.policies.list();
+    const all = d.caches.policiesNaming(policy.spec.roots);
     const desired = computePolicyStatus(policy, all, (r) => d.caches.roots.get(r) !== undefined, d.clock.now());
     const current = {
       conditions: (policy.status?.conditions ?? []).filter((c) => c.type === ControllerConditions.Accepted),

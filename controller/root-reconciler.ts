@@ -19,7 +19,7 @@ export function makeRootReconciler(d: { caches: Caches; status: StatusWriter; re
     }
     const root = d.caches.roots.get(key);
     if (!root?.metadata.name || root.metadata.deletionTimestamp) return;
-    const all = d.caches.roots.list();
+    const all = d.caches.rootsOnNode(root.spec.nodeName);
     const desired = computeRootStatus(root, all, d.clock.now());
     const current = (root.status?.conditions ?? []).filter((c) => c.type === ControllerConditions.Accepted);
     if (statusEqual(current, desired.conditions)) return;

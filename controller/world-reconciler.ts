@@ -16,9 +16,6 @@ import { API_VERSION, refs } from './api-refs.js';
 import { computeWorldStatus, type RootView } from './world-status.js';
 import { checksPassedCondition, checksSummary, ensureChecks, requiredChecks, type CheckCreator } from './world-checks.js';
 
-/** How often a World waiting on a node-agent's heartbeat is looked at again (leases expire silently). */
-const PRESENCE_RECHECK_MS = 10_000;
-
 export interface WorldReconcilerDeps {
   caches: Caches;
   status: StatusWriter;
@@ -57,8 +54,8 @@ export function makeWorldReconciler(d: WorldReconcilerDeps): (key: string) => Pr
     if (world.metadata.deletionTimestamp) {
       // Only those bound to this World (or not bound yet): one bound to an earlier World of the name stays, refused.
       const ours = (o: { spec: { worldUID?: string | undefined } } | undefined): boolean => !o?.spec.worldUID || o.spec.worldUID === world.metadata.uid;
-      for (const k of [...d.caches.dependentsOf(d.caches.checks, ns, name)]) if (ours(d.caches.checks.get(k))) await d.deleter.delete(refs.Check, k);
-      for (const k of [...d.caches.dependentsOf(d.caches.collapses, ns, name)]) if (ours(d.caches.collapses.get(k))) await d.deleter.delete(refs.Collapse, k);
+      for (const k of d.caches.checksOf(ns, name)) if (ours(d.caches.checks.get(k))) await d.deleter.delete(refs.Check, k);
+      for (const k of d.caches.collapsesOf(ns, name)) if (ours(d.caches.collapses.get(k))) await d.deleter.delete(refs.Collapse, k);
       const fins = world.metadata.finalizers ?? [];
       if (fins.includes(NODE_CLEANUP_FINALIZER) && !world.status?.nodeName) {
         // Never bound: nothing exists on any node, so there is nothing for a node-agent to release.
@@ -77,7 +74,7 @@ export function makeWorldReconciler(d: WorldReconcilerDeps): (key: string) => Pr
     // A captured candidate needs one Check per check of the governing Policy (created while Captured);
     // the CHECKS column and ChecksPassed follow them, and stay once the World is Collapsed.
     const phase = world.status?.phase;
-    const policyChecks = phase === 'Captured' || phase === 'Collapsed' ? requiredChecks(d.caches.policies.list(), world.spec.roots) : [];
+    const policyChecks = phase === 'Captured' || phase === 'Collapsed' ? requiredChecks(d.caches.policiesNaming(world.spec.roots), world.spec.roots) : [];
     if (phase === 'Captured' && policyChecks.length > 0 && world.metadata.uid) {
       const made = await ensureChecks(d.createCheck, d.caches.checks, { name, namespace: ns, uid: world.metadata.uid }, policyChecks, (check) => d.deleter.delete(refs.Check, `${ns}/${check}`));
       if (made.length > 0) d.events.normal(world, 'ChecksCreated', `created Check ${made.join(', ')} for the captured candidate`);
@@ -124,7 +121,6 @@ export function makeWorldReconciler(d: WorldReconcilerDeps): (key: string) => Pr
         }));
       }
     }
-    if (desired.phase === 'Pending') return { requeueAfterMs: PRESENCE_RECHECK_MS };
     return;
   };
 }

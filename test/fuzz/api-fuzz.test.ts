@@ -54,7 +54,7 @@ before(async () => {
   // The stack's controller holds a 6 s test lease (quick fail-over tests); under this load its renewals can
   // take longer, and a controller that cannot renew exits by design. Run the controller as deployed (15 s).
   await s.controller.kill('SIGTERM');
-  controller = await startController({ kubeconfig: s.cp.kubeconfigPath, identity: 'fuzz-controller', leaseDurationSeconds: 15 });
+  controller = await startController({ kubeconfig: s.cp.kubeconfigPath, identity: 'fuzz-controller', leaseDurationSeconds: 15, ...(process.env['WORLDLINE_FUZZ_WORKERS'] ? { extraArgs: ['--workers', process.env['WORLDLINE_FUZZ_WORKERS']] } : {}) });
   await kc(s.cp, ['create', 'namespace', NAMESPACE]);
   for (const root of [LIVE_ROOT, ...WORKLOAD_ROOTS]) await adoptSmallRoot(s, root, 1000);
   api = new ApiClient(s.cp, CONCURRENCY + 8);

@@ -158,6 +158,56 @@ describe('controller on a real control plane', () => {
     await waitFor('world gone', async () => !(await getJson(cp, ['get', 'world', 'later', '-n', NS])));
   });
 
+  test('neighbours are re-decided when one arrives or leaves: overlapping Roots and rival Policies', async () => {
+    const accepted = async (kind: string, name: string, want: string): Promise<any> => waitFor(`${kind} ${name} Accepted ${want}`, async () => {
+      const o = await getJson(cp, ['get', kind, name]);
+      return condition(o, 'Accepted')?.reason === want ? o : undefined;
+    });
+    await kc(cp, ['apply', '-f', '-'], rootYaml('ov-outer', 'node-ov', '/srv/ov') + '---\n' + rootYaml('ov-apart', 'node-ov', '/srv/ov-apart'));
+    await accepted('root', 'ov-outer', 'RootAccepted');
+    await new Promise((r) => setTimeout(r, 1100)); // a later creationTimestamp (second resolution; a tie goes by name)
+    await kc(cp, ['apply', '-f', '-'], rootYaml('ov-inner', 'node-ov', '/srv/ov/inner'));
+    const inner = await accepted('root', 'ov-inner', 'RootPathConflict');
+    assert.match(condition(inner, 'Accepted')?.message ?? '', /"ov-outer"/);
+    assert.equal(condition(await accepted('root', 'ov-apart', 'RootAccepted'), 'Accepted')?.status, 'True', '/srv/ov-apart does not overlap /srv/ov');
+    // The older Root leaves: the one it blocked is accepted with no event of its own.
+    await kc(cp, ['delete', 'root', 'ov-outer']);
+    await accepted('root', 'ov-inner', 'RootAccepted');
+
+    const policy = (name: string, roots: string[]): string => `apiVersion: worldline.dev/v1alpha1\nkind: Policy\nmetadata: {name: ${name}}\nspec:\n  roots: [${roots.join(', ')}]\n  checks: [{name: unit, command: [/bin/true, test.sh]}]\n`;
+    await kc(cp, ['apply', '-f', '-'], policy('pol-early', ['ov-apart', 'ov-later']));
+    await accepted('policy', 'pol-early', 'PolicyRootNotFound');
+    // Its missing Root arrives: the Policy is re-decided.
+    await kc(cp, ['apply', '-f', '-'], rootYaml('ov-later', 'node-ov', '/srv/ov-later'));
+    await accepted('policy', 'pol-early', 'PolicyAccepted');
+    await new Promise((r) => setTimeout(r, 1100)); // a later creationTimestamp (second resolution)
+    await kc(cp, ['apply', '-f', '-'], policy('pol-late', ['ov-later']));
+    const late = await accepted('policy', 'pol-late', 'PolicyRootConflict');
+    assert.match(condition(late, 'Accepted')?.message ?? '', /"pol-early"/);
+    // The older Policy stops naming that Root: the younger one governs it now.
+    await kc(cp, ['apply', '-f', '-'], policy('pol-early', ['ov-apart']));
+    await accepted('policy', 'pol-late', 'PolicyAccepted');
+    assert.equal(condition(await getJson(cp, ['get', 'policy', 'pol-early']), 'Accepted')?.reason, 'PolicyAccepted');
+  });
+
+  test('a node-agent\'s Lease wakes its Worlds when it arrives, and again when it runs out with no event at all', async () => {
+    await kc(cp, ['apply', '-f', '-'], rootYaml('lease-root', 'node-lease', '/srv/lease'));
+    await nodeAgentMarksRoot(cp, 'lease-root', 'Ready');
+    await kc(cp, ['apply', '-f', '-'], worldYaml('lease-w', ['lease-root']));
+    const reason = async (want: string, ms?: number): Promise<any> => waitFor(`lease-w ${want}`, async () => {
+      const o = await getJson(cp, ['get', 'world', 'lease-w', '-n', NS]);
+      return o?.status?.reason === want ? o : undefined;
+    }, ms);
+    await reason('WAITING_FOR_NODE_AGENT');
+    const renew = new Date().toISOString().replace('Z', '000Z');
+    await kc(cp, ['apply', '-f', '-'], `apiVersion: coordination.k8s.io/v1\nkind: Lease\nmetadata:\n  name: node-agent-node-lease\n  namespace: worldline-system\n  labels: {worldline.dev/component: node-agent, worldline.dev/node: node-lease}\nspec: {holderIdentity: test, leaseDurationSeconds: 6, renewTime: "${renew}"}\n`);
+    const present = await reason('NODE_AGENT_PRESENT');
+    assert.equal(condition(present, 'Ready')?.reason, 'NodeAgentPresent');
+    // Nobody renews it: once it expires the World says so, though no object changed.
+    const gone = await reason('WAITING_FOR_NODE_AGENT', 30_000);
+    assert.match(condition(gone, 'Ready')?.message ?? '', /node-lease/);
+  });
+
   test('an unbound World is deleted at once (no finalizer to release)', async () => {
     await kc(cp, ['delete', 'world', 'orphan', '-n', NS, '--wait=true', '--timeout=20s']);
     assert.equal(await getJson(cp, ['get', 'world', 'orphan', '-n', NS]), undefined);
