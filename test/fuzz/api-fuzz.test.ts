@@ -5,8 +5,8 @@
 // real controller and node-agent running. A fraction of the Worlds run generated shell workloads on real
 // Roots. Asserts: neither process exits; every object the API server accepts reaches a named state (a
 // phase, or a condition whose reason is documented in docs/codes.md) — a sample is waited on while the
-// campaign runs, every object at the end through a list — and every workload World reaches a terminal
-// phase; every refusal of a mutated object names the mutated field's path; no valid object is refused.
+// campaign runs (how long each took is printed), every object at the end through a list — and every
+// workload World reaches a terminal phase; every refusal of a mutated object names the mutated field's path; no valid object is refused.
 // The seed is printed; WORLDLINE_FUZZ_SEED=<seed> replays the same campaign.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -34,11 +34,16 @@ function intEnv(name: string, dflt: number): number {
 const PER_KIND = intEnv('WORLDLINE_FUZZ_PER_KIND', 10_000);
 const CONCURRENCY = intEnv('WORLDLINE_FUZZ_CONCURRENCY', 6);
 const SEED = fuzzSeed();
-/** How long a sampled object may take to reach a named state, and a workload World a terminal phase. */
-const SAMPLE_BOUND_MS = 180_000;
-const WORKLOAD_BOUND_MS = 600_000;
 /** How long, after the last operation, every remaining object may take to reach a named state. */
 const FINAL_BOUND_MS = intEnv('WORLDLINE_FUZZ_FINAL_WAIT_S', 900) * 1000;
+/**
+ * How long a sampled object is waited on before it counts as stuck (never named), and a workload World
+ * before it counts as never ending. These are liveness limits, not speed claims: under the unthrottled
+ * flood a controller on two shared cores falls minutes behind and catches up after (docs/testing.md), so
+ * how long each sampled object took is measured and printed instead (speed belongs to benchmarks).
+ */
+const SAMPLE_LIVENESS_MS = FINAL_BOUND_MS;
+const WORKLOAD_LIVENESS_MS = Math.max(600_000, FINAL_BOUND_MS);
 const AGENT_NODE = 'fuzz-node';
 const LIVE_ROOT = 'fz-live';
 const WORKLOAD_ROOTS = ['fz-wl-a', 'fz-wl-b'];
@@ -127,13 +132,16 @@ test(`the API server, controller and node-agent take ${PER_KIND} fuzzed objects 
   const validRefusals: string[] = [];
   const unexpected: string[] = [];
   const lateStates: string[] = [];
+  /** Seconds from creation to a named state (to a terminal phase for a workload World), per sampled object. */
+  const sampleSeconds: { kind: FuzzKind; workload: boolean; seconds: number }[] = [];
   const created = new Map<number, Promise<boolean>>();
   const waiters: Promise<void>[] = [];
 
   const refusal = (r: ApiResponse): boolean => r.status === 422 || r.status === 400;
   const waitNamed = async (p: PlannedObject): Promise<void> => {
-    const bound = p.workload ? WORKLOAD_BOUND_MS : SAMPLE_BOUND_MS;
-    const deadline = Date.now() + bound;
+    const bound = p.workload ? WORKLOAD_LIVENESS_MS : SAMPLE_LIVENESS_MS;
+    const createdAt = Date.now();
+    const deadline = createdAt + bound;
     let last = 'never read';
     while (Date.now() < deadline) {
       await sleep(3000);
@@ -141,7 +149,10 @@ test(`the API server, controller and node-agent take ${PER_KIND} fuzzed objects 
       if (r.status === 404) return; // deleted by the campaign
       const state = namedState(p.kind, r.body, doc);
       last = `${state ?? 'no named state'}; status ${JSON.stringify(r.body['status'] ?? null).slice(0, 400)}`;
-      if (p.workload ? WORLD_TERMINAL.includes(r.body['status']?.['phase'] as string) : state !== undefined) return;
+      if (p.workload ? WORLD_TERMINAL.includes(r.body['status']?.['phase'] as string) : state !== undefined) {
+        sampleSeconds.push({ kind: p.kind, workload: p.workload, seconds: (Date.now() - createdAt) / 1000 });
+        return;
+      }
     }
     lateStates.push(`${p.kind}/${p.name} not ${p.workload ? 'terminal' : 'named'} within ${bound / 1000} s: ${last}`);
   };
@@ -213,7 +224,7 @@ test(`the API server, controller and node-agent take ${PER_KIND} fuzzed objects 
       await run(ops[nextOp++]!);
       if (Date.now() - lastReport > 30_000) {
         lastReport = Date.now();
-        process.stderr.write(`fuzz: ${nextOp}/${ops.length} operations, ${((Date.now() - started) / 1000).toFixed(0)} s; so far unexpected ${unexpected.length}, valid refused ${validRefusals.length}, unnamed refusals ${unnamedRefusals.length}, late ${lateStates.length}, exits ${ended.length}\n`);
+        process.stderr.write(`fuzz: ${nextOp}/${ops.length} operations, ${((Date.now() - started) / 1000).toFixed(0)} s; so far unexpected ${unexpected.length}, valid refused ${validRefusals.length}, unnamed refusals ${unnamedRefusals.length}, stuck ${lateStates.length}, exits ${ended.length}\n`);
       }
     }
   };
@@ -245,6 +256,14 @@ test(`the API server, controller and node-agent take ${PER_KIND} fuzzed objects 
   const rows = FUZZ_KINDS.map((k) => ({ kind: k, ...tally[k] }));
   process.stdout.write(`fuzz: seed ${SEED}; ${listed} objects listed at the end, all named after ${seconds.toFixed(0)} s (operations ${applySeconds.toFixed(0)} s, sampled waits until ${sampledSeconds.toFixed(0)} s)\n`);
   console.table(rows);
+  // How long sampled objects took to a named state (a poll every 3 s: figures are rounded up to it).
+  const pct = (xs: number[], q: number): string => (xs.length === 0 ? '-' : String(xs[Math.min(xs.length - 1, Math.floor(q * xs.length))]!.toFixed(0)));
+  const latency = [...FUZZ_KINDS.map((k) => ({ group: k, xs: sampleSeconds.filter((x) => x.kind === k && !x.workload) })), { group: 'workload World (terminal)', xs: sampleSeconds.filter((x) => x.workload) }]
+    .map(({ group, xs }) => {
+      const sorted = xs.map((x) => x.seconds).sort((a, b) => a - b);
+      return { sampled: group, n: sorted.length, p50_s: pct(sorted, 0.5), p95_s: pct(sorted, 0.95), max_s: pct(sorted, 1) };
+    });
+  console.table(latency);
   process.stdout.write(`fuzz: controller RSS ${rss(controller.pid)} KiB, node-agent RSS ${rss(s.agent.pid)} KiB\n`);
 
   const show = (xs: string[]): string => `${xs.length}:\n${xs.slice(0, 15).join('\n')}`;
@@ -254,7 +273,7 @@ test(`the API server, controller and node-agent take ${PER_KIND} fuzzed objects 
   assert.equal(unexpected.length, 0, `API answers other than created, refused, deleted (seed ${SEED}) ${show(unexpected)}`);
   assert.equal(validRefusals.length, 0, `valid objects refused (seed ${SEED}) ${show(validRefusals)}`);
   assert.equal(unnamedRefusals.length, 0, `refusals that do not name the mutated field (seed ${SEED}) ${show(unnamedRefusals)}`);
-  assert.equal(lateStates.length, 0, `sampled objects late to a named state (seed ${SEED}) ${show(lateStates)}`);
+  assert.equal(lateStates.length, 0, `sampled objects stuck: no named state (workload Worlds: not terminal) within the liveness limit (seed ${SEED}) ${show(lateStates)}`);
   assert.equal(unnamed.length, 0, `objects without a named state ${FINAL_BOUND_MS / 1000} s after the campaign (seed ${SEED}) ${show(unnamed)}`);
   for (const r of rows) {
     // Both sides of the schema must be exercised for the campaign to mean anything.
