@@ -128,6 +128,20 @@ export const BaseEntrySchema = z
   })
   .describe('The generation one Root was forked from.');
 
+/** How many changed paths a World's status lists at most (status.candidate.changes). */
+export const CHANGED_PATHS_SHOWN = 50;
+
+export const ChangedPathSchema = z
+  .object({
+    root: z.string().max(253).describe('Root the path belongs to.'),
+    path: z.string().max(4096).describe('Path relative to the Root.'),
+    change: z.enum(['Added', 'Modified', 'Deleted']).describe('Added, Modified (content, type, mode or owner) or Deleted, relative to the base.'),
+    type: z.enum(['file', 'dir', 'symlink']).describe('Entry type now (before, for Deleted).'),
+    size: z.int().min(0).optional().describe("A file's size in bytes now (before, for Deleted)."),
+    previousSize: z.int().min(0).optional().describe("A Modified file's size in bytes before, when it was a file then."),
+  })
+  .describe('One changed path of the candidate.');
+
 export const CandidateSchema = z
   .object({
     digest: digest('Content digest of the captured candidate (what Checks run on and Collapse promotes).'),
@@ -135,6 +149,10 @@ export const CandidateSchema = z
     added: z.int().min(0).optional().describe('Number of paths added relative to the base.'),
     modified: z.int().min(0).optional().describe('Number of paths modified relative to the base.'),
     deleted: z.int().min(0).optional().describe('Number of paths deleted relative to the base.'),
+    changes: listType(z.array(ChangedPathSchema).max(CHANGED_PATHS_SHOWN), 'atomic')
+      .optional()
+      .describe(`The first changed paths (by Root name, then path in byte order), at most ${CHANGED_PATHS_SHOWN}: what \`kubectl describe world\` shows of the change.`),
+    changesTruncated: z.boolean().optional().describe('True when more paths changed than changes lists (added + modified + deleted says how many).'),
     capturedAt: timestamp('When the candidate was captured.').optional(),
   })
   .describe('The captured candidate.');

@@ -11,6 +11,7 @@ import { mountRunDisk, runDiskUsage, type DiskReadback, type DiskUsage } from '.
 import { baseIndexOf } from '../store/base-index.js';
 import { captureLayer } from './capture-layer.js';
 import { storeCandidate, type Candidate, type RootChange } from '../store/candidates.js';
+import { rootChanges, summarizeChanges, type ChangeSummary, type RootChangeSummary } from '../store/change-summary.js';
 import { unmountRootfs } from '../sandbox/rootfs.js';
 import { attachWorkload, ObservationRefused, type ExitReason, type RunningWorkload, type WorkloadEnd } from '../sandbox/supervise.js';
 import { teardownRun, throwTeardownErrors } from '../sandbox/teardown-run.js';
@@ -49,7 +50,7 @@ export type WorldEvent =
   | { type: 'disk'; readback: DiskReadback }
   | { type: 'running'; observation: SandboxObservation; pid: number; supervisor?: SupervisorRef }
   | { type: 'exited'; end: WorkloadEnd }
-  | { type: 'captured'; candidate: Candidate; end: WorkloadEnd; disk?: DiskUsage }
+  | { type: 'captured'; candidate: Candidate; summary: ChangeSummary; end: WorkloadEnd; disk?: DiskUsage }
   | { type: 'failed'; code: string; message: string; end?: WorkloadEnd; observation?: SandboxObservation };
 
 export interface WorldRun {
@@ -116,15 +117,18 @@ async function finishRun(spec: ResumeSpec, end: WorkloadEnd, uppers: string[], r
   const disk = spec.ephemeralStorageBytes !== undefined ? runDiskUsage(spec.paths) : undefined;
   const captured = spec.timers?.timeCapture();
   const changes: RootChange[] = [];
+  const summaries: RootChangeSummary[] = [];
   for (const [i, r] of spec.roots.entries()) {
     const upper = uppers[i]!;
     // The base is read through its index (O(log N) per path the upper layer touches), never whole.
-    const capture = await captureLayer(upper, baseIndexOf(r.manifest()), spec.idBase, spec.idCount);
+    const base = baseIndexOf(r.manifest());
+    const capture = await captureLayer(upper, base, spec.idBase, spec.idCount);
     changes.push({ root: r.name, rootKey: r.rootKey, baseGeneration: r.generation, baseDigest: r.digest, capture, upperDir: upper });
+    summaries.push(rootChanges(r.name, capture.upsert, capture.deleted, (p) => base.get(p)));
   }
   const candidate = await storeCandidate(spec.candidatesDir, changes);
   captured?.();
-  await report({ type: 'captured', candidate, end, ...(disk ? { disk } : {}) });
+  await report({ type: 'captured', candidate, summary: summarizeChanges(summaries), end, ...(disk ? { disk } : {}) });
 }
 
 /** What a new agent knows of a world a previous agent started: enough to wait for it and capture it. */

@@ -81,7 +81,16 @@ export function withEvent(s: AgentWorldStatus, e: WorldEvent, ctx: { newNetwork:
     }
     case 'captured': {
       const c = e.candidate;
-      const candidate = { digest: c.digest, shortDigest: c.digest.slice(7, 19), added: c.added, modified: c.modified, deleted: c.deleted, capturedAt: ctx.now.toISOString().replace(/\.\d{3}Z$/, 'Z') };
+      const candidate = {
+        digest: c.digest,
+        shortDigest: c.digest.slice(7, 19),
+        added: c.added,
+        modified: c.modified,
+        deleted: c.deleted,
+        changes: e.summary.changes,
+        changesTruncated: e.summary.truncated,
+        capturedAt: ctx.now.toISOString().replace(/\.\d{3}Z$/, 'Z'),
+      };
       const ok = e.end.code === 0;
       const msg = `${c.added} added, ${c.modified} modified, ${c.deleted} deleted`;
       // A world that filled its disk is still captured (what it wrote is its candidate); status says so by name.

@@ -7,6 +7,9 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { existsSync, lstatSync, readFileSync, readlinkSync, symlinkSync } from 'node:fs';
 import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import { candidateDiff } from '../../node-agent/content/world-diff.js';
+import { layoutOf } from '../../node-agent/store/store-layout.js';
 import { startStack, type Stack } from '../support/stack.js';
 import { kc } from '../support/wait.js';
 import {
@@ -82,6 +85,43 @@ describe('worlds on a real stack: ordinary behaviour', () => {
       { added: r.status.candidate.added, modified: r.status.candidate.modified, deleted: r.status.candidate.deleted },
       { added: 4, modified: 1, deleted: 4 },
     );
+    // Status lists what changed, path by path, so `kubectl describe world` shows it without the node.
+    assert.deepEqual(r.status.candidate.changes, [
+      { root: 'proj', path: 'a.txt', change: 'Modified', type: 'file', size: 11, previousSize: 6 },
+      { root: 'proj', path: 'b.txt', change: 'Deleted', type: 'file', size: 6 },
+      { root: 'proj', path: 'new', change: 'Added', type: 'dir' },
+      { root: 'proj', path: 'new/deep', change: 'Added', type: 'dir' },
+      { root: 'proj', path: 'new/deep/n.txt', change: 'Added', type: 'file', size: 2 },
+      { root: 'proj', path: 'sub', change: 'Deleted', type: 'dir' },
+      { root: 'proj', path: 'sub/c.txt', change: 'Deleted', type: 'file', size: 8 },
+      { root: 'proj', path: 'sub/d.txt', change: 'Deleted', type: 'file', size: 6 },
+      { root: 'proj', path: 'top.txt', change: 'Added', type: 'file', size: 2 },
+    ]);
+    assert.equal(r.status.candidate.changesTruncated, false);
+    // The node-agent renders the same change as a diff from its store (what `kubectl worldline diff` will
+    // read). The store's database is the agent's alone while it runs, so it is read between a stop and a start.
+    const digest = r.status.candidate.digest as string;
+    let names = '';
+    let patch = '';
+    let stat = '';
+    await s.restartAgent({
+      between: () => {
+        const db = new Database(join(s.storeDir, 'state.db'), { readonly: true, fileMustExist: true });
+        try {
+          const store = { layout: layoutOf(s.storeDir), db };
+          names = candidateDiff(store, digest, 'name-only').text;
+          patch = candidateDiff(store, digest, 'patch').text;
+          stat = candidateDiff(store, digest, 'stat').text;
+        } finally {
+          db.close();
+        }
+      },
+    });
+    assert.deepEqual(names.trim().split('\n'), r.status.candidate.changes.map((c: { root: string; path: string }) => `${c.root}/${c.path}`));
+    assert.match(patch, /--- a\/proj\/a\.txt\n\+\+\+ b\/proj\/a\.txt\n@@ -1 \+1,2 @@\n alpha\n\+more\n/);
+    assert.match(patch, /deleted file mode 100644\n--- a\/proj\/sub\/c\.txt\n\+\+\+ \/dev\/null\n@@ -1 \+0,0 @@\n-charlie\n/);
+    assert.match(patch, /diff --worldline a\/proj\/new b\/proj\/new\nnew directory mode 040[0-7]{3}\n/);
+    assert.match(stat, / 9 paths changed, 3 insertions\(\+\), 3 deletions\(-\)\n$/);
 
     // The host path (read through its link) and PRIME are exactly as before, metadata included.
     assert.equal(readlinkSync(projPath), join(s.storeDir, 'live', rootKey), 'the host path still routes through live/');
