@@ -18,11 +18,16 @@ export interface LeaseObj extends KubernetesObject {
   spec?: { holderIdentity?: string; leaseDurationSeconds?: number; renewTime?: string | Date };
 }
 
-/** True while a heartbeat Lease's renewTime + leaseDurationSeconds lies ahead of `now`. */
-export function leaseLive(l: LeaseObj, now: Date): boolean {
+/** When a heartbeat Lease runs out (renewTime + leaseDurationSeconds, in ms); NaN without a renewTime. */
+export function leaseExpiry(l: LeaseObj): number {
   const renew = l.spec?.renewTime ? new Date(l.spec.renewTime).getTime() : NaN;
-  const dur = (l.spec?.leaseDurationSeconds ?? 0) * 1000;
-  return Number.isFinite(renew) && renew + dur > now.getTime();
+  return renew + (l.spec?.leaseDurationSeconds ?? 0) * 1000;
+}
+
+/** True while a heartbeat Lease's expiry lies ahead of `now`. */
+export function leaseLive(l: LeaseObj, now: Date): boolean {
+  const end = leaseExpiry(l);
+  return Number.isFinite(end) && end > now.getTime();
 }
 
 export class Caches {

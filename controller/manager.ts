@@ -26,7 +26,7 @@ import { registerNodeAgentMetrics } from './node-agent-metrics.js';
 import { checkCreator } from './world-checks.js';
 import { NodePresence } from './node-presence.js';
 import { pathsOverlap } from './root-status.js';
-import { olderPolicyFirst } from '../core/policy/governing.js';
+import { governingPolicy, olderPolicyFirst } from '../core/policy/governing.js';
 
 export const FIELD_MANAGER = 'worldline-controller';
 
@@ -123,7 +123,10 @@ export class Manager {
       const others = c.policiesNaming(roots).filter((p) => p.metadata.name !== o.metadata.name);
       for (const p of others) if (olderPolicyFirst(o, p) < 0) r.Policy.enqueue(objectKey(p));
       for (const root of roots) {
-        if (!others.every((p) => !p.spec.roots.includes(root) || olderPolicyFirst(o, p) < 0)) continue;
+        // Whether it governs (or governed, before this update or its deletion) the Root: the same rule as
+        // everywhere, asked as if it named the Root now.
+        const asNaming = { metadata: o.metadata, spec: { roots: [root] } };
+        if (governingPolicy([asNaming, ...others], [root]) !== asNaming) continue;
         for (const k of c.worldsUsingRoot(root)) if (c.worlds.get(k)?.status?.phase === 'Captured') r.World.enqueue(k);
       }
     });

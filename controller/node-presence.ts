@@ -3,7 +3,7 @@
 // every few seconds, and waking every World on its node each time kept the controller busy with no-ops);
 // a Lease that simply runs out sends no event, so each live answer is re-decided when its Lease expires.
 import type { Clock } from '../kube/clock.js';
-import { leaseLive, type LeaseObj } from './caches.js';
+import { leaseExpiry, leaseLive, type LeaseObj } from './caches.js';
 import { NODE_LABEL } from './reasons.js';
 
 /** Slack after a Lease's expiry before it is re-read, so the re-check lands after it, not on it. */
@@ -43,8 +43,7 @@ export class NodePresence {
   private recheckAtExpiry(node: string, leases: readonly LeaseObj[], now: Date): void {
     let expires = 0;
     for (const l of leases) {
-      const renew = l.spec?.renewTime ? new Date(l.spec.renewTime).getTime() : NaN;
-      const end = renew + (l.spec?.leaseDurationSeconds ?? 0) * 1000;
+      const end = leaseExpiry(l);
       if (Number.isFinite(end)) expires = Math.max(expires, end);
     }
     const cancel = new AbortController();

@@ -4,11 +4,13 @@
 // payload) and the base generation's payload, read beneath their store directories without following a
 // link. Output is bounded: past the limit the rest is named, never silently dropped.
 import { closeSync, constants, fstatSync, openSync, readSync } from 'node:fs';
-import { createHash } from 'node:crypto';
 import { structuredPatch } from 'diff';
+import { sha256Hex } from '../../core/digest.js';
 import type { ManifestEntry } from '../../core/manifest.js';
+import { compareBytes } from '../../core/relative-path.js';
 import { closeFd, openBeneath } from '../../native/index.js';
 import type { StoredDelta } from '../store/candidates.js';
+import { changedPaths } from '../store/change-summary.js';
 
 export type DiffFormat = 'patch' | 'stat' | 'name-only';
 
@@ -56,8 +58,6 @@ type Content =
   | { kind: 'large'; size: number }
   | { kind: 'unavailable'; why: string };
 
-const byBytes = (a: string, b: string): number => Buffer.compare(Buffer.from(a), Buffer.from(b));
-
 function gitMode(e: ManifestEntry): string {
   const type = e.type === 'dir' ? 0o040000 : e.type === 'symlink' ? 0o120000 : 0o100000;
   return (type | (e.mode & 0o7777)).toString(8).padStart(6, '0');
@@ -97,7 +97,7 @@ function fileContent(dir: string | undefined, e: ManifestEntry | undefined, limi
   const c = readBeneath(dir, e.path, limit);
   // The base generation shares unchanged files with PRIME by hard link, so a write made in place since
   // could have changed them: bytes that no longer hash to the base manifest are not the base.
-  if (side === 'base' && c.kind === 'bytes' && e.sha256 && createHash('sha256').update(c.bytes).digest('hex') !== e.sha256) {
+  if (side === 'base' && c.kind === 'bytes' && e.sha256 && sha256Hex(c.bytes) !== e.sha256) {
     return { kind: 'unavailable', why: 'the base file changed since the candidate was forked (its bytes no longer match the base manifest)' };
   }
   return c;
@@ -168,9 +168,8 @@ function range(start: number, count: number): string {
 
 /** Every changed path of one Root, in byte order: the delta's upserts merged with its deletions. */
 function pathsOf(src: DiffSource): PathDiff[] {
-  const upserted = new Map(src.delta.upsert.map((e) => [e.path, e]));
-  const all = [...new Set([...upserted.keys(), ...src.delta.deleted])].sort(byBytes);
-  return all.map((path) => ({ name: `${src.root}/${path}`, was: src.baseEntry(path), now: upserted.get(path) }));
+  const { paths, upserted } = changedPaths(src.delta.upsert, src.delta.deleted);
+  return paths.map((path) => ({ name: `${src.root}/${path}`, was: src.baseEntry(path), now: upserted.get(path) }));
 }
 
 /**
@@ -184,7 +183,7 @@ function split(p: PathDiff): PathDiff[] {
 
 /** The candidate's change in the format asked for, bounded by `limits.maxOutputBytes`. */
 export function renderDiff(sources: readonly DiffSource[], format: DiffFormat, limits: DiffLimits = DEFAULT_DIFF_LIMITS): DiffResult {
-  const ordered = [...sources].sort((x, y) => byBytes(x.root, y.root));
+  const ordered = [...sources].sort((x, y) => compareBytes(x.root, y.root));
   const all = ordered.flatMap((src) => pathsOf(src).map((p) => ({ p, src })));
   const out: string[] = [];
   let bytes = 0;

@@ -2,6 +2,7 @@
 // what an agent changed with `kubectl describe world`, without the plugin or a shell on the node. Built
 // from what capture already measured (the delta and the base it was taken against): no extra walk.
 import type { EntryType, ManifestEntry } from '../../core/manifest.js';
+import { compareBytes } from '../../core/relative-path.js';
 import { CHANGED_PATHS_SHOWN } from '../../crds/world.js';
 
 /** How many changed paths status shows at most; the counts on status say how many there are in all. */
@@ -26,7 +27,14 @@ export interface RootChangeSummary {
   total: number;
 }
 
-const byBytes = (a: string, b: string): number => Buffer.compare(Buffer.from(a), Buffer.from(b));
+/**
+ * Every path a delta changes, in byte order, each once: its new or changed entries merged with its
+ * deletions (a path deleted and re-created, such as a file replaced by a directory, is one path).
+ */
+export function changedPaths(upsert: readonly ManifestEntry[], deleted: readonly string[]): { paths: string[]; upserted: Map<string, ManifestEntry> } {
+  const upserted = new Map(upsert.map((e) => [e.path, e]));
+  return { paths: [...new Set([...upserted.keys(), ...deleted])].sort(compareBytes), upserted };
+}
 
 /**
  * The first `limit` changes of one Root in byte order of paths, merged from the delta's new or changed
@@ -34,10 +42,8 @@ const byBytes = (a: string, b: string): number => Buffer.compare(Buffer.from(a),
  * change: Modified.
  */
 export function rootChanges(root: string, upsert: readonly ManifestEntry[], deleted: readonly string[], base: (path: string) => ManifestEntry | undefined, limit = CHANGE_SUMMARY_LIMIT): RootChangeSummary {
-  const upserted = new Map(upsert.map((e) => [e.path, e]));
-  const all = [...new Set([...upserted.keys(), ...deleted])];
-  const paths = all.sort(byBytes).slice(0, limit);
-  const changes = paths.map((path): PathChange => {
+  const { paths: all, upserted } = changedPaths(upsert, deleted);
+  const changes = all.slice(0, limit).map((path): PathChange => {
     const now = upserted.get(path);
     const was = base(path);
     if (!now) return { root, path, change: 'Deleted', type: was?.type ?? 'file', ...(was?.size !== undefined ? { size: was.size } : {}) };
@@ -57,7 +63,7 @@ export interface ChangeSummary {
 }
 
 export function summarizeChanges(perRoot: readonly RootChangeSummary[], limit = CHANGE_SUMMARY_LIMIT): ChangeSummary {
-  const ordered = [...perRoot].sort((a, b) => byBytes(a.root, b.root));
+  const ordered = [...perRoot].sort((a, b) => compareBytes(a.root, b.root));
   const changes = ordered.flatMap((r) => r.changes).slice(0, limit);
   const total = ordered.reduce((n, r) => n + r.total, 0);
   return { changes, truncated: total > changes.length };
