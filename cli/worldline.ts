@@ -4,20 +4,26 @@ import { realpathSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { runReceiptsVerify, type Output } from './receipts-verify.js';
 import { runReceiptsVerifyStatus } from './receipts-verify-status.js';
+import { runWorldView } from './world-view.js';
 
 export const USAGE = `usage: worldline <command> [options]
 
 Commands:
+  logs WORLD [-n NS] [-f]
+                  print what a World's agent wrote, through the Kubernetes API (-f: follow the run)
+  diff WORLD [-n NS] [--stat | --name-only]
+                  print a World's captured change against its base, through the Kubernetes API
   receipts verify --ledger FILE --public-key KEY
                   verify a signed receipt ledger: hash chain and every Ed25519 signature
   receipts verify-status --collapse FILE --public-key KEY [--ledger FILE]
                   verify the receipt a Collapse shows in its status (kubectl get collapse -o json)
   --help          show this help
 
-Run 'worldline <command> --help' for a command's options.
+Run 'worldline <command> --help' for a command's options. Installed as kubectl-worldline on the
+PATH, the same commands run as 'kubectl worldline <command>'.
 `;
 
-export function main(args: readonly string[], io: Output): number {
+export function main(args: readonly string[], io: Output & { write?: (chunk: Buffer) => Promise<void> }): number | Promise<number> {
   const [first, second, ...rest] = args;
   if (first === undefined) {
     io.err(USAGE);
@@ -26,6 +32,10 @@ export function main(args: readonly string[], io: Output): number {
   if (first === '--help' || first === '-h' || first === 'help') {
     io.out(USAGE);
     return 0;
+  }
+  if (first === 'logs' || first === 'diff') {
+    const write = io.write ?? ((chunk: Buffer) => Promise.resolve(io.out(chunk.toString('utf8'))));
+    return runWorldView(first, [second, ...rest].filter((a): a is string => a !== undefined), { ...io, write });
   }
   if (first === 'receipts') {
     if (second === 'verify') return runReceiptsVerify(rest, io);
@@ -52,6 +62,19 @@ function isEntryPoint(): boolean {
 }
 
 if (isEntryPoint()) {
-  const io: Output = { out: (t) => void process.stdout.write(t), err: (t) => void process.stderr.write(t) };
-  process.exitCode = main(process.argv.slice(2), io);
+  const io = {
+    out: (t: string) => void process.stdout.write(t),
+    err: (t: string) => void process.stderr.write(t),
+    // Waits for stdout to drain, so a long diff piped to a pager is neither lost nor buffered whole.
+    write: (chunk: Buffer) => new Promise<void>((resolve) => (process.stdout.write(chunk) ? resolve() : process.stdout.once('drain', resolve))),
+  };
+  void Promise.resolve(main(process.argv.slice(2), io)).then(
+    (code) => {
+      process.exitCode = code;
+    },
+    (err: unknown) => {
+      process.stderr.write(`worldline: ${(err as Error).message}\n`);
+      process.exitCode = 1;
+    },
+  );
 }

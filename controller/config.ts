@@ -1,5 +1,6 @@
 // Controller configuration from flags and environment, validated with clear errors.
 import { hostname } from 'node:os';
+import { isAbsolute } from 'node:path';
 import { parseArgs } from 'node:util';
 
 export interface ControllerConfig {
@@ -12,6 +13,12 @@ export interface ControllerConfig {
   leaseDurationSeconds: number;
   workers: number;
   logLevel: 'debug' | 'info' | 'warn' | 'error';
+  /**
+   * The aggregated view API (view.worldline.dev: a World's log and diff): served when both TLS
+   * directories are given — `servingTlsDir` (tls.crt, tls.key: what the APIService's caBundle vouches
+   * for) and `linkTlsDir` (ca.crt, tls.crt, tls.key: the controller's end of the node link).
+   */
+  view?: { host: string; port: number; servingTlsDir: string; linkTlsDir: string };
 }
 
 /**
@@ -21,12 +28,33 @@ export interface ControllerConfig {
 export const DEFAULT_WORKERS = 8;
 
 export const USAGE = `usage: worldline-controller [--kubeconfig PATH] [--namespace NS] [--metrics-bind HOST:PORT]
-       [--identity ID] [--leader-elect=true|false] [--lease-duration SECONDS] [--workers N] [--log-level LEVEL]`;
+       [--identity ID] [--leader-elect=true|false] [--lease-duration SECONDS] [--workers N] [--log-level LEVEL]
+       [--view-bind HOST:PORT --view-tls-dir DIR --link-tls-dir DIR]
+  --view-tls-dir DIR   serve the aggregated API view.worldline.dev (Worlds' logs and diffs) with tls.crt and
+                       tls.key from DIR (env WORLDLINE_VIEW_TLS_DIR); needs --link-tls-dir
+  --link-tls-dir DIR   the node link: ca.crt, tls.crt and tls.key the controller presents to node-agents
+                       (env WORLDLINE_LINK_TLS_DIR)
+  --view-bind HOST:PORT  where the view API listens (default 0.0.0.0:8443; env WORLDLINE_VIEW_BIND)`;
 
 function intFlag(name: string, raw: string, min: number, max: number): number {
   const n = Number(raw);
   if (!Number.isInteger(n) || n < min || n > max) throw new Error(`--${name} must be an integer in [${min}, ${max}], got "${raw}"\n${USAGE}`);
   return n;
+}
+
+function viewConfig(bindRaw: string | undefined, servingTlsDir: string | undefined, linkTlsDir: string | undefined): ControllerConfig['view'] {
+  if (servingTlsDir === undefined && linkTlsDir === undefined) {
+    if (bindRaw !== undefined) throw new Error(`--view-bind needs --view-tls-dir and --link-tls-dir\n${USAGE}`);
+    return undefined;
+  }
+  if (servingTlsDir === undefined || linkTlsDir === undefined) throw new Error(`the view API needs both --view-tls-dir and --link-tls-dir\n${USAGE}`);
+  for (const [flag, dir] of [['view-tls-dir', servingTlsDir], ['link-tls-dir', linkTlsDir]] as const) {
+    if (!isAbsolute(dir)) throw new Error(`--${flag} must be an absolute directory, got "${dir}"\n${USAGE}`);
+  }
+  const bind = bindRaw ?? '0.0.0.0:8443';
+  const m = /^(.+):(\d+)$/.exec(bind);
+  if (!m) throw new Error(`--view-bind must be HOST:PORT, got "${bind}"\n${USAGE}`);
+  return { host: (m[1] ?? '').replace(/^\[(.*)\]$/, '$1'), port: intFlag('view-bind port', m[2] ?? '', 0, 65535), servingTlsDir, linkTlsDir };
 }
 
 export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv): ControllerConfig {
@@ -41,6 +69,9 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Co
       'lease-duration': { type: 'string' },
       workers: { type: 'string' },
       'log-level': { type: 'string' },
+      'view-bind': { type: 'string' },
+      'view-tls-dir': { type: 'string' },
+      'link-tls-dir': { type: 'string' },
     },
     strict: true,
   });
@@ -52,8 +83,10 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Co
   const level = values['log-level'] ?? env.WORLDLINE_LOG_LEVEL ?? 'info';
   if (!['debug', 'info', 'warn', 'error'].includes(level)) throw new Error(`--log-level must be debug, info, warn or error, got "${level}"`);
   const kubeconfig = values.kubeconfig ?? env.KUBECONFIG;
+  const view = viewConfig(values['view-bind'] ?? env.WORLDLINE_VIEW_BIND, values['view-tls-dir'] ?? (env.WORLDLINE_VIEW_TLS_DIR || undefined), values['link-tls-dir'] ?? (env.WORLDLINE_LINK_TLS_DIR || undefined));
   return {
     ...(kubeconfig ? { kubeconfig } : {}),
+    ...(view ? { view } : {}),
     namespace: values.namespace ?? env.WORLDLINE_NAMESPACE ?? env.POD_NAMESPACE ?? 'worldline-system',
     metricsHost: m[1] ?? '0.0.0.0',
     metricsPort: intFlag('metrics-bind port', m[2] ?? '', 0, 65535),

@@ -11,6 +11,7 @@ import { onShutdown } from '../kube/shutdown.js';
 import { wantsHelp } from '../kube/cli-help.js';
 import { parseConfig, USAGE } from './config.js';
 import { Manager } from './manager.js';
+import { startViewFromConfig } from './view/start-view.js';
 
 async function main(): Promise<void> {
   if (wantsHelp(process.argv.slice(2))) {
@@ -35,6 +36,8 @@ async function main(): Promise<void> {
     logger,
   });
   logger.info('serving health and metrics', { host: cfg.metricsHost, port: server.port, identity: cfg.identity });
+  // The view API is served by every replica, leader or not: it only reads.
+  const view = cfg.view ? await startViewFromConfig(cfg.view, kc, cfg.namespace, logger) : undefined;
 
   let elector: LeaderElector | undefined = undefined;
   let shuttingDown = false;
@@ -44,6 +47,7 @@ async function main(): Promise<void> {
     await manager.stop();
     await events.flush();
     if (elector) await elector.stop();
+    await view?.close();
     await server.close();
   }, logger);
 

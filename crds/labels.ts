@@ -8,3 +8,11 @@ export const NODE_LABEL = 'worldline.dev/node';
 
 /** Label on node-agent heartbeat Leases (value `node-agent`). */
 export const COMPONENT_LABEL = 'worldline.dev/component';
+
+/** The name of a node-agent's heartbeat Lease (in the worldline namespace). */
+export function heartbeatLeaseName(nodeName: string): string {
+  return `worldline-node-${nodeName}`.slice(0, 253);
+}
+
+/** Annotation on a node-agent's heartbeat Lease: where its view server listens (HOST:PORT), for the controller. */
+export const VIEW_ADDRESS_ANNOTATION = 'worldline.dev/view-address';

@@ -30,6 +30,12 @@ export interface AgentConfig {
    * hierarchies elsewhere and points this at them, so Worlds and their supervisors outlive the pod.
    */
   cgroupRoot: string;
+  /**
+   * The view server (a World's log and diff, for the controller alone): served when linkTlsDir names the
+   * node link's TLS material (ca.crt, tls.crt, tls.key); `viewAddress` is what the heartbeat Lease
+   * advertises (HOST:PORT the controller dials).
+   */
+  view?: { host: string; port: number; linkTlsDir: string; advertiseHost: string; advertisePort?: number };
 }
 
 export const USAGE = `usage: worldline-node-agent --node-name NAME [--store DIR] [--kubeconfig PATH] [--namespace NS]
@@ -39,7 +45,12 @@ export const USAGE = `usage: worldline-node-agent --node-name NAME [--store DIR]
   --receipts-export PATH   mirror the receipt ledger to this absolute path (its directory must exist),
                            ideally storage the node's root cannot rewrite (env WORLDLINE_RECEIPTS_EXPORT)
   --cgroup-root DIR        where the node's cgroup hierarchies are mounted (default /sys/fs/cgroup;
-                           env WORLDLINE_CGROUP_ROOT); Worlds' and supervisors' cgroups go under DIR/worldline`;
+                           env WORLDLINE_CGROUP_ROOT); Worlds' and supervisors' cgroups go under DIR/worldline
+  --link-tls-dir DIR       serve Worlds' logs and diffs to the controller over TLS with ca.crt, tls.crt and
+                           tls.key from DIR (env WORLDLINE_LINK_TLS_DIR); without it nothing is served
+  --view-bind HOST:PORT    where that server listens (default 0.0.0.0:9443; env WORLDLINE_VIEW_BIND)
+  --view-address HOST[:PORT] what the heartbeat Lease advertises to the controller (env WORLDLINE_VIEW_ADDRESS;
+                           default POD_IP; without a port, the bound one)`;
 
 function int(name: string, raw: string, min: number, max: number): number {
   const n = Number(raw);
@@ -48,6 +59,30 @@ function int(name: string, raw: string, min: number, max: number): number {
 }
 
 export const ID_RANGE = 65536;
+
+function hostPort(flag: string, raw: string): { host: string; port: number } {
+  const m = /^(.+):(\d+)$/.exec(raw);
+  if (!m) throw new Error(`--${flag} must be HOST:PORT, got "${raw}"\n${USAGE}`);
+  return { host: (m[1] ?? '').replace(/^\[(.*)\]$/, '$1'), port: int(`${flag} port`, m[2] ?? '', 0, 65535) };
+}
+
+function viewConfig(values: Record<string, string | boolean | undefined>, env: NodeJS.ProcessEnv): AgentConfig['view'] {
+  const str = (k: string): string | undefined => {
+    const v = values[k];
+    return typeof v === 'string' ? v : undefined;
+  };
+  const linkTlsDir = str('link-tls-dir') ?? (env.WORLDLINE_LINK_TLS_DIR || undefined);
+  if (linkTlsDir === undefined) return undefined;
+  if (!isAbsolute(linkTlsDir)) throw new Error(`--link-tls-dir must be an absolute directory, got "${linkTlsDir}"\n${USAGE}`);
+  const bind = hostPort('view-bind', str('view-bind') ?? (env.WORLDLINE_VIEW_BIND || '0.0.0.0:9443'));
+  const advertised = str('view-address') ?? (env.WORLDLINE_VIEW_ADDRESS || env.POD_IP || undefined);
+  if (advertised === undefined) throw new Error(`--view-address is needed with --link-tls-dir when POD_IP is not set (where the controller reaches this node-agent)\n${USAGE}`);
+  // HOST alone advertises the bound port (a test binds port 0).
+  const withPort = /^(\[.*\]|[^:]+):\d+$/.test(advertised) ? hostPort('view-address', advertised) : undefined;
+  const advertiseHost = withPort?.host ?? advertised.replace(/^\[(.*)\]$/, '$1');
+  if (advertiseHost === '' || /[\s/]/.test(advertiseHost)) throw new Error(`--view-address must be HOST or HOST:PORT, got "${advertised}"\n${USAGE}`);
+  return { ...bind, linkTlsDir, advertiseHost, ...(withPort ? { advertisePort: withPort.port } : {}) };
+}
 
 export function parseAgentConfig(argv: readonly string[], env: NodeJS.ProcessEnv): AgentConfig {
   const { values } = parseArgs({
@@ -64,6 +99,9 @@ export function parseAgentConfig(argv: readonly string[], env: NodeJS.ProcessEnv
       'observe-proc-dir': { type: 'string' },
       'receipts-export': { type: 'string' },
       'cgroup-root': { type: 'string' },
+      'link-tls-dir': { type: 'string' },
+      'view-bind': { type: 'string' },
+      'view-address': { type: 'string' },
       ...Object.fromEntries(ADMISSION_CONFIG_KEYS.map((k) => [k.key, { type: 'string' as const }])),
     },
     strict: true,
@@ -85,8 +123,10 @@ export function parseAgentConfig(argv: readonly string[], env: NodeJS.ProcessEnv
   }
   const cgroupRoot = values['cgroup-root'] ?? (env.WORLDLINE_CGROUP_ROOT || '/sys/fs/cgroup');
   if (!isAbsolute(cgroupRoot) || cgroupRoot.includes('\0')) throw new Error(`--cgroup-root must be an absolute directory, got "${cgroupRoot}"\n${USAGE}`);
+  const view = viewConfig(values, env);
   return {
     ...(kubeconfig ? { kubeconfig } : {}),
+    ...(view ? { view } : {}),
     nodeName,
     storeDir: values.store ?? env.WORLDLINE_STORE ?? '/var/lib/worldline',
     namespace: values.namespace ?? env.WORLDLINE_NAMESPACE ?? env.POD_NAMESPACE ?? 'worldline-system',

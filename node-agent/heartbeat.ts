@@ -8,7 +8,9 @@ import { formatMicroTime } from '../kube/events.js';
 import { httpClientFor, type KubeHttpClient } from '../kube/http.js';
 import type { Logger } from '../kube/logger.js';
 import { leasesRef } from '../kube/resource-ref.js';
-import { COMPONENT_LABEL, NODE_LABEL } from '../crds/labels.js';
+import { COMPONENT_LABEL, NODE_LABEL, heartbeatLeaseName } from '../crds/labels.js';
+
+export { heartbeatLeaseName };
 
 
 export interface HeartbeatOptions {
@@ -19,11 +21,10 @@ export interface HeartbeatOptions {
   leaseDurationSeconds?: number;
   clock: Clock;
   logger: Logger;
+  /** Annotations the Lease carries (the view server's address), set once the agent knows them. */
+  annotations?: () => Record<string, string>;
 }
 
-export function heartbeatLeaseName(nodeName: string): string {
-  return `worldline-node-${nodeName}`.slice(0, 253);
-}
 
 export class Heartbeat {
   private readonly http: KubeHttpClient;
@@ -42,6 +43,7 @@ export class Heartbeat {
         name: heartbeatLeaseName(this.o.nodeName),
         namespace: this.o.namespace,
         labels: { [COMPONENT_LABEL]: 'node-agent', [NODE_LABEL]: this.o.nodeName },
+        ...(this.o.annotations ? { annotations: this.o.annotations() } : {}),
       },
       spec: {
         holderIdentity: this.o.identity,

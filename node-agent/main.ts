@@ -44,6 +44,9 @@ import { createAgentMetrics, type AgentMetrics } from './metrics.js';
 import { NodeChecks } from './checks/check-reconciler.js';
 import { receiptPaths } from './receipts/open-ledger.js';
 import { publishReceiptsPublicKey } from './receipts/publish-public-key.js';
+import { readTlsDir, formatHostPort } from '../kube/tls-dir.js';
+import { VIEW_ADDRESS_ANNOTATION } from '../crds/labels.js';
+import { startViewServer } from './view/view-server.js';
 
 /** Opens (and locks) the store, settles what a crash interrupted, removes leftovers of unrecorded worlds. */
 async function openNodeStore(cfg: AgentConfig, logger: Logger): Promise<{ store: Store; cgroups: CgroupLayout }> {
@@ -196,7 +199,10 @@ async function main(): Promise<void> {
   let ready = false;
   const server = await startHttpServer({ host: cfg.metricsHost, port: cfg.metricsPort, registry, ready: () => ready, logger });
   logger.info('serving health and metrics', { host: cfg.metricsHost, port: server.port });
-  const heartbeat = new Heartbeat({ kubeConfig: kc, namespace: cfg.namespace, nodeName: cfg.nodeName, identity: `${cfg.nodeName}-${process.pid}`, clock, logger });
+  // The view server (a World's log and diff, for the controller alone), advertised on the heartbeat Lease.
+  const view = cfg.view ? await startViewServer({ host: cfg.view.host, port: cfg.view.port, tls: readTlsDir(cfg.view.linkTlsDir, '--link-tls-dir'), worlds, store, logger }) : undefined;
+  const viewAddress = cfg.view && view ? formatHostPort(cfg.view.advertiseHost, cfg.view.advertisePort ?? view.port) : undefined;
+  const heartbeat = new Heartbeat({ kubeConfig: kc, namespace: cfg.namespace, nodeName: cfg.nodeName, identity: `${cfg.nodeName}-${process.pid}`, clock, logger, ...(viewAddress ? { annotations: () => ({ [VIEW_ADDRESS_ANNOTATION]: viewAddress }) } : {}) });
 
   // Collapse (issue 5): run this node's Collapses once, with receipts in <store>/receipts/ledger.jsonl.
   const collapses = startNodeCollapses({ kubeConfig: kc, store, worlds, roots: (name) => roots.get(name), policies, status, refusals, events, clock, nodeName: cfg.nodeName, logger, metrics, requeueRoot: (name) => rootRunner.enqueue(name), requeueWorld: (key) => worldRunner.enqueue(key), agentMetrics, ...(cfg.receiptsExport ? { receiptsExport: cfg.receiptsExport } : {}) });
@@ -218,6 +224,7 @@ async function main(): Promise<void> {
     const detached = nodeWorlds.detachAll();
     if (detached.length > 0) logger.info('left running worlds to their supervisors', { worlds: detached });
     await heartbeat.stop();
+    await view?.close();
     await events.flush();
     await server.close();
     store.close();

@@ -16,7 +16,7 @@ import { readFile, readdir, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { controlPlaneBinaries, type ControlPlaneBinaries } from './binaries.js';
-import { ensurePki, writeKubeconfig, type Pki } from './pki.js';
+import { ensurePki, FRONT_PROXY_CLIENT_NAME, writeKubeconfig, type Pki } from './pki.js';
 import { choosePorts } from './ports.js';
 import { alive, installHandlers, killGroup, launch, live, run, sleep, tail, terminate, type KubectlResult, type Live, type Proc } from './processes.js';
 import { httpGet, httpsGet, waitFor } from './probes.js';
@@ -160,6 +160,16 @@ function apiServerArgs(dir: string, etcdUrl: string, apiPort: number, pki: Pki):
     '--service-account-issuer=https://kubernetes.default.svc.cluster.local',
     '--enable-priority-and-fairness=false',
     '--profiling=false',
+    // The front proxy, so aggregated APIs (worldline's view.worldline.dev) are served as in a real cluster;
+    // with aggregator routing the API server dials an APIService's endpoints, not its (absent) ClusterIP.
+    `--requestheader-client-ca-file=${pki.frontProxyCaCert}`,
+    `--requestheader-allowed-names=${FRONT_PROXY_CLIENT_NAME}`,
+    '--requestheader-username-headers=X-Remote-User',
+    '--requestheader-group-headers=X-Remote-Group',
+    '--requestheader-extra-headers-prefix=X-Remote-Extra-',
+    `--proxy-client-cert-file=${pki.proxyClientCert}`,
+    `--proxy-client-key-file=${pki.proxyClientKey}`,
+    '--enable-aggregator-routing=true',
   ];
 }
 

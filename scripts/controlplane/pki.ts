@@ -36,7 +36,15 @@ export interface Pki {
   adminKey: string;
   saKey: string;
   saPub: string;
+  /** The front proxy (aggregated APIs): its own CA and the client certificate kube-apiserver presents to extension servers. */
+  frontProxyCaCert: string;
+  frontProxyCaKey: string;
+  proxyClientCert: string;
+  proxyClientKey: string;
 }
+
+/** The common name of the front proxy's client certificate (--requestheader-allowed-names). */
+export const FRONT_PROXY_CLIENT_NAME = 'front-proxy-client';
 
 export async function ensurePki(pkiDir: string): Promise<Pki> {
   const p: Pki = {
@@ -48,8 +56,12 @@ export async function ensurePki(pkiDir: string): Promise<Pki> {
     adminKey: join(pkiDir, 'admin.key'),
     saKey: join(pkiDir, 'sa.key'),
     saPub: join(pkiDir, 'sa.pub'),
+    frontProxyCaCert: join(pkiDir, 'front-proxy-ca.crt'),
+    frontProxyCaKey: join(pkiDir, 'front-proxy-ca.key'),
+    proxyClientCert: join(pkiDir, 'front-proxy-client.crt'),
+    proxyClientKey: join(pkiDir, 'front-proxy-client.key'),
   };
-  if ([p.caCert, p.caKey, p.servingCert, p.servingKey, p.adminCert, p.adminKey, p.saKey, p.saPub].every((f) => existsSync(f))) return p;
+  if (Object.values(p as unknown as Record<string, string>).every((f) => existsSync(f))) return p;
   mkdirSync(pkiDir, { recursive: true, mode: 0o700 });
   const cnf = join(pkiDir, 'openssl.cnf');
   await writeFile(cnf, OPENSSL_CNF);
@@ -59,9 +71,13 @@ export async function ensurePki(pkiDir: string): Promise<Pki> {
   const leaf = (ext: string, subj: string, out: string, keyOut: string) =>
     execOk('openssl', ['req', '-x509', '-new', '-config', cnf, '-extensions', ext, ...key, '-CA', p.caCert,
       '-CAkey', p.caKey, '-keyout', keyOut, '-out', out, '-days', '3650', '-subj', subj]);
+  await execOk('openssl', ['req', '-x509', '-new', '-config', cnf, '-extensions', 'ca', ...key,
+    '-keyout', p.frontProxyCaKey, '-out', p.frontProxyCaCert, '-days', '3650', '-subj', '/CN=worldline-test-front-proxy-ca']);
   await Promise.all([
     leaf('server', '/CN=kube-apiserver', p.servingCert, p.servingKey),
     leaf('client', '/O=system:masters/CN=admin', p.adminCert, p.adminKey),
+    execOk('openssl', ['req', '-x509', '-new', '-config', cnf, '-extensions', 'client', ...key, '-CA', p.frontProxyCaCert,
+      '-CAkey', p.frontProxyCaKey, '-keyout', p.proxyClientKey, '-out', p.proxyClientCert, '-days', '3650', '-subj', `/CN=${FRONT_PROXY_CLIENT_NAME}`]),
   ]);
   const sa = generateKeyPairSync('ec', { namedCurve: 'P-256' });
   await writeFile(p.saKey, sa.privateKey.export({ type: 'pkcs8', format: 'pem' }), { mode: 0o600 });

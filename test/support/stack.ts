@@ -34,7 +34,7 @@ export interface Stack {
 }
 
 /** `agentWrapper`: an argv prefix the node-agent is started through (see startComponent). */
-export async function startStack(opts: { nodeName?: string; agentArgs?: string[]; agentWrapper?: string[] } = {}): Promise<Stack> {
+export async function startStack(opts: { nodeName?: string; agentArgs?: string[]; agentWrapper?: string[]; controllerArgs?: string[] } = {}): Promise<Stack> {
   const nodeName = opts.nodeName ?? 'node-1';
   const scratch = mkdtempSync(join(tmpdir(), 'worldline-stack-'));
   const storeDir = join(scratch, 'store');
@@ -42,7 +42,7 @@ export async function startStack(opts: { nodeName?: string; agentArgs?: string[]
   let controller: ControllerProcess | undefined;
   try {
     await kc(cp, ['create', 'namespace', 'worldline-system']);
-    controller = await startController({ kubeconfig: cp.kubeconfigPath, identity: 'stack-controller' });
+    controller = await startController({ kubeconfig: cp.kubeconfigPath, identity: 'stack-controller', ...(opts.controllerArgs ? { extraArgs: opts.controllerArgs } : {}) });
     return await assembleStack(opts, nodeName, scratch, storeDir, cp, controller);
   } catch (e) {
     // Nothing of a half-started stack may outlive the failure (the caller never gets a stop()).

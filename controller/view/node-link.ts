@@ -1,0 +1,72 @@
+// The controller's end of the node link: finds where a node's agent serves Worlds (the address its live
+// heartbeat Lease advertises) and asks it over TLS, presenting the controller's link certificate and
+// accepting only a server certificate of the link CA that names a node-agent. The agent's answer is
+// streamed back as it comes (a followed log has no end until its run does).
+import type { IncomingMessage } from 'node:http';
+import https from 'node:https';
+import type { PeerCertificate } from 'node:tls';
+import { isNotFound } from '../../kube/api-error.js';
+import { objectPath } from '../../kube/api-paths.js';
+import type { KubeHttpClient } from '../../kube/http.js';
+import { leasesRef } from '../../kube/resource-ref.js';
+import { heartbeatLeaseName, VIEW_ADDRESS_ANNOTATION } from '../../crds/labels.js';
+import { commonName, LINK_SERVER_NAME, type TlsMaterial } from '../../kube/tls-dir.js';
+import { leaseLive, type LeaseObj } from '../caches.js';
+
+/** Why a node-agent cannot be asked, named. */
+export class LinkUnavailable extends Error {
+  constructor(
+    readonly reason: 'NODE_AGENT_UNAVAILABLE' | 'VIEW_NOT_SERVED',
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/** The node-agent's view address for `nodeName`, from its heartbeat Lease (which must be live). */
+export async function nodeViewAddress(http: KubeHttpClient, namespace: string, nodeName: string, now: Date): Promise<{ host: string; port: number }> {
+  let lease: LeaseObj;
+  try {
+    lease = await http.request<LeaseObj>({ path: objectPath(leasesRef, heartbeatLeaseName(nodeName), namespace) });
+  } catch (err) {
+    if (isNotFound(err)) throw new LinkUnavailable('NODE_AGENT_UNAVAILABLE', `no node-agent serves node ${nodeName} (no heartbeat Lease)`);
+    throw err;
+  }
+  if (!leaseLive(lease, now)) throw new LinkUnavailable('NODE_AGENT_UNAVAILABLE', `the node-agent of node ${nodeName} has not renewed its heartbeat`);
+  const address = lease.metadata?.annotations?.[VIEW_ADDRESS_ANNOTATION];
+  const m = address ? /^\[?([^\]]+?)\]?:(\d+)$/.exec(address) : null;
+  if (!m) throw new LinkUnavailable('VIEW_NOT_SERVED', `the node-agent of node ${nodeName} serves no view (it was started without --link-tls-dir)`);
+  return { host: m[1] ?? '', port: Number(m[2]) };
+}
+
+/** GETs `path` from a node-agent's view server; resolves with the response head (the body streams). */
+export function askNodeAgent(tls: TlsMaterial, address: { host: string; port: number }, path: string, o: { signal: AbortSignal; streaming: boolean }): Promise<IncomingMessage> {
+  return new Promise((resolve, reject) => {
+    const req = https.request({
+      host: address.host,
+      port: address.port,
+      path,
+      method: 'GET',
+      ca: tls.ca,
+      cert: tls.cert,
+      key: tls.key,
+      minVersion: 'TLSv1.3',
+      signal: o.signal,
+      // The agent is known by its certificate's name under the link CA, not by an address that changes with its pod.
+      checkServerIdentity: (_host: string, cert: PeerCertificate) =>
+        commonName(cert) === LINK_SERVER_NAME ? undefined : new Error(`the node-agent's certificate names "${commonName(cert) ?? ''}", not ${LINK_SERVER_NAME}`),
+    });
+    // A followed log may be quiet for as long as its run is: only the answer's head has a deadline.
+    const head = setTimeout(() => req.destroy(new Error('the node-agent did not answer within 30 s')), 30_000);
+    req.on('response', (res) => {
+      clearTimeout(head);
+      if (!o.streaming) res.setTimeout(30_000, () => res.destroy(new Error('the node-agent stopped answering for 30 s')));
+      resolve(res);
+    });
+    req.on('error', (err) => {
+      clearTimeout(head);
+      reject(err);
+    });
+    req.end();
+  });
+}

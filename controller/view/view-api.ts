@@ -1,0 +1,167 @@
+// The aggregated API view.worldline.dev/v1alpha1: a World's output log and its candidate's diff, read
+// through the API server as subresources of worlds:
+//   GET /apis/view.worldline.dev/v1alpha1/namespaces/NS/worlds/NAME/log[?follow=true]
+//   GET /apis/view.worldline.dev/v1alpha1/namespaces/NS/worlds/NAME/diff[?format=patch|stat|name-only]
+// Every request is authenticated by the API server (front proxy, front-proxy.ts) and authorized here by
+// two access reviews: the subresource itself (get worlds/log or worlds/diff in view.worldline.dev) and
+// get on the World in worldline.dev — a user who may not read a World reads nothing of it. The bytes
+// stay on the node; this server asks the node-agent for them (node-link.ts) and streams them through.
+import { pipeline } from 'node:stream/promises';
+import type { TLSSocket } from 'node:tls';
+import Fastify, { type FastifyReply } from 'fastify';
+import type { KubeHttpClient } from '../../kube/http.js';
+import { isNotFound } from '../../kube/api-error.js';
+import type { Logger } from '../../kube/logger.js';
+import type { TlsMaterial } from '../../kube/tls-dir.js';
+import type { World } from '../../crds/index.js';
+import { refs } from '../api-refs.js';
+import { objectPath } from '../../kube/api-paths.js';
+import { reviewAccess } from './access-review.js';
+import { authenticateFrontProxy, type RequestHeaderRules } from './front-proxy.js';
+import { askNodeAgent, LinkUnavailable, nodeViewAddress } from './node-link.js';
+
+export const VIEW_GROUP = 'view.worldline.dev';
+export const VIEW_VERSION = 'v1alpha1';
+const GROUP_VERSION = `${VIEW_GROUP}/${VIEW_VERSION}`;
+const SUBRESOURCES = ['log', 'diff'] as const;
+type Subresource = (typeof SUBRESOURCES)[number];
+const DIFF_FORMATS = ['patch', 'stat', 'name-only'];
+
+export interface ViewApiOptions {
+  host: string;
+  port: number;
+  /** The serving certificate and key (the APIService's caBundle vouches for them). */
+  serving: { cert: Buffer; key: Buffer };
+  /** The request-header rules (front-proxy.ts); their CA checks client certificates. */
+  rules: RequestHeaderRules;
+  /** The node link's TLS material (ca.crt, the controller's client certificate and key). */
+  link: TlsMaterial;
+  http: KubeHttpClient;
+  /** The worldline namespace (where node-agents' heartbeat Leases are). */
+  namespace: string;
+  now: () => Date;
+  logger: Logger;
+}
+
+/** A Kubernetes Status object, which kubectl prints as the error. */
+function status(reply: FastifyReply, code: number, reason: string, message: string): FastifyReply {
+  return reply.code(code).type('application/json').send({ kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message, reason, code });
+}
+
+const groupDiscovery = {
+  name: VIEW_GROUP,
+  versions: [{ groupVersion: GROUP_VERSION, version: VIEW_VERSION }],
+  preferredVersion: { groupVersion: GROUP_VERSION, version: VIEW_VERSION },
+};
+
+const resourceList = {
+  kind: 'APIResourceList',
+  apiVersion: 'v1',
+  groupVersion: GROUP_VERSION,
+  resources: SUBRESOURCES.map((s) => ({ name: `worlds/${s}`, singularName: '', namespaced: true, kind: s === 'log' ? 'WorldLog' : 'WorldDiff', verbs: ['get'] })),
+};
+
+export async function startViewApi(o: ViewApiOptions): Promise<{ port: number; close(): Promise<void> }> {
+  const log = o.logger.child({ server: 'view-api' });
+  const app = Fastify({
+    logger: false,
+    // `ca` is the request-header CA: a client certificate is "authorized" only when it chains to it. A
+    // client without one still connects (health checks), and is refused as anonymous.
+    https: { cert: o.serving.cert, key: o.serving.key, ca: o.rules.clientCa, requestCert: true, rejectUnauthorized: false, minVersion: 'TLSv1.2' },
+  });
+
+  app.addHook('onRequest', async (req, reply) => {
+    const who = authenticateFrontProxy(o.rules, req.raw.socket as TLSSocket, req.raw.headersDistinct);
+    if ('refused' in who) return status(reply, 401, 'Unauthorized', `worldline view API: ${who.refused}; ask through the Kubernetes API server`);
+    (req as unknown as { user: typeof who.user }).user = who.user;
+    return undefined;
+  });
+
+  app.get('/apis', (_req, reply) => reply.send({ kind: 'APIGroupList', apiVersion: 'v1', groups: [groupDiscovery] }));
+  app.get(`/apis/${VIEW_GROUP}`, (_req, reply) => reply.send({ kind: 'APIGroup', apiVersion: 'v1', ...groupDiscovery }));
+  app.get(`/apis/${GROUP_VERSION}`, (_req, reply) => reply.send(resourceList));
+
+  app.get<{ Params: { ns: string; name: string; sub: string }; Querystring: Record<string, string | undefined> }>(
+    `/apis/${GROUP_VERSION}/namespaces/:ns/worlds/:name/:sub`,
+    async (req, reply) => {
+      const { ns, name } = req.params;
+      const sub = req.params.sub as Subresource;
+      if (!SUBRESOURCES.includes(sub)) return status(reply, 404, 'NotFound', `worlds have no subresource "${req.params.sub}" in ${GROUP_VERSION} (${SUBRESOURCES.join(', ')})`);
+      const user = (req as unknown as { user: Parameters<typeof reviewAccess>[1] }).user;
+      // Both must allow: the subresource (RBAC on view.worldline.dev) and reading the World itself.
+      for (const attrs of [
+        { group: VIEW_GROUP, resource: 'worlds', subresource: sub, verb: 'get', namespace: ns, name },
+        { group: 'worldline.dev', resource: 'worlds', verb: 'get', namespace: ns, name },
+      ]) {
+        const d = await reviewAccess(o.http, user, attrs);
+        if (!d.allowed) {
+          const what = `get ${attrs.resource}${attrs.subresource ? `/${attrs.subresource}` : ''} in ${attrs.group}`;
+          log.info('refused a view request', { user: user.username, world: `${ns}/${name}`, sub, missing: what });
+          return status(reply, 403, 'Forbidden', `worlds.${VIEW_GROUP} "${name}/${sub}" is forbidden: User "${user.username}" cannot ${what} for World ${ns}/${name}${d.reason ? ` (${d.reason})` : ''}`);
+        }
+      }
+      const query = new URLSearchParams();
+      if (sub === 'diff') {
+        const format = req.query.format ?? 'patch';
+        if (!DIFF_FORMATS.includes(format)) return status(reply, 400, 'BadRequest', `format must be one of ${DIFF_FORMATS.join(', ')}`);
+        query.set('format', format);
+      }
+      const follow = sub === 'log' && req.query.follow === 'true';
+      if (follow) query.set('follow', 'true');
+      let world: World;
+      try {
+        world = await o.http.request<World>({ path: objectPath(refs.World, name, ns) });
+      } catch (err) {
+        if (isNotFound(err)) return status(reply, 404, 'NotFound', `worlds.worldline.dev "${name}" not found in namespace ${ns}`);
+        throw err;
+      }
+      const node = world.status?.nodeName;
+      if (!node) return status(reply, 409, 'Conflict', `World ${ns}/${name} is not bound to a node yet (phase ${world.status?.phase ?? 'Pending'})`);
+      query.set('uid', world.metadata.uid ?? '');
+      const abort = new AbortController();
+      reply.raw.on('close', () => abort.abort());
+      try {
+        const address = await nodeViewAddress(o.http, o.namespace, node, o.now());
+        const res = await askNodeAgent(o.link, address, `/v1/namespaces/${encodeURIComponent(ns)}/worlds/${encodeURIComponent(name)}/${sub}?${query.toString()}`, { signal: abort.signal, streaming: follow });
+        if ((res.statusCode ?? 500) >= 400) {
+          const text = await readSome(res);
+          let body: { reason?: string; message?: string } = {};
+          try {
+            body = JSON.parse(text) as typeof body;
+          } catch {
+            body = { message: text };
+          }
+          return status(reply, res.statusCode ?? 502, body.reason ?? 'InternalError', `node ${node}: ${body.message ?? 'the node-agent refused'}`);
+        }
+        reply.hijack();
+        reply.raw.writeHead(200, { 'Content-Type': 'text/plain; charset=utf-8', ...(res.headers['x-worldline-truncated'] ? { 'X-Worldline-Truncated': String(res.headers['x-worldline-truncated']) } : {}) });
+        await pipeline(res, reply.raw).catch((err: Error) => {
+          if (!abort.signal.aborted) log.warn('a view stream ended early', { world: `${ns}/${name}`, sub, error: err.message });
+        });
+        return reply;
+      } catch (err) {
+        if (err instanceof LinkUnavailable) return status(reply, 503, 'ServiceUnavailable', `${err.reason}: ${err.message}`);
+        log.warn('could not reach the node-agent', { world: `${ns}/${name}`, node, error: (err as Error).message });
+        return status(reply, 502, 'InternalError', `NODE_AGENT_UNREACHABLE: node ${node}: ${(err as Error).message}`);
+      }
+    },
+  );
+
+  await app.listen({ host: o.host, port: o.port });
+  const addr = app.server.address();
+  const port = typeof addr === 'object' && addr ? addr.port : o.port;
+  log.info('view API listening', { host: o.host, port, group: GROUP_VERSION });
+  return { port, close: async () => void (await app.close()) };
+}
+
+async function readSome(res: NodeJS.ReadableStream, limit = 64 * 1024): Promise<string> {
+  const parts: Buffer[] = [];
+  let n = 0;
+  for await (const chunk of res) {
+    const b = Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk);
+    parts.push(b);
+    n += b.length;
+    if (n >= limit) break;
+  }
+  return Buffer.concat(parts).toString('utf8').slice(0, limit);
+}

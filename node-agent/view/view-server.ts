@@ -1,0 +1,101 @@
+// The node-agent's view server: a World's output log and its candidate's diff, served over TLS to the
+// controller alone. Both ends hold certificates of the node link's own CA; a client is served only when
+// its certificate chains to that CA and names the controller (a node-agent's own certificate, from the
+// same CA, names the node-agent and is refused). Users never reach this port: they ask the API server,
+// which authenticates them, and the controller's aggregated API authorizes each request before it asks
+// here (docs/architecture.md, "Reading a World").
+import type { TLSSocket } from 'node:tls';
+import { Readable } from 'node:stream';
+import Fastify, { type FastifyReply } from 'fastify';
+import { Refusal } from '../../core/errors.js';
+import type { World } from '../../crds/index.js';
+import type { Informer } from '../../kube/informer.js';
+import type { Logger } from '../../kube/logger.js';
+import { commonName, LINK_CLIENT_NAME, type TlsMaterial } from '../../kube/tls-dir.js';
+import { candidateDiff } from '../content/world-diff.js';
+import type { DiffFormat } from '../content/candidate-diff.js';
+import { worldPaths } from '../sandbox/run-paths.js';
+import type { Store } from '../store/open-store.js';
+import { logExists, readWorldLog } from './world-log.js';
+
+export interface ViewServerOptions {
+  host: string;
+  port: number;
+  tls: TlsMaterial;
+  worlds: Informer<World>;
+  store: Pick<Store, 'layout' | 'db'>;
+  logger: Logger;
+}
+
+/** Phases in which a World's run may still write to its log. */
+const RUNNING_PHASES = new Set(['Pending', 'Admitted', 'Running']);
+const FORMATS: readonly DiffFormat[] = ['patch', 'stat', 'name-only'];
+
+function refuse(reply: FastifyReply, code: number, reason: string, message: string): FastifyReply {
+  return reply.code(code).type('application/json').send({ reason, message });
+}
+
+export async function startViewServer(o: ViewServerOptions): Promise<{ port: number; close(): Promise<void> }> {
+  const log = o.logger.child({ server: 'view' });
+  const app = Fastify({
+    logger: false,
+    https: { key: o.tls.key, cert: o.tls.cert, ca: o.tls.ca, requestCert: true, rejectUnauthorized: true, minVersion: 'TLSv1.3' },
+  });
+
+  app.addHook('onRequest', async (req, reply) => {
+    const socket = req.raw.socket as TLSSocket;
+    const name = commonName(socket.getPeerCertificate());
+    if (!socket.authorized || name !== LINK_CLIENT_NAME) {
+      log.warn('refused a view client', { client: name ?? '(none)', authorized: socket.authorized });
+      return refuse(reply, 403, 'LINK_CLIENT_REFUSED', `only ${LINK_CLIENT_NAME} may read this node's Worlds`);
+    }
+    return undefined;
+  });
+
+  /** The World the controller named, if it is bound to this node and still the same object (uid). */
+  const worldOf = (ns: string, name: string, uid: string | undefined): World | undefined => {
+    const w = o.worlds.get(`${ns}/${name}`);
+    return w && (uid === undefined || w.metadata.uid === uid) ? w : undefined;
+  };
+
+  app.get<{ Params: { ns: string; name: string }; Querystring: { uid?: string; format?: string } }>('/v1/namespaces/:ns/worlds/:name/diff', async (req, reply) => {
+    const w = worldOf(req.params.ns, req.params.name, req.query.uid);
+    if (!w) return refuse(reply, 404, 'WORLD_NOT_ON_NODE', `World ${req.params.ns}/${req.params.name} is not bound to this node`);
+    const format = (req.query.format ?? 'patch') as DiffFormat;
+    if (!FORMATS.includes(format)) return refuse(reply, 400, 'FORMAT_INVALID', `format must be one of ${FORMATS.join(', ')}`);
+    const digest = w.status?.candidate?.digest;
+    if (!digest) return refuse(reply, 409, 'NOT_CAPTURED', `World ${req.params.ns}/${req.params.name} has no captured candidate yet (phase ${w.status?.phase ?? 'unknown'})`);
+    try {
+      const diff = candidateDiff(o.store, digest, format);
+      return reply.code(200).type('text/plain; charset=utf-8').header('X-Worldline-Truncated', String(diff.truncated)).send(diff.text);
+    } catch (err) {
+      if (err instanceof Refusal) return refuse(reply, err.code === 'CANDIDATE_MISSING' ? 410 : 422, err.code, err.message);
+      log.error('diff failed', { world: `${req.params.ns}/${req.params.name}`, error: (err as Error).message });
+      return refuse(reply, 500, 'DIFF_FAILED', (err as Error).message);
+    }
+  });
+
+  app.get<{ Params: { ns: string; name: string }; Querystring: { uid?: string; follow?: string } }>('/v1/namespaces/:ns/worlds/:name/log', async (req, reply) => {
+    const key = `${req.params.ns}/${req.params.name}`;
+    const w = worldOf(req.params.ns, req.params.name, req.query.uid);
+    const uid = w?.metadata.uid;
+    if (!w || !uid) return refuse(reply, 404, 'WORLD_NOT_ON_NODE', `World ${key} is not bound to this node`);
+    const follow = req.query.follow === 'true';
+    const running = (): boolean => {
+      const now = o.worlds.get(key);
+      return now?.metadata.uid === uid && RUNNING_PHASES.has(now.status?.phase ?? 'Pending');
+    };
+    const path = worldPaths(o.store.layout.worlds, uid).output;
+    if (!logExists(path) && !(follow && running())) return refuse(reply, 404, 'LOG_MISSING', `World ${key} has no output log on this node (phase ${w.status?.phase ?? 'unknown'})`);
+    const abort = new AbortController();
+    // The response's close (not the request's, which closes once its empty body is read) means the reader left.
+    reply.raw.on('close', () => abort.abort());
+    return reply.code(200).type('text/plain; charset=utf-8').send(Readable.from(readWorldLog(path, { follow, running, signal: abort.signal })));
+  });
+
+  await app.listen({ host: o.host, port: o.port });
+  const addr = app.server.address();
+  const port = typeof addr === 'object' && addr ? addr.port : o.port;
+  log.info('view server listening', { host: o.host, port });
+  return { port, close: async () => void (await app.close()) };
+}

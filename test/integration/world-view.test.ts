@@ -1,0 +1,248 @@
+// Reading a World through the Kubernetes API (issue 15, item 1): the controller serves the aggregated
+// API view.worldline.dev behind a real kube-apiserver (front proxy with its own CA, aggregator routing
+// to an endpoint on a test host address), asks the node-agent over the mutually authenticated node link,
+// and authorizes each user with SubjectAccessReviews. Users are told apart by impersonation, which the
+// API server turns into the front-proxy headers exactly as it does for a user's own credentials.
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import https from 'node:https';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { startStack, type Stack } from '../support/stack.js';
+import { createTestHostAddress, type TestHostAddress } from '../support/test-host-address.js';
+import { makeViewPki, signClientCert, type ViewPki } from '../support/view-pki.js';
+import { applyRoot, ownedDir, ownedFile, runWorld, shWorld, worldManifest } from '../support/worlds.js';
+
+const NS = 'worldline-system';
+const SERVICE = 'worldline-view';
+const VIEW = '/apis/view.worldline.dev/v1alpha1/namespaces/default/worlds';
+
+/** The Service, its endpoint (the controller on the test host address) and the APIService. */
+function viewRegistration(pki: ViewPki, host: string, port: number): string {
+  return `apiVersion: v1
+kind: Service
+metadata: { name: ${SERVICE}, namespace: ${NS} }
+spec:
+  ports: [{ name: https, port: 443, targetPort: ${port} }]
+---
+apiVersion: v1
+kind: Endpoints
+metadata: { name: ${SERVICE}, namespace: ${NS} }
+subsets:
+- addresses: [{ ip: ${host} }]
+  ports: [{ name: https, port: ${port} }]
+---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata:
+  name: ${SERVICE}-1
+  namespace: ${NS}
+  labels: { kubernetes.io/service-name: ${SERVICE} }
+addressType: IPv4
+endpoints: [{ addresses: [${host}], conditions: { ready: true } }]
+ports: [{ name: https, port: ${port}, protocol: TCP }]
+---
+apiVersion: apiregistration.k8s.io/v1
+kind: APIService
+metadata: { name: v1alpha1.view.worldline.dev }
+spec:
+  group: view.worldline.dev
+  version: v1alpha1
+  groupPriorityMinimum: 1000
+  versionPriority: 15
+  service: { name: ${SERVICE}, namespace: ${NS}, port: 443 }
+  caBundle: ${Buffer.from(pki.caPem).toString('base64')}
+`;
+}
+
+/** RBAC for the test's users: alice may read Worlds and their log and diff; bob only the diff subresource. */
+const RBAC = `apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: { name: world-reader, namespace: default }
+rules:
+- { apiGroups: [worldline.dev], resources: [worlds], verbs: [get, list] }
+- { apiGroups: [view.worldline.dev], resources: [worlds/log, worlds/diff], verbs: [get] }
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: { name: alice-reads, namespace: default }
+roleRef: { apiGroup: rbac.authorization.k8s.io, kind: Role, name: world-reader }
+subjects: [{ apiGroup: rbac.authorization.k8s.io, kind: User, name: alice }]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: { name: diff-only, namespace: default }
+rules:
+- { apiGroups: [view.worldline.dev], resources: [worlds/diff], verbs: [get] }
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: { name: bob-diffs, namespace: default }
+roleRef: { apiGroup: rbac.authorization.k8s.io, kind: Role, name: diff-only }
+subjects: [{ apiGroup: rbac.authorization.k8s.io, kind: User, name: bob }]
+`;
+
+/** A plain HTTPS GET with the given client material (or none); resolves with the status and body, or the TLS error. */
+function rawGet(url: string, tls: { ca: Buffer; cert?: Buffer; key?: Buffer; servername?: string }): Promise<{ status: number; body: string } | { error: string }> {
+  return new Promise((resolve) => {
+    const req = https.get(url, { ...tls, checkServerIdentity: () => undefined }, (res) => {
+      const parts: Buffer[] = [];
+      res.on('data', (b: Buffer) => parts.push(b));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(parts).toString('utf8') }));
+    });
+    req.on('error', (e) => resolve({ error: e.message }));
+  });
+}
+
+describe('a World read through the Kubernetes API, authorized per user', () => {
+  let s: Stack;
+  let addr: TestHostAddress;
+  let pkiDir: string;
+  let pki: ViewPki;
+  let viewPort: number;
+  let agentViewAddress: string;
+
+  before(async () => {
+    addr = createTestHostAddress();
+    pkiDir = mkdtempSync(join(tmpdir(), 'worldline-view-pki-'));
+    pki = makeViewPki(pkiDir, `${SERVICE}.${NS}.svc`);
+    s = await startStack({
+      nodeName: 'view-node',
+      agentArgs: ['--link-tls-dir', pki.agentLinkDir, '--view-bind', '127.0.0.1:0', '--view-address', '127.0.0.1'],
+      controllerArgs: ['--view-tls-dir', pki.servingDir, '--link-tls-dir', pki.controllerLinkDir, '--view-bind', `${addr.host}:0`],
+    });
+    const listening = await s.controller.waitForLog((r) => r.msg === 'view API listening', 60_000);
+    viewPort = Number(listening['port']);
+    await s.apply(viewRegistration(pki, addr.host, viewPort));
+    await s.apply(RBAC);
+    const avail = await s.cp.kubectl(['wait', '--for=condition=Available', '--timeout=60s', 'apiservice/v1alpha1.view.worldline.dev']);
+    if (avail.code !== 0) {
+      const got = await s.cp.kubectl(['get', 'apiservice', 'v1alpha1.view.worldline.dev', '-o', 'yaml']);
+      throw new Error(`the view APIService never became Available:\n${got.stdout}${got.stderr}`);
+    }
+    const lease = await s.get('lease', 'worldline-node-view-node', NS);
+    agentViewAddress = String(lease?.metadata?.annotations?.['worldline.dev/view-address']);
+
+    const proj = join(s.scratch, 'proj');
+    ownedDir(proj);
+    ownedFile(join(proj, 'a.txt'), 'alpha\nbeta\n');
+    ownedFile(join(proj, 'b.txt'), 'bravo\n');
+    const root = await applyRoot(s, 'proj', proj);
+    assert.equal(root.status.phase, 'Ready', JSON.stringify(root.status));
+    const r = await runWorld(s, 'w1', shWorld(['proj'], 'set -e\necho "hello from the agent"\necho gamma >> a.txt\nrm b.txt\necho new > n.txt'));
+    assert.equal(r.status.phase, 'Captured', JSON.stringify(r.status));
+  });
+
+  after(async () => {
+    await s?.stop();
+    addr?.remove();
+    if (pkiDir) rmSync(pkiDir, { recursive: true, force: true });
+  });
+
+  const raw = (path: string, as?: string) => s.cp.kubectl(['get', '--raw', path, ...(as ? [`--as=${as}`] : [])]);
+
+  test('the node-agent advertises its view address on its heartbeat Lease', () => {
+    assert.match(agentViewAddress, /^127\.0\.0\.1:\d+$/);
+  });
+
+  test('a user who may get the World reads its log and its diff (patch, stat, name-only)', async () => {
+    const log = await raw(`${VIEW}/w1/log`, 'alice');
+    assert.equal(log.code, 0, log.stderr);
+    assert.equal(log.stdout, 'hello from the agent\n');
+
+    const diff = await raw(`${VIEW}/w1/diff`, 'alice');
+    assert.equal(diff.code, 0, diff.stderr);
+    assert.match(diff.stdout, /--- a\/proj\/a\.txt\n\+\+\+ b\/proj\/a\.txt\n@@ -1,2 \+1,3 @@\n alpha\n beta\n\+gamma\n/);
+    assert.match(diff.stdout, /deleted file[\s\S]*-bravo\n/);
+    assert.match(diff.stdout, /new file[\s\S]*\+new\n/);
+
+    const names = await raw(`${VIEW}/w1/diff?format=name-only`, 'alice');
+    assert.equal(names.code, 0, names.stderr);
+    assert.deepEqual(names.stdout.trim().split('\n').sort(), ['proj/a.txt', 'proj/b.txt', 'proj/n.txt']);
+
+    const stat = await raw(`${VIEW}/w1/diff?format=stat`, 'alice');
+    assert.equal(stat.code, 0, stat.stderr);
+    assert.match(stat.stdout, /3 paths changed, 2 insertions\(\+\), 1 deletion\(-\)/);
+  });
+
+  test('a user with the diff subresource but without get on the World is refused by the view API, naming what is missing', async () => {
+    const r = await raw(`${VIEW}/w1/diff`, 'bob');
+    assert.notEqual(r.code, 0);
+    assert.match(r.stderr, /User "bob" cannot get worlds in worldline\.dev for World default\/w1/);
+    assert.doesNotMatch(r.stderr + r.stdout, /gamma/);
+  });
+
+  test('a user with no grant at all is refused by the API server before the view API is asked', async () => {
+    const r = await raw(`${VIEW}/w1/log`, 'carol');
+    assert.notEqual(r.code, 0);
+    assert.match(r.stderr, /forbidden/i);
+    assert.doesNotMatch(r.stderr, /hello from the agent/);
+  });
+
+  test('bad requests are refused by name: an unknown subresource, format or World', async () => {
+    const sub = await raw(`${VIEW}/w1/secrets`);
+    assert.notEqual(sub.code, 0);
+    const fmt = await raw(`${VIEW}/w1/diff?format=html`);
+    assert.match(fmt.stderr, /format must be one of patch, stat, name-only/);
+    const missing = await raw(`${VIEW}/nope/diff`);
+    assert.match(missing.stderr, /"nope" not found/);
+  });
+
+  test('nobody reaches the view API around the API server, nor a node-agent without the controller\'s certificate', async () => {
+    const ca = Buffer.from(pki.caPem);
+    // The controller's port with no client certificate (or one of another CA): anonymous, refused.
+    const direct = await rawGet(`https://${addr.host}:${viewPort}${VIEW}/w1/log`, { ca });
+    assert.ok('status' in direct && direct.status === 401, JSON.stringify(direct));
+    const asAgent = await rawGet(`https://${addr.host}:${viewPort}${VIEW}/w1/log`, { ca, cert: readFileSync(join(pki.agentLinkDir, 'tls.crt')), key: readFileSync(join(pki.agentLinkDir, 'tls.key')) });
+    assert.ok('status' in asAgent && asAgent.status === 401, JSON.stringify(asAgent));
+    // The node-agent: without a client certificate, or with a node-agent's (a serving certificate), the
+    // TLS handshake fails; a client certificate of the link CA that does not name the controller is refused.
+    const url = `https://${agentViewAddress}/v1/namespaces/default/worlds/w1/log`;
+    const noCert = await rawGet(url, { ca });
+    assert.ok('error' in noCert, JSON.stringify(noCert));
+    const peer = await rawGet(url, { ca, cert: readFileSync(join(pki.agentLinkDir, 'tls.crt')), key: readFileSync(join(pki.agentLinkDir, 'tls.key')) });
+    assert.ok('error' in peer, JSON.stringify(peer));
+    const impostor = await rawGet(url, { ca, ...signClientCert(pkiDir, 'mallory') });
+    assert.ok('status' in impostor && impostor.status === 403, JSON.stringify(impostor));
+    assert.match(impostor.body, /LINK_CLIENT_REFUSED/);
+    // The controller's own link certificate is served (the positive control for the three refusals).
+    const controller = await rawGet(url, { ca, cert: readFileSync(join(pki.controllerLinkDir, 'tls.crt')), key: readFileSync(join(pki.controllerLinkDir, 'tls.key')) });
+    assert.ok('status' in controller && controller.status === 200 && controller.body === 'hello from the agent\n', JSON.stringify(controller));
+  });
+
+  test('following a running World\'s log streams what it prints until its run ends', async () => {
+    await s.apply(worldManifest('w2', shWorld(['proj'], 'echo first\nsleep 3\necho second')));
+    await s.waitWorld('w2', ['Running', 'Captured']);
+    const started = Date.now();
+    const r = await raw(`${VIEW}/w2/log?follow=true`, 'alice');
+    assert.equal(r.code, 0, r.stderr);
+    assert.equal(r.stdout, 'first\nsecond\n');
+    const w2 = await s.waitWorld('w2', ['Captured']);
+    assert.equal(w2.status.phase, 'Captured');
+    assert.ok(Date.now() - started < 60_000);
+  });
+
+  test('kubectl-worldline diff --stat and logs print through the same path', async () => {
+    const cli = (args: string[]) =>
+      new Promise<{ code: number | null; out: string; err: string }>((resolve) => {
+        const p = spawn(process.execPath, [join('dist', 'cli', 'worldline.js'), ...args, '--kubeconfig', s.cp.kubeconfigPath], { stdio: ['ignore', 'pipe', 'pipe'] });
+        let out = '';
+        let err = '';
+        p.stdout.on('data', (b: Buffer) => (out += b.toString()));
+        p.stderr.on('data', (b: Buffer) => (err += b.toString()));
+        p.on('close', (code) => resolve({ code, out, err }));
+      });
+    const stat = await cli(['diff', 'w1', '--stat', '-n', 'default']);
+    assert.equal(stat.code, 0, stat.err);
+    assert.match(stat.out, /proj\/a\.txt/);
+    assert.match(stat.out, /3 paths changed, 2 insertions\(\+\), 1 deletion\(-\)/);
+    const logs = await cli(['logs', 'w1']);
+    assert.equal(logs.code, 0, logs.err);
+    assert.equal(logs.out, 'hello from the agent\n');
+    const missing = await cli(['diff', 'nope']);
+    assert.equal(missing.code, 1);
+    assert.match(missing.err, /"nope" not found/);
+  });
+});
