@@ -37,7 +37,7 @@ async function main(): Promise<void> {
   });
   logger.info('serving health and metrics', { host: cfg.metricsHost, port: server.port, identity: cfg.identity });
   // The view API is served by every replica, leader or not: it only reads.
-  const view = cfg.view ? await startViewFromConfig(cfg.view, kc, cfg.namespace, logger) : undefined;
+  const view = cfg.view ? startViewFromConfig(cfg.view, kc, cfg.namespace, logger) : undefined;
 
   let elector: LeaderElector | undefined = undefined;
   let shuttingDown = false;

@@ -38,6 +38,9 @@ void test('docs/quickstart-kind.md works as written, from building the pieces to
     assert.equal(r.code, 0, `the quick start failed:\n${r.stderr.slice(-6000)}\n${r.stdout.slice(-3000)}`);
     assert.match(r.stdout, /^PROBE collapse-phase=Committed$/m, 'the Collapse committed');
     assert.match(r.stdout, /^PROBE version=2$/m, "the worker's directory has the candidate's VERSION");
+    assert.match(r.stdout, /^implemented --shout; hello from the world, now at version 2$/m, "kubectl worldline logs printed the agent's output");
+    assert.match(r.stdout, /^ \d+ paths? changed, \d+ insertions?\(\+\), \d+ deletions?\(-\)$/m, 'kubectl worldline diff --stat printed the change through the API server');
+    assert.match(r.stdout, /^\+\+\+ b\/\S+\/VERSION$/m, 'kubectl worldline diff printed the VERSION hunk');
     assert.match(r.stdout, /^HELLO, ADA!$/m, 'greet.sh --shout runs in the collapsed directory');
     assert.match(r.stdout, /^OK collapse default\/hello-collapse: receipt /m, 'worldline receipts verify-status verified the receipt');
     assert.match(r.stdout, /^worldline_admission_decisions_total\{stage="agent",outcome="ADMITTED"\} [1-9]/m, "the worker's agent counted the World's admission");

@@ -3,8 +3,9 @@
 // (dist/*/main.js, the agent as root on a temporary store) run with kubeconfigs holding only their chart
 // service accounts' tokens — the agent's bound to a Pod on its node, as the kubelet would mount it. Then a
 // Root is adopted, a World reading a Secret credential runs and is captured, its Collapse commits, the
-// receipts key is published and the World is deleted (the agent takes its finalizer off) — and neither
-// process logs a single refusal from the API server.
+// receipts key is published, a user with the chart's worldline-view role reads the World's diff through
+// the view API, and the World is deleted (the agent takes its finalizer off) — and neither process logs
+// a single refusal from the API server.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { chownSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
@@ -15,6 +16,8 @@ import { startController, startNodeAgent, type ControllerProcess } from '../supp
 import { CHART_DIR, helm } from '../support/helm.js';
 import { requireRoot } from '../support/require-root.js';
 import { removeScratch } from '../support/stack.js';
+import { createTestHostAddress, type TestHostAddress } from '../support/test-host-address.js';
+import { secretToDir, viewEndpointsYaml, waitViewAvailable } from '../support/view-endpoints.js';
 import { getJson, kc, waitFor } from '../support/wait.js';
 
 const NS = 'worldline-system';
@@ -26,6 +29,7 @@ let cp: ControlPlane;
 let scratch: string;
 let controller: ControllerProcess;
 let agent: ControllerProcess;
+let addr: TestHostAddress | undefined;
 
 async function token(sa: string, boundObjectRef?: Record<string, string>): Promise<string> {
   const body = JSON.stringify({ apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', spec: { expirationSeconds: 3600, ...(boundObjectRef ? { boundObjectRef } : {}) } });
@@ -69,15 +73,24 @@ before(async () => {
   const agentKc = kubeconfigWithToken(join(scratch, 'node-agent.kubeconfig'), await token('worldline-node-agent', { apiVersion: 'v1', kind: 'Pod', name: pod.metadata.name, uid: pod.metadata.uid }));
   const controllerKc = kubeconfigWithToken(join(scratch, 'controller.kubeconfig'), await token('worldline-controller'));
 
-  controller = await startController({ kubeconfig: controllerKc, identity: 'chart-controller', namespace: NS });
-  agent = await startNodeAgent({ kubeconfig: agentKc, nodeName: NODE, storeDir: join(scratch, 'store'), namespace: NS });
+  // The view path with the chart's own certificates, as the pods mount them; the controller listens on
+  // an address of the test's own, which the chart's Service gets as its endpoint.
+  addr = createTestHostAddress();
+  const dir = (secret: string) => secretToDir(cp, NS, secret, join(scratch, secret));
+  const [serving, controllerLink, agentLink] = await Promise.all([dir('worldline-view-serving'), dir('worldline-link-controller'), dir('worldline-link-node-agent')]);
+  controller = await startController({ kubeconfig: controllerKc, identity: 'chart-controller', namespace: NS, extraArgs: ['--view-tls-dir', serving, '--link-tls-dir', controllerLink, '--view-bind', `${addr.host}:0`] });
+  agent = await startNodeAgent({ kubeconfig: agentKc, nodeName: NODE, storeDir: join(scratch, 'store'), namespace: NS, extraArgs: ['--link-tls-dir', agentLink, '--view-bind', '127.0.0.1:0', '--view-address', '127.0.0.1'] });
   await agent.waitForLog((r) => r.msg === 'node-agent started', 60_000);
+  const listening = await controller.waitForLog((r) => r.msg === 'view API listening', 60_000);
+  await kc(cp, ['apply', '-f', '-'], viewEndpointsYaml(NS, 'worldline-view', addr.host, Number(listening['port'])));
+  await waitViewAvailable(cp);
 });
 
 after(async () => {
   await agent?.kill('SIGTERM');
   await controller?.kill('SIGTERM');
   await cp?.stop();
+  addr?.remove();
   if (scratch) await removeScratch(scratch);
 });
 
@@ -110,6 +123,14 @@ void test('the controller and node-agent do their whole job with only the chart 
   assert.equal(world.status.phase, 'Captured', JSON.stringify(world.status));
   assert.equal(world.status.nodeName, NODE);
   assert.ok(world.metadata.finalizers.includes('worldline.dev/node-cleanup'), 'the controller put its finalizer on');
+
+  // A user bound to the chart's worldline-view role reads its diff through the API server: the
+  // controller's access reviews, its read of the request-header rules and of the node's Lease, and the
+  // node link all run on the chart's RBAC and certificates.
+  await kc(cp, ['-n', TEAM, 'create', 'rolebinding', 'dana-views', '--clusterrole=worldline-view', '--user=dana']);
+  const diff = await cp.kubectl(['get', '--raw', `/apis/view.worldline.dev/v1alpha1/namespaces/${TEAM}/worlds/w1/diff?format=name-only`, '--as=dana']);
+  assert.equal(diff.code, 0, diff.stderr);
+  assert.equal(diff.stdout, 'repo/token.txt\n');
 
   // Its Collapse commits on the node: the host path shows the change; the receipt is in the status.
   await kc(cp, ['apply', '-f', '-'], JSON.stringify({ apiVersion: 'worldline.dev/v1alpha1', kind: 'Collapse', metadata: { name: 'c1', namespace: TEAM }, spec: { worldRef: 'w1', mode: 'Candidate' } }));

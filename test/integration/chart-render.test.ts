@@ -4,6 +4,7 @@
 // chart promises; values.schema.json refuses bad values with an error that names the value.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { X509Certificate } from 'node:crypto';
 import { readFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -78,6 +79,7 @@ void test('helm template is clean and renders the expected objects', async () =>
   const objects = await renderChart();
   const names = objects.map((o) => `${o.kind}/${o.metadata.name}`).sort();
   assert.deepEqual(names, [
+    'APIService/v1alpha1.view.worldline.dev',
     'ClusterRole/worldline-controller',
     'ClusterRole/worldline-edit',
     'ClusterRole/worldline-node-agent',
@@ -92,9 +94,15 @@ void test('helm template is clean and renders the expected objects', async () =>
     'Role/worldline-controller',
     'Role/worldline-node-agent',
     'RoleBinding/worldline-controller',
+    'RoleBinding/worldline-controller-auth-reader',
     'RoleBinding/worldline-node-agent',
+    'Secret/worldline-link-controller',
+    'Secret/worldline-link-node-agent',
+    'Secret/worldline-view-ca',
+    'Secret/worldline-view-serving',
     'Service/worldline-controller-metrics',
     'Service/worldline-node-agent-metrics',
+    'Service/worldline-view',
     'ServiceAccount/worldline-controller',
     'ServiceAccount/worldline-node-agent',
     'ValidatingAdmissionPolicy/worldline-node-agent-leases',
@@ -121,7 +129,8 @@ void test('the controller: 2 replicas with leader election, non-root, read-only,
   assert.equal(c.imagePullPolicy, 'IfNotPresent');
   assert.ok(c.args.includes('--leader-elect=true'), c.args.join(' '));
   assert.ok(c.args.includes('--metrics-bind=0.0.0.0:8080'), c.args.join(' '));
-  assert.deepEqual(c.ports, [{ name: 'metrics', containerPort: 8080, protocol: 'TCP' }]);
+  assert.deepEqual(c.ports, [{ name: 'metrics', containerPort: 8080, protocol: 'TCP' }, { name: 'view', containerPort: 8443, protocol: 'TCP' }]);
+  assert.ok(c.args.includes('--view-tls-dir=/etc/worldline/view-serving') && c.args.includes('--link-tls-dir=/etc/worldline/link'), c.args.join(' '));
   assert.deepEqual(c.livenessProbe.httpGet, { path: '/healthz', port: 'metrics' });
   assert.deepEqual(c.readinessProbe.httpGet, { path: '/readyz', port: 'metrics' });
   assert.equal(c.securityContext.runAsNonRoot, true);
@@ -160,7 +169,9 @@ void test('the node-agent: privileged, the node\'s PID namespace and cgroups (Wo
   assert.deepEqual(c.volumeMounts.find((m) => m.name === 'root-0'), { name: 'root-0', mountPath: '/srv', mountPropagation: 'HostToContainer' });
   assert.deepEqual(c.livenessProbe.httpGet, { path: '/healthz', port: 'metrics' });
   assert.deepEqual(c.readinessProbe.httpGet, { path: '/readyz', port: 'metrics' });
-  assert.deepEqual(c.ports, [{ name: 'metrics', containerPort: 9090, protocol: 'TCP' }]);
+  assert.deepEqual(c.ports, [{ name: 'metrics', containerPort: 9090, protocol: 'TCP' }, { name: 'view', containerPort: 9443, protocol: 'TCP' }]);
+  assert.ok(c.args.includes('--link-tls-dir=/etc/worldline/link'), c.args.join(' '));
+  assert.equal(env.get('POD_IP')?.valueFrom?.fieldRef?.fieldPath, 'status.podIP');
   // The default projected token (bound to the pod) stays: automount on, no hand-made token volume.
   assert.equal(spec.automountServiceAccountToken, true);
   assert.equal(spec.volumes.filter((v) => v.projected !== undefined).length, 0);
@@ -202,11 +213,37 @@ void test('RBAC: no wildcards; separate controller and node-agent roles; the nod
   const edit = findObject(objects, 'ClusterRole', 'worldline-edit');
   assert.equal(edit.metadata.labels?.['rbac.authorization.k8s.io/aggregate-to-edit'], 'true');
   assert.equal(edit.metadata.labels?.['rbac.authorization.k8s.io/aggregate-to-admin'], 'true');
-  assert.deepEqual(rules(edit).flatMap((r) => r.resources).sort(), ['checks', 'collapses', 'worlds']);
+  assert.deepEqual(rules(edit).flatMap((r) => r.resources).sort(), ['checks', 'collapses', 'worlds', 'worlds/diff', 'worlds/log']);
   const view = findObject(objects, 'ClusterRole', 'worldline-view');
   assert.equal(view.metadata.labels?.['rbac.authorization.k8s.io/aggregate-to-view'], 'true');
-  for (const r of rules(view)) assert.deepEqual(r.verbs, ['get', 'list', 'watch']);
-  assert.deepEqual(rules(view).flatMap((r) => r.resources).sort(), ['checks', 'collapses', 'policies', 'roots', 'worlds']);
+  for (const r of rules(view)) assert.deepEqual(r.verbs, r.apiGroups.includes('view.worldline.dev') ? ['get'] : ['get', 'list', 'watch']);
+  assert.deepEqual(rules(view).flatMap((r) => r.resources).sort(), ['checks', 'collapses', 'policies', 'roots', 'worlds', 'worlds/diff', 'worlds/log']);
+});
+
+void test('the view API: one CA signs the serving certificate (the APIService caBundle) and both ends of the node link, each naming its role', async () => {
+  const objects = await renderChart();
+  const secret = (name: string) => (findObject(objects, 'Secret', name) as unknown as { data: Record<string, string> }).data;
+  const pem = (b64: string | undefined) => new X509Certificate(Buffer.from(b64 ?? '', 'base64'));
+  const ca = pem(secret('worldline-view-ca')['tls.crt']);
+  assert.ok(ca.ca, 'the view CA is a CA');
+  const api = findObject(objects, 'APIService', 'v1alpha1.view.worldline.dev') as unknown as { spec: { caBundle: string; service: { name: string; namespace: string; port: number } } };
+  assert.equal(pem(api.spec.caBundle).fingerprint256, ca.fingerprint256);
+  assert.deepEqual(api.spec.service, { name: 'worldline-view', namespace: 'worldline-system', port: 443 });
+  const serving = pem(secret('worldline-view-serving')['tls.crt']);
+  assert.ok(serving.verify(ca.publicKey));
+  assert.match(serving.subjectAltName ?? '', /DNS:worldline-view\.worldline-system\.svc/);
+  for (const [name, cn] of [['worldline-link-controller', 'worldline-controller'], ['worldline-link-node-agent', 'worldline-node-agent']] as const) {
+    const data = secret(name);
+    const leaf = pem(data['tls.crt']);
+    assert.ok(leaf.verify(ca.publicKey), name);
+    assert.match(leaf.subject, new RegExp(`CN=${cn}$`, 'm'), name);
+    assert.equal(pem(data['ca.crt']).fingerprint256, ca.fingerprint256, name);
+  }
+  // view.enabled=false renders none of it, and neither process is given the flags.
+  const off = await renderChart({ values: { view: { enabled: false } } });
+  assert.equal(off.filter((o) => o.kind === 'APIService' || o.kind === 'Secret').length, 0);
+  const ctl = podSpec(findObject(off, 'Deployment', 'worldline-controller')).containers[0];
+  assert.ok(ctl && !ctl.args.some((a) => a.startsWith('--view')), ctl?.args.join(' '));
 });
 
 void test('the admission policies match exactly the node-agent service account of the release namespace', async () => {

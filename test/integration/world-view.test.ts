@@ -12,6 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startStack, type Stack } from '../support/stack.js';
 import { createTestHostAddress, type TestHostAddress } from '../support/test-host-address.js';
+import { viewEndpointsYaml, waitViewAvailable } from '../support/view-endpoints.js';
 import { makeViewPki, signClientCert, type ViewPki } from '../support/view-pki.js';
 import { applyRoot, ownedDir, ownedFile, runWorld, shWorld, worldManifest } from '../support/worlds.js';
 
@@ -19,30 +20,13 @@ const NS = 'worldline-system';
 const SERVICE = 'worldline-view';
 const VIEW = '/apis/view.worldline.dev/v1alpha1/namespaces/default/worlds';
 
-/** The Service, its endpoint (the controller on the test host address) and the APIService. */
-function viewRegistration(pki: ViewPki, host: string, port: number): string {
+/** The Service and the APIService (the endpoints: view-endpoints.ts). */
+function viewRegistration(pki: ViewPki, port: number): string {
   return `apiVersion: v1
 kind: Service
 metadata: { name: ${SERVICE}, namespace: ${NS} }
 spec:
   ports: [{ name: https, port: 443, targetPort: ${port} }]
----
-apiVersion: v1
-kind: Endpoints
-metadata: { name: ${SERVICE}, namespace: ${NS} }
-subsets:
-- addresses: [{ ip: ${host} }]
-  ports: [{ name: https, port: ${port} }]
----
-apiVersion: discovery.k8s.io/v1
-kind: EndpointSlice
-metadata:
-  name: ${SERVICE}-1
-  namespace: ${NS}
-  labels: { kubernetes.io/service-name: ${SERVICE} }
-addressType: IPv4
-endpoints: [{ addresses: [${host}], conditions: { ready: true } }]
-ports: [{ name: https, port: ${port}, protocol: TCP }]
 ---
 apiVersion: apiregistration.k8s.io/v1
 kind: APIService
@@ -115,13 +99,10 @@ describe('a World read through the Kubernetes API, authorized per user', () => {
     });
     const listening = await s.controller.waitForLog((r) => r.msg === 'view API listening', 60_000);
     viewPort = Number(listening['port']);
-    await s.apply(viewRegistration(pki, addr.host, viewPort));
+    await s.apply(viewRegistration(pki, viewPort));
+    await s.apply(viewEndpointsYaml(NS, SERVICE, addr.host, viewPort));
     await s.apply(RBAC);
-    const avail = await s.cp.kubectl(['wait', '--for=condition=Available', '--timeout=60s', 'apiservice/v1alpha1.view.worldline.dev']);
-    if (avail.code !== 0) {
-      const got = await s.cp.kubectl(['get', 'apiservice', 'v1alpha1.view.worldline.dev', '-o', 'yaml']);
-      throw new Error(`the view APIService never became Available:\n${got.stdout}${got.stderr}`);
-    }
+    await waitViewAvailable(s.cp);
     const lease = await s.get('lease', 'worldline-node-view-node', NS);
     agentViewAddress = String(lease?.metadata?.annotations?.['worldline.dev/view-address']);
 
