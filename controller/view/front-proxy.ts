@@ -85,8 +85,14 @@ export function authenticateFrontProxy(rules: RequestHeaderRules, socket: TLSSoc
     const p = prefix.toLowerCase();
     for (const [name, v] of Object.entries(headers)) {
       if (!name.startsWith(p) || name.length === p.length || v === undefined) continue;
-      // Extra keys are percent-encoded in header names (as kube-apiserver sends them).
-      const key = decodeURIComponent(name.slice(p.length));
+      // Extra keys are percent-encoded in header names (as kube-apiserver sends them); a malformed one is
+      // not the API server's, and the whole request is refused rather than read with a key dropped.
+      let key: string;
+      try {
+        key = decodeURIComponent(name.slice(p.length));
+      } catch {
+        return { refused: `malformed extra header ${name}` };
+      }
       extra[key] = [...(extra[key] ?? []), ...v];
     }
   }

@@ -32,6 +32,7 @@ test('headers are not believed without a certificate of the request-header CA, f
   assert.match(JSON.stringify(authenticateFrontProxy(rules, socket(true, 'someone-else'), headers)), /not an allowed name/);
   assert.match(JSON.stringify(authenticateFrontProxy(rules, socket(true, ['front-proxy-client', 'x']), headers)), /not an allowed name/);
   assert.match(JSON.stringify(authenticateFrontProxy(rules, socket(true, 'front-proxy-client'), { 'x-remote-group': ['g'] })), /named no user/);
+  assert.match(JSON.stringify(authenticateFrontProxy(rules, socket(true, 'front-proxy-client'), { 'x-remote-user': ['u'], 'x-remote-extra-%zz': ['v'] })), /malformed extra header/);
 });
 
 test('the rules refuse a cluster without a front proxy, and malformed lists', () => {
