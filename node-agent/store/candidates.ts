@@ -53,20 +53,24 @@ export class CaptureRefused extends Refusal {
 /** Files above this size are copied on the thread pool rather than on the event loop. */
 const LARGE_FILE = 1 << 20;
 
-const byName = (a: RootChange, b: RootChange): number => (a.root < b.root ? -1 : a.root > b.root ? 1 : 0);
-
 /**
  * The identity of a candidate: per Root (sorted by name), its base digest and its delta —
  * `{ root, base, deleted (byte order), upsert (measured entries), rootAttributes when changed }`. The
  * upsert paths are ordered by JavaScript's default sort, as the identity has always been defined.
  */
 export function candidateIdentity(changes: readonly RootChange[]): unknown {
-  const roots = [...changes].sort(byName).map((c) => {
-    const d = c.capture;
-    const byPath = new Map(d.upsert.map((e) => [e.path, e]));
-    const upsert = [...byPath.keys()].sort().map((p) => measuredEntry(byPath.get(p)!));
-    return { root: c.root, base: c.baseDigest, deleted: d.deleted, upsert, ...(d.rootChanged ? { rootAttributes: d.rootAttributes } : {}) };
-  });
+  return identityOfDeltas(changes.map((c) => ({ root: c.root, baseDigest: c.baseDigest, upsert: c.capture.upsert, deleted: c.capture.deleted, ...(c.capture.rootChanged ? { rootAttributes: c.capture.rootAttributes } : {}) })));
+}
+
+/** The same identity from stored deltas (a rebased candidate's: its deltas on another base). */
+export function identityOfDeltas(deltas: readonly Pick<StoredDelta, 'root' | 'baseDigest' | 'upsert' | 'deleted' | 'rootAttributes'>[]): unknown {
+  const roots = [...deltas]
+    .sort((a, b) => (a.root < b.root ? -1 : a.root > b.root ? 1 : 0))
+    .map((d) => {
+      const byPath = new Map(d.upsert.map((e) => [e.path, e]));
+      const upsert = [...byPath.keys()].sort().map((p) => measuredEntry(byPath.get(p)!));
+      return { root: d.root, base: d.baseDigest, deleted: d.deleted, upsert, ...('rootAttributes' in d ? { rootAttributes: d.rootAttributes } : {}) };
+    });
   return { format: 'worldline.candidate/v1', roots };
 }
 
