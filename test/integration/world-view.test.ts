@@ -6,7 +6,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync } from 'node:fs';
 import https from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -203,6 +203,27 @@ describe('a World read through the Kubernetes API, authorized per user', () => {
     const w2 = await s.waitWorld('w2', ['Captured']);
     assert.equal(w2.status.phase, 'Captured');
     assert.ok(Date.now() - started < 60_000);
+  });
+
+  test('a reader that leaves a followed log does not leave the log open on the node', async () => {
+    await s.apply(worldManifest('w3', shWorld(['proj'], 'echo start\nsleep 300\necho never-read')));
+    await s.waitWorld('w3', ['Running']);
+    const w3 = await s.get('world', 'w3');
+    const log = `${String(w3?.metadata?.uid)}.output.log`;
+    const openLogs = (): number => readdirSync(`/proc/${s.agent.pid}/fd`).filter((fd) => {
+      try {
+        return readlinkSync(`/proc/${s.agent.pid}/fd/${fd}`).endsWith(log);
+      } catch {
+        return false;
+      }
+    }).length;
+    const reader = spawn(s.cp.binaries.kubectl, ['--kubeconfig', s.cp.kubeconfigPath, 'get', '--raw', `${VIEW}/w3/log?follow=true`], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let got = '';
+    reader.stdout.on('data', (b: Buffer) => (got += b.toString()));
+    await s.waitFor('the followed log to start', async () => got.includes('start\n') && openLogs() === 1, 30_000);
+    reader.kill('SIGKILL');
+    await s.waitFor('the node-agent to close the log after its reader left', async () => openLogs() === 0, 15_000);
+    await s.cp.kubectl(['delete', 'world', 'w3', '--wait=false']);
   });
 
   test('kubectl-worldline diff --stat and logs print through the same path', async () => {
