@@ -10,9 +10,6 @@ import type { Logger } from '../kube/logger.js';
 import { leasesRef } from '../kube/resource-ref.js';
 import { COMPONENT_LABEL, NODE_LABEL, heartbeatLeaseName } from '../crds/labels.js';
 
-export { heartbeatLeaseName };
-
-
 export interface HeartbeatOptions {
   kubeConfig: KubeConfig;
   namespace: string;
@@ -24,7 +21,6 @@ export interface HeartbeatOptions {
   /** Annotations the Lease carries (the view server's address), set once the agent knows them. */
   annotations?: () => Record<string, string>;
 }
-
 
 export class Heartbeat {
   private readonly http: KubeHttpClient;

@@ -52,6 +52,12 @@ export async function startViewServer(o: ViewServerOptions): Promise<{ port: num
     return undefined;
   });
 
+  // Until this agent's World cache is filled, "not on this node" would be a guess: say it is starting.
+  app.addHook('onRequest', async (_req, reply) => {
+    if (!o.worlds.hasSynced()) return refuse(reply, 503, 'NODE_AGENT_STARTING', 'the node-agent has not read its Worlds yet; try again');
+    return undefined;
+  });
+
   /** The World the controller named, if it is bound to this node and still the same object (uid). */
   const worldOf = (ns: string, name: string, uid: string | undefined): World | undefined => {
     const w = o.worlds.get(`${ns}/${name}`);
