@@ -118,6 +118,11 @@ describe('worldline on a two-node kind cluster', { concurrency: false }, () => {
     await helmIn(p, ['upgrade', '--install', RELEASE, join(repo, 'charts/worldline'), '-n', NS, '--create-namespace',
       '--set', `image.repository=${repoName}`, '--set', `image.tag=${tag}`, '--wait', '--timeout', '6m']);
     process.stderr.write(`# helm install: ${Math.round((Date.now() - t0) / 1000)} s\n`);
+    // helm --wait counts a DaemonSet done with up to its maxUnavailable (1) pods not Ready: wait for the
+    // rollouts as a user would, then assert every pod (both runs of this test on a fresh cluster saw one
+    // node-agent still starting when helm returned).
+    await kubectlMust(p, ['rollout', 'status', '-n', NS, `daemonset/${RELEASE}-node-agent`, '--timeout=5m']);
+    await kubectlMust(p, ['rollout', 'status', '-n', NS, `deployment/${RELEASE}-controller`, '--timeout=5m']);
     const pods = await json<{ items: any[] }>(['get', 'pods', '-n', NS]);
     const ready = (pod: any) => pod.status?.conditions?.some((c: any) => c.type === 'Ready' && c.status === 'True');
     const controllers = pods.items.filter((x) => x.metadata.labels?.['app.kubernetes.io/component'] === 'controller');
