@@ -205,6 +205,55 @@ describe('a World read through the Kubernetes API, authorized per user', () => {
     assert.ok(Date.now() - started < 60_000);
   });
 
+  test('a World on a node without a live agent, without a view, or with an unreachable view is refused by name', async () => {
+    const now = new Date().toISOString().replace(/Z$/, '000Z').replace(/\.(\d{3})000Z$/, '.$1000Z');
+    // Two stand-in nodes: one whose agent serves no view (a live Lease without the address), one whose
+    // advertised address answers nothing; a third node has no agent at all.
+    for (const [node, address] of [['plain-node', undefined], ['gone-node', '127.0.0.1:1']] as const) {
+      await s.apply(`apiVersion: coordination.k8s.io/v1
+kind: Lease
+metadata:
+  name: worldline-node-${node}
+  namespace: ${NS}
+  labels: { worldline.dev/component: node-agent, worldline.dev/node: ${node} }
+${address ? `  annotations: { worldline.dev/view-address: "${address}" }\n` : ''}spec: { holderIdentity: test, leaseDurationSeconds: 3600, renewTime: "${now}" }
+`);
+    }
+    for (const node of ['plain-node', 'gone-node', 'ghost-node']) {
+      await s.apply(`apiVersion: worldline.dev/v1alpha1
+kind: Root
+metadata: { name: root-${node} }
+spec: { nodeName: ${node}, path: /srv/${node} }
+---
+apiVersion: worldline.dev/v1alpha1
+kind: World
+metadata: { name: w-${node}, namespace: default }
+spec: { roots: [root-${node}], agent: { command: [/bin/true] } }
+`);
+      // Stand in for that node's agent: its Root reads Ready (the controller binds a World to Ready Roots).
+      const patched = await s.cp.kubectl(['patch', 'root', `root-${node}`, '--subresource=status', '--type=merge', '-p', '{"status":{"phase":"Ready"}}']);
+      assert.equal(patched.code, 0, patched.stderr);
+      await s.waitFor(`World w-${node} bound to ${node}`, async () => (await s.get('world', `w-${node}`))?.status?.nodeName === node, 30_000);
+    }
+    const plain = await raw(`${VIEW}/w-plain-node/log`);
+    assert.match(plain.stderr, /VIEW_NOT_SERVED/);
+    const gone = await raw(`${VIEW}/w-gone-node/log`);
+    assert.match(gone.stderr, /NODE_AGENT_UNREACHABLE/);
+    const ghost = await raw(`${VIEW}/w-ghost-node/diff`);
+    assert.match(ghost.stderr, /NODE_AGENT_UNAVAILABLE/);
+  });
+
+  test('the node-agent names what it cannot serve: a World not on it, a format it does not know', async () => {
+    const tls = { ca: Buffer.from(pki.caPem), cert: readFileSync(join(pki.controllerLinkDir, 'tls.crt')), key: readFileSync(join(pki.controllerLinkDir, 'tls.key')) };
+    const notHere = await rawGet(`https://${agentViewAddress}/v1/namespaces/default/worlds/nope/diff`, tls);
+    assert.ok('status' in notHere && notHere.status === 404 && /WORLD_NOT_ON_NODE/.test(notHere.body), JSON.stringify(notHere));
+    const w1 = await s.get('world', 'w1');
+    const replaced = await rawGet(`https://${agentViewAddress}/v1/namespaces/default/worlds/w1/diff?uid=00000000-0000-0000-0000-000000000000`, tls);
+    assert.ok('status' in replaced && replaced.status === 404 && /WORLD_NOT_ON_NODE/.test(replaced.body), 'another uid under the same name is not this World');
+    const format = await rawGet(`https://${agentViewAddress}/v1/namespaces/default/worlds/w1/diff?uid=${String(w1?.metadata?.uid)}&format=html`, tls);
+    assert.ok('status' in format && format.status === 400 && /FORMAT_INVALID/.test(format.body), JSON.stringify(format));
+  });
+
   test('a reader that leaves a followed log does not leave the log open on the node', async () => {
     await s.apply(worldManifest('w3', shWorld(['proj'], 'echo start\nsleep 300\necho never-read')));
     await s.waitWorld('w3', ['Running']);
@@ -221,6 +270,9 @@ describe('a World read through the Kubernetes API, authorized per user', () => {
     let got = '';
     reader.stdout.on('data', (b: Buffer) => (got += b.toString()));
     await s.waitFor('the followed log to start', async () => got.includes('start\n') && openLogs() === 1, 30_000);
+    // Not captured yet: its diff is refused by name.
+    const early = await raw(`${VIEW}/w3/diff`);
+    assert.match(early.stderr, /NOT_CAPTURED/);
     reader.kill('SIGKILL');
     await s.waitFor('the node-agent to close the log after its reader left', async () => openLogs() === 0, 15_000);
     await s.cp.kubectl(['delete', 'world', 'w3', '--wait=false']);

@@ -14,7 +14,13 @@ const root = resolve(import.meta.dirname, '..', '..', '..');
 const SELF = join(root, 'test', 'unit', 'codes-coverage.test.ts');
 
 /** Codes docs/codes.md lists that no test produces yet (each needs a test, or goes if it cannot happen). */
-const NOT_YET_PRODUCED: string[] = [];
+const NOT_YET_PRODUCED: string[] = [
+  // The view path's answers that need a node-agent caught mid-start, a World that never ran, or a
+  // failing diff renderer (issue 15): named in docs/codes.md, not yet produced on the real stack.
+  'DIFF_FAILED',
+  'LOG_MISSING',
+  'NODE_AGENT_STARTING',
+];
 
 /** The codes of docs/codes.md: the code that opens a table row (`| \`CODE\` ...`). */
 function documentedCodes(): string[] {
