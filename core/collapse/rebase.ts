@@ -6,8 +6,8 @@
 // deletion, a type change, a mode or owner change of the directory), the rebase is refused as a conflict
 // naming those paths: the rule is deliberately stricter than a merge of file contents, so it never has to
 // judge two edits of one file, and never lets an entry end up beneath a directory that is gone.
-// Pure: manifests in, a manifest or the conflicting paths out.
-import { measuredEntryJson, sortManifest, type Manifest, type ManifestEntry, type RootAttributes } from '../manifest.js';
+// Pure: manifests in (in canonical byte order, as stored), a manifest or the conflicting paths out.
+import { applyDelta, diffManifests, type Manifest, type ManifestEntry, type RootAttributes } from '../manifest.js';
 import { compareBytes, parentOf } from '../relative-path.js';
 
 /** The change a candidate made to one Root, as measured against its base (the store's delta, without its bookkeeping). */
@@ -27,20 +27,13 @@ export type RebaseResult =
   | { outcome: 'rebased'; manifest: Manifest }
   | { outcome: 'conflict'; paths: string[] };
 
-const same = (a: ManifestEntry | undefined, b: ManifestEntry | undefined): boolean =>
-  a === undefined || b === undefined ? a === b : measuredEntryJson(a) === measuredEntryJson(b);
-
 const sameRoot = (a: RootAttributes | undefined, b: RootAttributes | undefined): boolean =>
   a === undefined || b === undefined ? a === b : a.mode === b.mode && a.uid === b.uid && a.gid === b.gid;
 
 /** Every path whose measured entry differs between two manifests (added, removed or changed), in byte order. */
 export function changedBetween(from: Manifest, to: Manifest): string[] {
-  const a = new Map(from.entries.map((e) => [e.path, e]));
-  const b = new Map(to.entries.map((e) => [e.path, e]));
-  const out: string[] = [];
-  for (const [p, e] of a) if (!same(e, b.get(p))) out.push(p);
-  for (const p of b.keys()) if (!a.has(p)) out.push(p);
-  return out.sort(compareBytes);
+  const d = diffManifests(from, to);
+  return [...d.added, ...d.modified, ...d.deleted].sort(compareBytes);
 }
 
 /** `p` and every directory above it (not the Root itself). */
@@ -76,10 +69,7 @@ export function rebase(base: Manifest, prime: Manifest, change: RootChange): Reb
   const rootBoth = change.rootAttributes !== undefined && !sameRoot(change.rootAttributes, base.root) && !sameRoot(base.root, prime.root) && !sameRoot(change.rootAttributes, prime.root);
   if (rootBoth) paths.unshift(ROOT_PATH);
   if (paths.length > 0) return { outcome: 'conflict', paths };
-  const entries = new Map(prime.entries.map((e) => [e.path, e]));
-  for (const p of change.deleted) entries.delete(p);
-  for (const e of change.upsert) entries.set(e.path, e);
   // The candidate's root attributes count only where they differ from the base (a delta may carry them unchanged).
-  const root = change.rootAttributes !== undefined && !sameRoot(change.rootAttributes, base.root) ? change.rootAttributes : prime.root;
-  return { outcome: 'rebased', manifest: sortManifest({ entries: [...entries.values()], ...(root ? { root } : {}) }) };
+  const rootChanged = change.rootAttributes !== undefined && !sameRoot(change.rootAttributes, base.root);
+  return { outcome: 'rebased', manifest: applyDelta(prime, { upsert: change.upsert, deleted: change.deleted, ...(rootChanged ? { rootAttributes: change.rootAttributes } : {}) }) };
 }
