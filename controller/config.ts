@@ -1,6 +1,7 @@
 // Controller configuration from flags and environment, validated with clear errors.
 import { hostname } from 'node:os';
 import { isAbsolute } from 'node:path';
+import { splitHostPort } from '../kube/host-port.js';
 import { parseArgs } from 'node:util';
 
 export interface ControllerConfig {
@@ -52,9 +53,9 @@ function viewConfig(bindRaw: string | undefined, servingTlsDir: string | undefin
     if (!isAbsolute(dir)) throw new Error(`--${flag} must be an absolute directory, got "${dir}"\n${USAGE}`);
   }
   const bind = bindRaw ?? '0.0.0.0:8443';
-  const m = /^(.+):(\d+)$/.exec(bind);
-  if (!m) throw new Error(`--view-bind must be HOST:PORT, got "${bind}"\n${USAGE}`);
-  return { host: (m[1] ?? '').replace(/^\[(.*)\]$/, '$1'), port: intFlag('view-bind port', m[2] ?? '', 0, 65535), servingTlsDir, linkTlsDir };
+  const hp = splitHostPort(bind);
+  if (!hp) throw new Error(`--view-bind must be HOST:PORT, got "${bind}"\n${USAGE}`);
+  return { host: hp.host, port: intFlag('view-bind port', hp.port, 0, 65535), servingTlsDir, linkTlsDir };
 }
 
 export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv): ControllerConfig {

@@ -1,5 +1,5 @@
 // The health and metrics endpoint: GET /healthz, /readyz (503 with a reason when not ready), /metrics.
-import Fastify from 'fastify';
+import Fastify, { type FastifyInstance } from 'fastify';
 import type { Registry } from 'prom-client';
 import { nullLogger, type Logger } from './logger.js';
 
@@ -34,9 +34,7 @@ export async function startHttpServer(opts: HttpServerOptions): Promise<{ port: 
     return reply.code(200).header('Content-Type', opts.registry.contentType).send(body);
   });
 
-  await app.listen({ host: opts.host ?? '0.0.0.0', port: opts.port });
-  const addr = app.server.address();
-  const port = typeof addr === 'object' && addr ? addr.port : opts.port;
+  const port = await listenOn(app, opts.host ?? '0.0.0.0', opts.port);
   log.info('http server listening', { host: opts.host ?? '0.0.0.0', port });
   return {
     port,
@@ -44,4 +42,11 @@ export async function startHttpServer(opts: HttpServerOptions): Promise<{ port: 
       await app.close();
     },
   };
+}
+
+/** Starts `app` listening and returns the port it got (the one asked for, or the kernel's pick for 0). */
+export async function listenOn(app: FastifyInstance, host: string, port: number): Promise<number> {
+  await app.listen({ host, port });
+  const addr = app.server.address();
+  return typeof addr === 'object' && addr ? addr.port : port;
 }

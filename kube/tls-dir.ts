@@ -41,8 +41,3 @@ export function commonName(cert: PeerCertificate | undefined): string | undefine
  */
 export const LINK_CLIENT_NAME = 'worldline-controller';
 export const LINK_SERVER_NAME = 'worldline-node-agent';
-
-/** HOST:PORT, with an IPv6 host in brackets. */
-export function formatHostPort(host: string, port: number): string {
-  return `${host.includes(':') ? `[${host}]` : host}:${port}`;
-}

@@ -1,6 +1,7 @@
 // node-agent configuration from flags and environment, validated with clear errors.
 import { hostname } from 'node:os';
 import { isAbsolute } from 'node:path';
+import { splitHostPort } from '../kube/host-port.js';
 import { parseArgs } from 'node:util';
 import { ADMISSION_CONFIG_KEYS, admissionConfigFrom } from './admission/admission-policy.js';
 
@@ -61,9 +62,9 @@ function int(name: string, raw: string, min: number, max: number): number {
 export const ID_RANGE = 65536;
 
 function hostPort(flag: string, raw: string): { host: string; port: number } {
-  const m = /^(.+):(\d+)$/.exec(raw);
-  if (!m) throw new Error(`--${flag} must be HOST:PORT, got "${raw}"\n${USAGE}`);
-  return { host: (m[1] ?? '').replace(/^\[(.*)\]$/, '$1'), port: int(`${flag} port`, m[2] ?? '', 0, 65535) };
+  const hp = splitHostPort(raw);
+  if (!hp) throw new Error(`--${flag} must be HOST:PORT, got "${raw}"\n${USAGE}`);
+  return { host: hp.host, port: int(`${flag} port`, hp.port, 0, 65535) };
 }
 
 function viewConfig(values: Record<string, string | boolean | undefined>, env: NodeJS.ProcessEnv): AgentConfig['view'] {
@@ -78,7 +79,7 @@ function viewConfig(values: Record<string, string | boolean | undefined>, env: N
   const advertised = str('view-address') ?? (env.WORLDLINE_VIEW_ADDRESS || env.POD_IP || undefined);
   if (advertised === undefined) throw new Error(`--view-address is needed with --link-tls-dir when POD_IP is not set (where the controller reaches this node-agent)\n${USAGE}`);
   // HOST alone advertises the bound port (a test binds port 0).
-  const withPort = /^(\[.*\]|[^:]+):\d+$/.test(advertised) ? hostPort('view-address', advertised) : undefined;
+  const withPort = splitHostPort(advertised) ? hostPort('view-address', advertised) : undefined;
   const advertiseHost = withPort?.host ?? advertised.replace(/^\[(.*)\]$/, '$1');
   if (advertiseHost === '' || /[\s/]/.test(advertiseHost)) throw new Error(`--view-address must be HOST or HOST:PORT, got "${advertised}"\n${USAGE}`);
   return { ...bind, linkTlsDir, advertiseHost, ...(withPort ? { advertisePort: withPort.port } : {}) };

@@ -44,7 +44,8 @@ import { createAgentMetrics, type AgentMetrics } from './metrics.js';
 import { NodeChecks } from './checks/check-reconciler.js';
 import { receiptPaths } from './receipts/open-ledger.js';
 import { publishReceiptsPublicKey } from './receipts/publish-public-key.js';
-import { readTlsDir, formatHostPort } from '../kube/tls-dir.js';
+import { formatHostPort } from '../kube/host-port.js';
+import { readTlsDir } from '../kube/tls-dir.js';
 import { VIEW_ADDRESS_ANNOTATION } from '../crds/labels.js';
 import { startViewServer } from './view/view-server.js';
 
@@ -201,7 +202,7 @@ async function main(): Promise<void> {
   logger.info('serving health and metrics', { host: cfg.metricsHost, port: server.port });
   // The view server (a World's log and diff, for the controller alone), advertised on the heartbeat Lease.
   const view = cfg.view ? await startViewServer({ host: cfg.view.host, port: cfg.view.port, tls: readTlsDir(cfg.view.linkTlsDir, '--link-tls-dir'), worlds, store, logger }) : undefined;
-  const viewAddress = cfg.view && view ? formatHostPort(cfg.view.advertiseHost, cfg.view.advertisePort ?? view.port) : undefined;
+  const viewAddress = cfg.view && view ? formatHostPort({ host: cfg.view.advertiseHost, port: cfg.view.advertisePort ?? view.port }) : undefined;
   const heartbeat = new Heartbeat({ kubeConfig: kc, namespace: cfg.namespace, nodeName: cfg.nodeName, identity: `${cfg.nodeName}-${process.pid}`, clock, logger, ...(viewAddress ? { annotations: () => ({ [VIEW_ADDRESS_ANNOTATION]: viewAddress }) } : {}) });
 
   // Collapse (issue 5): run this node's Collapses once, with receipts in <store>/receipts/ledger.jsonl.

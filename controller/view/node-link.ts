@@ -10,6 +10,7 @@ import { objectPath } from '../../kube/api-paths.js';
 import type { KubeHttpClient } from '../../kube/http.js';
 import { leasesRef } from '../../kube/resource-ref.js';
 import { heartbeatLeaseName, VIEW_ADDRESS_ANNOTATION } from '../../crds/labels.js';
+import { splitHostPort, type HostPort } from '../../kube/host-port.js';
 import { commonName, LINK_SERVER_NAME, type TlsMaterial } from '../../kube/tls-dir.js';
 import { leaseLive, type LeaseObj } from '../caches.js';
 
@@ -24,7 +25,7 @@ export class LinkUnavailable extends Error {
 }
 
 /** The node-agent's view address for `nodeName`, from its heartbeat Lease (which must be live). */
-export async function nodeViewAddress(http: KubeHttpClient, namespace: string, nodeName: string, now: Date): Promise<{ host: string; port: number }> {
+export async function nodeViewAddress(http: KubeHttpClient, namespace: string, nodeName: string, now: Date): Promise<HostPort> {
   let lease: LeaseObj;
   try {
     lease = await http.request<LeaseObj>({ path: objectPath(leasesRef, heartbeatLeaseName(nodeName), namespace) });
@@ -34,13 +35,14 @@ export async function nodeViewAddress(http: KubeHttpClient, namespace: string, n
   }
   if (!leaseLive(lease, now)) throw new LinkUnavailable('NODE_AGENT_UNAVAILABLE', `the node-agent of node ${nodeName} has not renewed its heartbeat`);
   const address = lease.metadata?.annotations?.[VIEW_ADDRESS_ANNOTATION];
-  const m = address ? /^\[?([^\]]+?)\]?:(\d+)$/.exec(address) : null;
-  if (!m) throw new LinkUnavailable('VIEW_NOT_SERVED', `the node-agent of node ${nodeName} serves no view (it was started without --link-tls-dir)`);
-  return { host: m[1] ?? '', port: Number(m[2]) };
+  const hp = address === undefined ? undefined : splitHostPort(address);
+  const port = Number(hp?.port);
+  if (!hp || !(port >= 1 && port <= 65535)) throw new LinkUnavailable('VIEW_NOT_SERVED', `the node-agent of node ${nodeName} serves no view (it was started without --link-tls-dir)`);
+  return { host: hp.host, port };
 }
 
 /** GETs `path` from a node-agent's view server; resolves with the response head (the body streams). */
-export function askNodeAgent(tls: TlsMaterial, address: { host: string; port: number }, path: string, o: { signal: AbortSignal; streaming: boolean }): Promise<IncomingMessage> {
+export function askNodeAgent(tls: TlsMaterial, address: HostPort, path: string, o: { signal: AbortSignal; streaming: boolean }): Promise<IncomingMessage> {
   return new Promise((resolve, reject) => {
     const req = https.request({
       host: address.host,

@@ -8,6 +8,7 @@
 // stay on the node; this server asks the node-agent for them (node-link.ts) and streams them through.
 import { pipeline } from 'node:stream/promises';
 import type { TLSSocket } from 'node:tls';
+import { listenOn } from '../../kube/http-server.js';
 import Fastify, { type FastifyReply } from 'fastify';
 import type { KubeHttpClient } from '../../kube/http.js';
 import { isNotFound } from '../../kube/api-error.js';
@@ -147,9 +148,7 @@ export async function startViewApi(o: ViewApiOptions): Promise<{ port: number; c
     },
   );
 
-  await app.listen({ host: o.host, port: o.port });
-  const addr = app.server.address();
-  const port = typeof addr === 'object' && addr ? addr.port : o.port;
+  const port = await listenOn(app, o.host, o.port);
   log.info('view API listening', { host: o.host, port, group: GROUP_VERSION });
   return { port, close: async () => void (await app.close()) };
 }

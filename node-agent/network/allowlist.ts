@@ -11,14 +11,13 @@
 //   - IPv6 in brackets, compared in its compressed lowercase form ([0:0::1] equals [::1]).
 // Nothing is resolved here: an allowed name is connected to by name, from the agent's own network, and
 // matching a name says nothing about the addresses it resolves to.
+import { formatHostPort, type HostPort } from '../../kube/host-port.js';
 import { isIPv4, isIPv6 } from 'node:net';
 import { Refusal } from '../../core/errors.js';
 
-export interface HostPort {
-  /** Canonical host: lowercase DNS name, dotted-quad IPv4, or IPv6 without brackets. */
-  host: string;
-  port: number;
-}
+// A HostPort's host here is canonical: lowercase DNS name, dotted-quad IPv4, or IPv6 without brackets.
+export type { HostPort };
+export { formatHostPort };
 
 export type HostKind = 'dns' | 'ipv4' | 'ipv6';
 
@@ -97,10 +96,6 @@ export function parseHostPort(entry: string): HostPort {
   return { host, port: parsePort(entry.slice(colon + 1), entry) };
 }
 
-/** The canonical `host:port` string (IPv6 in brackets) of a HostPort. */
-export function formatHostPort(hp: HostPort): string {
-  return hp.host.includes(':') ? `[${hp.host}]:${hp.port}` : `${hp.host}:${hp.port}`;
-}
 
 /** A parsed, deduplicated allowlist. */
 export interface Allowlist {

@@ -6,6 +6,7 @@
 // here (docs/architecture.md, "Reading a World").
 import type { TLSSocket } from 'node:tls';
 import { Readable } from 'node:stream';
+import { listenOn } from '../../kube/http-server.js';
 import Fastify, { type FastifyReply } from 'fastify';
 import { Refusal } from '../../core/errors.js';
 import type { World } from '../../crds/index.js';
@@ -99,9 +100,7 @@ export async function startViewServer(o: ViewServerOptions): Promise<{ port: num
     return reply.code(200).type('text/plain; charset=utf-8').send(Readable.from(readWorldLog(path, { follow, running, signal: abort.signal })));
   });
 
-  await app.listen({ host: o.host, port: o.port });
-  const addr = app.server.address();
-  const port = typeof addr === 'object' && addr ? addr.port : o.port;
+  const port = await listenOn(app, o.host, o.port);
   log.info('view server listening', { host: o.host, port });
   return { port, close: async () => void (await app.close()) };
 }

@@ -4,6 +4,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { parseConfig } from '../../controller/config.js';
 import { parseAgentConfig } from '../../node-agent/config.js';
+import { formatHostPort, splitHostPort } from '../../kube/host-port.js';
 
 const agent = (args: string[], env: NodeJS.ProcessEnv = {}) => parseAgentConfig(['--node-name', 'n1', ...args], env);
 
@@ -28,4 +29,11 @@ test('controller: the view API needs both TLS directories, absolute, and a HOST:
   assert.throws(() => parseConfig(['--view-bind', '0.0.0.0:1'], {}), /--view-bind needs --view-tls-dir and --link-tls-dir/);
   assert.throws(() => parseConfig(['--view-tls-dir', 's', '--link-tls-dir', '/l'], {}), /--view-tls-dir must be an absolute directory/);
   assert.throws(() => parseConfig(['--view-tls-dir', '/s', '--link-tls-dir', '/l', '--view-bind', 'x'], {}), /--view-bind must be HOST:PORT/);
+});
+
+test('HOST:PORT splits with IPv6 in brackets; a bare IPv6 address, an empty host or no port is not HOST:PORT', () => {
+  assert.deepEqual(splitHostPort('10.1.2.3:9443'), { host: '10.1.2.3', port: '9443' });
+  assert.deepEqual(splitHostPort('[fd00::5]:0'), { host: 'fd00::5', port: '0' });
+  for (const raw of ['fd00::5', ':9443', 'host', 'host:', '[fd00::5]', 'a b:1x']) assert.equal(splitHostPort(raw), undefined, raw);
+  assert.equal(formatHostPort({ host: 'fd00::5', port: 9443 }), '[fd00::5]:9443');
 });
