@@ -1,7 +1,7 @@
 // The endpoints of the view API's Service when the controller runs as a local process: the test control
 // plane has no controller-manager to make them, and aggregator routing dials exactly these (an address
 // of the test's own veth pair, test-host-address.ts: loopback is refused for endpoints).
-import { readFileSync, mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { ControlPlane } from '../../scripts/controlplane/harness.js';
 import { kc } from './wait.js';
@@ -38,9 +38,9 @@ export async function waitViewAvailable(cp: ControlPlane): Promise<void> {
 
 /** Writes a Secret's data (as the kubelet mounts it) into `dir`; returns `dir`. */
 export async function secretToDir(cp: ControlPlane, namespace: string, name: string, dir: string): Promise<string> {
-  const s = JSON.parse(await kc(cp, ['get', 'secret', name, '-n', namespace, '-o', 'json'])) as { data: Record<string, string> };
+  const s = JSON.parse(await kc(cp, ['get', 'secret', name, '-n', namespace, '-o', 'json'])) as { data?: Record<string, string> };
+  if (!s.data?.['tls.crt'] || !s.data['tls.key']) throw new Error(`Secret ${namespace}/${name} has no tls.crt and tls.key`);
   mkdirSync(dir, { recursive: true, mode: 0o700 });
   for (const [k, v] of Object.entries(s.data)) writeFileSync(join(dir, k), Buffer.from(v, 'base64'), { mode: 0o600 });
-  readFileSync(join(dir, 'tls.crt'));
   return dir;
 }
