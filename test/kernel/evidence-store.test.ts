@@ -8,20 +8,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { sha256Hex } from '../../core/digest.js';
 import { EvidenceError, EvidenceStore } from '../../node-agent/evidence/evidence-store.js';
+import { outcomeOf } from '../support/error-code.js';
 
 function fixture(t: { after: (fn: () => void) => void }): EvidenceStore {
   const dir = mkdtempSync(join(tmpdir(), 'wl-evidence-'));
   t.after(() => rmSync(dir, { recursive: true, force: true }));
   return new EvidenceStore(dir);
 }
-const codeOf = (f: () => unknown): string => {
-  try {
-    f();
-    return 'ok';
-  } catch (e) {
-    return e instanceof EvidenceError ? e.code : `other: ${(e as Error).message}`;
-  }
-};
+const codeOf = (f: () => unknown): string => outcomeOf(f, EvidenceError);
 
 test('put is idempotent and names the bytes; read verifies them', (t) => {
   const s = fixture(t);

@@ -10,19 +10,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { GrantError, GrantStore, type GrantToSpend } from '../../node-agent/evidence/grant-store.js';
+import { outcomeOf } from '../support/error-code.js';
 
 const CHILD = new URL('./grant-child.js', import.meta.url);
 const T0 = new Date('2026-12-01T00:00:00Z');
 const at = (s: number): Date => new Date(T0.getTime() + s * 1000);
 const grant = (id: string, over: Partial<GrantToSpend> = {}): GrantToSpend => ({ id, bytes: Buffer.from(`grant ${id}`), request: `collapse ${id}`, notBefore: at(0), notAfter: at(60), ...over });
-const codeOf = (f: () => unknown): string => {
-  try {
-    f();
-    return 'spent';
-  } catch (e) {
-    return e instanceof GrantError ? e.code : `other: ${(e as Error).message}`;
-  }
-};
+const codeOf = (f: () => unknown): string => outcomeOf(f, GrantError);
 
 function dir(t: { after: (fn: () => void) => void }): string {
   const d = mkdtempSync(join(tmpdir(), 'wl-grants-'));
@@ -44,14 +38,14 @@ test('a grant store is provisioned once, explicitly; a missing or corrupt one re
 test('spent once: a replay and an altered grant under the same id are refused; invalid or revoked grants are not spent', (t) => {
   const s = GrantStore.provision(join(dir(t), 'grants.db'));
   const now = { now: () => at(10), revoked: () => false };
-  assert.equal(codeOf(() => s.spend(grant('g1'), now)), 'spent');
+  assert.equal(codeOf(() => s.spend(grant('g1'), now)), 'ok');
   assert.equal(codeOf(() => s.spend(grant('g1'), now)), 'GRANT_SPENT');
   assert.equal(codeOf(() => s.spend(grant('g1', { bytes: Buffer.from('grant g1, widened') }), now)), 'GRANT_ALTERED');
   assert.equal(codeOf(() => s.spend(grant('g2'), { now: () => at(60), revoked: () => false })), 'GRANT_EXPIRED', 'the interval is half-open');
   assert.equal(codeOf(() => s.spend(grant('g2'), { now: () => at(-1), revoked: () => false })), 'GRANT_NOT_YET_VALID');
   assert.equal(codeOf(() => s.spend(grant('g2'), { now: () => at(10), revoked: (id) => id === 'g2' })), 'GRANT_REVOKED');
   assert.equal(s.spent('g2'), undefined, 'refused before spending: still unspent');
-  assert.equal(codeOf(() => s.spend(grant('g2'), now)), 'spent');
+  assert.equal(codeOf(() => s.spend(grant('g2'), now)), 'ok');
   s.close();
 });
 

@@ -5,6 +5,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { generateKeyPairSync, type KeyObject } from 'node:crypto';
 import { DsseError, IN_TOTO_PAYLOAD_TYPE, pae, signEnvelope, verifyEnvelope, type Envelope, type TrustedKey } from '../../core/evidence/dsse.js';
+import { outcomeOf } from '../support/error-code.js';
 
 function keyPair(keyId: string): { keyId: string; privateKey: KeyObject; trusted: TrustedKey } {
   const { privateKey, publicKey } = generateKeyPairSync('ed25519');
@@ -17,14 +18,7 @@ const bob = keyPair('bob');
 const mallory = keyPair('mallory');
 const payload = Buffer.from('{"_type":"https://in-toto.io/Statement/v1"}');
 const bytes = (e: unknown): Buffer => Buffer.from(JSON.stringify(e));
-const codeOf = (f: () => unknown): string => {
-  try {
-    f();
-    return 'verified';
-  } catch (e) {
-    return e instanceof DsseError ? e.code : `other: ${(e as Error).message}`;
-  }
-};
+const codeOf = (f: () => unknown): string => outcomeOf(f, DsseError);
 const verify = (e: unknown, trusted: TrustedKey[] = [alice.trusted], more: { threshold?: number } = {}) => verifyEnvelope(Buffer.isBuffer(e) ? e : bytes(e), { payloadType: IN_TOTO_PAYLOAD_TYPE, trusted, ...more });
 
 test('PAE is the DSSE v1 encoding (the specification\'s example)', () => {

@@ -11,6 +11,7 @@ import type { IsolationObservation } from '../../core/isolation/records.js';
 import { IN_TOTO_PAYLOAD_TYPE, signEnvelope, verifyEnvelope } from '../../core/evidence/dsse.js';
 import { parseStatement, PREDICATE_TYPES, STATEMENT_TYPE, StatementError, statementBytes, type PredicateType, type Subject } from '../../core/evidence/statement.js';
 import { observation, policy, request, rule, SUBJECT } from './core-isolation-fixtures.js';
+import { outcomeOf } from '../support/error-code.js';
 
 const { privateKey, publicKey } = generateKeyPairSync('ed25519');
 const trusted = [{ keyId: 'node-a', publicKey: Buffer.from((publicKey.export({ format: 'jwk' }) as { x: string }).x, 'base64url') }];
@@ -18,14 +19,7 @@ const p = policy(rule());
 const r = request();
 const obs = observation(p, r);
 const subject: Subject = { name: 'candidate', digest: SUBJECT, size: 4096, mediaType: 'application/vnd.worldline.candidate+json' };
-const codeOf = (f: () => unknown): string => {
-  try {
-    f();
-    return 'read';
-  } catch (e) {
-    return e instanceof StatementError ? e.code : `other: ${(e as Error).message}`;
-  }
-};
+const codeOf = (f: () => unknown): string => outcomeOf(f, StatementError);
 /** A statement's JSON with one change, as bytes. */
 const edited = (edit: (s: Record<string, any>) => void, base = statementBytes(subject, PREDICATE_TYPES.isolationObservation, obs)): Buffer => {
   const s = JSON.parse(base.toString()) as Record<string, any>;
