@@ -3,6 +3,7 @@
 // view.worldline.dev, so the cluster authenticates and authorizes the caller (docs/security-model.md).
 // The bytes come from the World's node; nothing here reads a node's disk.
 import { parseArgs } from 'node:util';
+import { worldViewPath } from '../crds/api-group.js';
 import { ApiError } from '../kube/api-error.js';
 import { loadKubeConfig } from '../kube/client.js';
 import { httpClientFor } from '../kube/http.js';
@@ -71,7 +72,7 @@ export async function runWorldView(which: 'logs' | 'diff', args: readonly string
   const http = httpClientFor(kc);
   try {
     const res = await http.stream({
-      path: `/apis/view.worldline.dev/v1alpha1/namespaces/${encodeURIComponent(namespace)}/worlds/${encodeURIComponent(world)}/${sub}`,
+      path: worldViewPath(namespace, world, sub),
       query,
       // A followed log may be quiet for as long as the World runs.
       timeoutMs: v.follow ? 0 : 60_000,

@@ -16,13 +16,12 @@ import type { Logger } from '../../kube/logger.js';
 import type { TlsMaterial } from '../../kube/tls-dir.js';
 import type { World } from '../../crds/index.js';
 import { refs } from '../api-refs.js';
+import { GROUP, VIEW_GROUP, VIEW_VERSION } from '../../crds/api-group.js';
 import { objectPath } from '../../kube/api-paths.js';
 import { reviewAccess } from './access-review.js';
 import { authenticateFrontProxy, type RequestHeaderRules } from './front-proxy.js';
 import { askNodeAgent, LinkUnavailable, nodeViewAddress } from './node-link.js';
 
-export const VIEW_GROUP = 'view.worldline.dev';
-export const VIEW_VERSION = 'v1alpha1';
 const GROUP_VERSION = `${VIEW_GROUP}/${VIEW_VERSION}`;
 const SUBRESOURCES = ['log', 'diff'] as const;
 type Subresource = (typeof SUBRESOURCES)[number];
@@ -92,7 +91,7 @@ export async function startViewApi(o: ViewApiOptions): Promise<{ port: number; c
       // Both must allow: the subresource (RBAC on view.worldline.dev) and reading the World itself.
       for (const attrs of [
         { group: VIEW_GROUP, resource: 'worlds', subresource: sub, verb: 'get', namespace: ns, name },
-        { group: 'worldline.dev', resource: 'worlds', verb: 'get', namespace: ns, name },
+        { group: GROUP, resource: 'worlds', verb: 'get', namespace: ns, name },
       ]) {
         const d = await reviewAccess(o.http, user, attrs);
         if (!d.allowed) {
