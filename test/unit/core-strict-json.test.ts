@@ -44,6 +44,7 @@ test('property: on mangled texts it accepts exactly what JSON.parse accepts (no 
 });
 
 test('duplicate keys, depth and size are refused by name; __proto__ is an ordinary key', () => {
+  assert.equal(code(() => parseStrictJson('{"a":1,}', LIMITS)), 'JSON_INVALID');
   assert.equal(code(() => parseStrictJson('{"a":1,"b":{"c":2,"c":3}}', LIMITS)), 'JSON_DUPLICATE_KEY');
   assert.equal(code(() => parseStrictJson('{"a":1,"\\u0061":2}', LIMITS)), 'JSON_DUPLICATE_KEY', 'an escaped spelling of the same key');
   assert.equal(code(() => parseStrictJson('['.repeat(65) + ']'.repeat(65), LIMITS)), 'JSON_TOO_DEEP');
