@@ -16,6 +16,8 @@ import { computeDependentStatus } from './dependent-status.js';
 import type { ObjectDeleter } from '../kube/object-deleter.js';
 import { ControllerConditions, NODE_LABEL } from './reasons.js';
 import { API_VERSION } from './api-refs.js';
+import { ensureRebaseChecks } from './rebase-checks.js';
+import { requiredChecks, type CheckCreator } from './world-checks.js';
 
 export interface DependentReconcilerDeps {
   kind: 'Check' | 'Collapse';
@@ -27,6 +29,8 @@ export interface DependentReconcilerDeps {
   events: EventRecorder;
   deleter: ObjectDeleter;
   clock: Clock;
+  /** Creates the Checks of a Collapse's rebased candidate (Collapses only). */
+  createCheck?: CheckCreator;
 }
 
 export function makeDependentReconciler(d: DependentReconcilerDeps): (key: string) => Promise<ReconcileResult> {
@@ -73,6 +77,14 @@ export function makeDependentReconciler(d: DependentReconcilerDeps): (key: strin
         });
         if (binding.state === 'unbound') d.events.normal(obj, 'WorldBound', `bound to World "${world.metadata.name}" uid ${uid}`);
       }
+    }
+
+    // A Collapse the node-agent rebased waits for the checks of its rebased candidate: they are made here.
+    const rebase = d.kind === 'Collapse' ? (obj as Collapse).status?.rebase : undefined;
+    if (rebase && obj.status?.phase === 'Rebasing' && binding.state === 'bound' && world?.metadata.name && d.createCheck) {
+      const required = requiredChecks(d.caches.policies.list(), world.spec.roots);
+      const made = await ensureRebaseChecks(d.createCheck, d.caches.checks, { name, namespace: ns }, { name: world.metadata.name, uid: binding.worldUid }, rebase.candidate, required);
+      if (made.length > 0) d.events.normal(obj, 'RebaseChecksCreated', `checks of the rebased candidate ${rebase.candidate}: ${made.join(', ')}`);
     }
 
     const phase = desired.phase ? { phase: desired.phase.phase, reason: desired.phase.reason, message: desired.phase.message, ...(desired.phase.verdict ? { verdict: desired.phase.verdict } : {}) } : {};

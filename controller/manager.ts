@@ -70,7 +70,7 @@ export class Manager {
       Policy: runner('Policy', makePolicyReconciler({ caches, status, refusals, events, clock })),
       World: runner('World', makeWorldReconciler({ caches, status, refusals, events, deleter, clock, logger, createCheck: checkCreator(opts.kubeConfig) })),
       Check: runner('Check', makeDependentReconciler({ kind: 'Check', ref: refs.Check, informer: caches.checks, caches, status, refusals, events, deleter, clock })),
-      Collapse: runner('Collapse', makeDependentReconciler({ kind: 'Collapse', ref: refs.Collapse, informer: caches.collapses, caches, status, refusals, events, deleter, clock })),
+      Collapse: runner('Collapse', makeDependentReconciler({ kind: 'Collapse', ref: refs.Collapse, informer: caches.collapses, caches, status, refusals, events, deleter, clock, createCheck: checkCreator(opts.kubeConfig) })),
     };
     this.presence = new NodePresence(() => caches.leases.list(), clock, (node) => {
       for (const w of caches.worldsOnNode(node)) this.runners.World.enqueue(w);

@@ -32,13 +32,18 @@ export const CheckSpecSchema = cel(
         .boolean()
         .default(false)
         .describe('Re-run the check against the current PRIME\'s requirement and verifiers (fresh evidence) instead of the ones the World was forked from.'),
+      subject: digest(
+        'The candidate to check instead of the World\'s captured one: a rebased candidate (the World\'s change applied to a newer PRIME) formed for a Collapse with spec.rebase. ' +
+          'The controller sets it on the Checks it creates for that Collapse. Verifiers are staged from the generation it was rebased onto. ' +
+          'A digest that is not a rebase of the World\'s captured candidate on its node is refused (CHECK_SUBJECT_INVALID).',
+      ).optional(),
       worldUID: objectUid(
         'uid of the one World this Check may run on. The controller sets it when it first sees the World named by worldRef (and on the Checks it creates); ' +
           'set once, never changed. A World of that name with another uid is refused by name (WORLD_REPLACED), never checked.',
       ).optional(),
     })
     .describe('Which check to run on which World. Immutable, except that worldUID is set once.'),
-  unchangedFields(['worldRef', 'name', 'revalidate'], 'spec is immutable: create a new Check instead of editing this one'),
+  unchangedFields(['worldRef', 'name', 'revalidate', 'subject'], 'spec is immutable: create a new Check instead of editing this one'),
   WORLD_UID_SET_ONCE('Check'),
 );
 

@@ -28,6 +28,15 @@ export const CollapseSpecSchema = cel(
         .enum(COLLAPSE_MODES)
         .default('Candidate')
         .describe('Candidate: promote the captured, checked candidate into PRIME. CheckpointReturn: return the Roots to the generation the World was forked from.'),
+      rebase: z
+        .boolean()
+        .default(false)
+        .describe(
+          'When PRIME moved since the World forked (another Collapse committed first), rebase the candidate instead of refusing PRIME_MOVED: ' +
+            'the node-agent applies the candidate\'s change to PRIME as it is now (a new candidate, with its own identity, shown in status.rebase), ' +
+            'the controller creates Checks of the governing Policy for exactly those bytes, and the Collapse commits only on their evidence. ' +
+            'A path changed on both sides since the World\'s base is refused CONFLICT, naming it. Mode Candidate only; false keeps PRIME_MOVED.',
+        ),
       worldUID: objectUid(
         'uid of the one World this Collapse may act on. The controller sets it when it first sees the World named by worldRef (give it at creation to pin the World you reviewed); ' +
           'set once, never changed. A World of that name with another uid is refused by name (WORLD_REPLACED), never collapsed. ' +
@@ -35,13 +44,46 @@ export const CollapseSpecSchema = cel(
       ).optional(),
     })
     .describe('Which World to collapse and how. Immutable, except that worldUID is set once.'),
-  unchangedFields(['worldRef', 'mode'], 'spec is immutable: create a new Collapse instead of editing this one'),
+  unchangedFields(['worldRef', 'mode', 'rebase'], 'spec is immutable: create a new Collapse instead of editing this one'),
   WORLD_UID_SET_ONCE('Collapse'),
 );
 
 export const CollapseStatusSchema = z
   .object({
-    phase: z.enum(COLLAPSE_PHASES).optional().describe('Waiting (for its World: WORLD_NOT_FOUND, WORLD_NOT_BOUND), Preparing, Authorized, Committed or Denied (see reason and decision.reasons).'),
+    phase: z
+      .enum(COLLAPSE_PHASES)
+      .optional()
+      .describe(
+        'Waiting (for its World: WORLD_NOT_FOUND, WORLD_NOT_BOUND), Queued (behind older Collapses of the same Roots, see queuePosition), ' +
+          'Rebasing (spec.rebase: waiting for the checks of the rebased candidate), Preparing, Authorized, Committed or Denied (see reason and decision.reasons).',
+      ),
+    queuePosition: z
+      .int()
+      .min(1)
+      .optional()
+      .describe('While Queued: how many Collapses of the same Roots on this node were created before this one and are not finished yet. Collapses are served in order of creation.'),
+    rebase: z
+      .object({
+        from: digest('The World\'s captured candidate (what the agent produced).'),
+        candidate: digest('The rebased candidate: the same change applied to PRIME as it is now. Checks and the collapse decision are about these bytes.'),
+        onto: listType(
+          z
+            .array(
+              z
+                .object({
+                  root: z.string().max(253).describe('Root name.'),
+                  generation: z.int().min(0).describe('PRIME generation the change was applied to.'),
+                  digest: digest('Digest of that generation.'),
+                })
+                .describe('One Root\'s new base.'),
+            )
+            .max(16),
+          'map',
+          ['root'],
+        ).describe('The generations the candidate was rebased onto, one per Root.'),
+      })
+      .optional()
+      .describe('Set when spec.rebase formed a rebased candidate (PRIME had moved since the World\'s base); the receipt records the same three things.'),
     transaction: z
       .object({
         id: z.string().max(128).describe('Transaction id in the node store.'),
@@ -117,6 +159,7 @@ export const collapseDefinition: CrdDefinition = {
     { name: 'WORLD', type: 'string', jsonPath: '.spec.worldRef', description: 'Collapsed World.' },
     { name: 'MODE', type: 'string', jsonPath: '.spec.mode', description: 'Candidate or CheckpointReturn.' },
     { name: 'PHASE', type: 'string', jsonPath: '.status.phase', description: 'Lifecycle phase.' },
+    { name: 'QUEUE', type: 'integer', jsonPath: '.status.queuePosition', description: 'Collapses of the same Roots ahead of this one while Queued.', priority: 1 },
     { name: 'RECEIPT', type: 'string', jsonPath: '.status.receipt.id', description: 'Receipt id once committed.' },
     { name: 'NODE', type: 'string', jsonPath: '.status.nodeName', description: 'Executing node.', priority: 1 },
     { name: 'REASON', type: 'string', jsonPath: '.status.reason', description: 'Outcome code.', priority: 1 },

@@ -128,7 +128,7 @@ export type CheckPhase = (typeof CHECK_PHASES)[number];
 export const CHECK_VERDICTS = ['PASS', 'FAIL', 'REFUSED'] as const;
 export type CheckVerdict = (typeof CHECK_VERDICTS)[number];
 
-export const COLLAPSE_PHASES = ['Waiting', 'Preparing', 'Authorized', 'Committed', 'Denied'] as const;
+export const COLLAPSE_PHASES = ['Waiting', 'Queued', 'Rebasing', 'Preparing', 'Authorized', 'Committed', 'Denied'] as const;
 export type CollapsePhase = (typeof COLLAPSE_PHASES)[number];
 
 export const COLLAPSE_MODES = ['Candidate', 'CheckpointReturn'] as const;

@@ -35,6 +35,13 @@ const rootChange = z.strictObject({
   afterDigest: text.nullable(),
 });
 
+/** A rebased candidate (Collapse spec.rebase): what the agent produced, what it was applied to, and the bytes that were checked and committed. */
+const rebase = z.strictObject({
+  from: digest,
+  candidate: digest,
+  onto: z.array(z.strictObject({ root: text, generation, digest })).min(1),
+});
+
 export const receiptBodySchema = z
   .strictObject({
     format: z.literal(RECEIPT_FORMAT),
@@ -51,6 +58,8 @@ export const receiptBodySchema = z
       executedVerifierIdentity: text.nullable(),
     }),
     roots: z.array(rootChange),
+    // Present only for a rebased candidate; evidence.subject is then rebase.candidate.
+    rebase: rebase.optional(),
     // Stryker disable next-line ObjectLiteral: equivalent; zod's datetime refuses offsets by default, `offset: false` says so explicitly.
     issuedAt: z.iso.datetime({ offset: false }),
     doesNotClaim: z.array(text).min(1),
@@ -65,6 +74,8 @@ export const receiptBodySchema = z
       if (committed && (r.toGeneration === null || r.afterDigest === null)) issue('a committed root names its new generation and digest', ['roots', i]);
       if (!committed && (r.toGeneration !== null || r.afterDigest !== null)) issue('a denied transaction moved nothing', ['roots', i]);
     });
+    if (b.rebase && b.mode !== 'Candidate') issue('only a Candidate collapse is rebased', ['rebase']);
+    if (b.rebase && b.evidence.subject !== null && b.evidence.subject !== b.rebase.candidate) issue('a rebased collapse is judged on the rebased candidate', ['evidence', 'subject']);
     if (committed && b.mode === 'Candidate') {
       const e = b.evidence;
       if (e.requirementHash === null || e.subject === null || e.verifierIdentity === null || e.executedVerifierIdentity === null) {
@@ -89,6 +100,7 @@ export function buildReceiptBody(content: ReceiptContent, sequence: number, prev
     decision: content.decision,
     evidence: content.evidence,
     roots: content.roots,
+    ...(content.rebase ? { rebase: content.rebase } : {}),
     issuedAt: content.issuedAt,
     doesNotClaim: [...RECEIPT_DOES_NOT_CLAIM],
   };

@@ -2,7 +2,9 @@
 // spec.worldUID (another World of that name refuses it, WORLD_REPLACED): its World must be Captured (until then
 // it waits, Pending with CANDIDATE_MISSING), its definition comes from the Policy governing the World's
 // Roots, and its verifiers are bound from the World's base generation (the current PRIME for
-// spec.revalidate). It is admitted as stage 'check', run on exactly the candidate's bytes with the bound
+// spec.revalidate). A Check with spec.subject runs instead on a rebased candidate of the World (formed for a
+// Collapse with spec.rebase): it must carry exactly the change of the World's captured candidate, and its
+// verifiers and base come from the generations it was rebased onto. It is admitted as stage 'check', run on exactly the candidate's bytes with the bound
 // verifiers staged on top (checks/run-check.ts), recorded in the store's evaluations table and written
 // to the Check's status under the node-agent's field manager.
 import { lstatSync, mkdirSync } from 'node:fs';
@@ -26,6 +28,7 @@ import type { StatusWriter } from '../../kube/status-writer.js';
 import type { NsName } from '../../native/index.js';
 import type { CheckRoot } from './materialize.js';
 import { readCandidate } from '../store/candidates.js';
+import { rebaseOnto } from '../store/rebased-candidate.js';
 import { hasEvaluation, recordEvaluation } from '../store/evaluation-records.js';
 import { checkDefinitions, resolveRequirement } from '../evidence/policy-requirement.js';
 import { CHECK_ENV_BASE, runCheck, type CheckResult } from './run-check.js';
@@ -131,19 +134,19 @@ export class NodeChecks {
       this.d.events.warning(c, 'CheckRefused', `${gate.code}: ${gate.message}`);
       return;
     }
-    const candidate = world?.status?.candidate;
+    const captured = world?.status?.candidate;
     if (world?.status?.phase === 'Collapsed') {
       // Its candidate is PRIME's history now: nothing left to check (a Check never runs twice anyway).
       await this.apply(c, { phase: 'Refused', verdict: 'REFUSED', reason: 'WORLD_ALREADY_COLLAPSED', message: `World ${c.spec.worldRef} was already collapsed; its candidate is not checked any more` });
       return;
     }
-    if (!world || world.status?.phase !== 'Captured' || !candidate?.digest) {
+    if (!world || world.status?.phase !== 'Captured' || !captured?.digest) {
       await this.apply(c, { phase: 'Pending', reason: 'CANDIDATE_MISSING', message: `World ${c.spec.worldRef} has no captured candidate on this node (yet)` });
       return { requeueAfterMs: WAIT_MS };
     }
     this.inflight.add(uid);
     try {
-      return await this.run(c, world, candidate.digest);
+      return await this.run(c, world, c.spec.subject ?? captured.digest);
     } finally {
       this.inflight.delete(uid);
     }
@@ -218,9 +221,10 @@ export class NodeChecks {
     if (!policy || !definition) throw new Refusal('CHECK_NOT_IN_POLICY', `no Policy governing Roots ${roots.join(', ')} defines check "${checkName}"`);
     if (definition.profile !== 'legacy') throw new Refusal('CHECK_PROFILE_UNSUPPORTED', `profile ${definition.profile} is not run by this node-agent yet`);
 
+    // A spec.subject is checked to be a rebase of the World's candidate before anything of it is read.
+    const base = c.spec.subject === undefined ? (world.status?.base ?? []) : rebasedBase(d.store.layout.candidates, c, world);
     const candidateDir = join(d.store.layout.candidates, subject.replace(/^sha256:/, ''));
     const { deltas } = readCandidate(candidateDir);
-    const base = world.status?.base ?? [];
     // Per Root: the base payload (the candidate's lower layer) and the generation verifiers come from.
     const sources = new Map<string, { rootKey: string; path: string; basePayload: string; primePayload: string; primeGeneration: number }>();
     for (const name of roots) {
@@ -317,6 +321,14 @@ export class NodeChecks {
     if (verdict === 'PASS') d.events.normal(c, 'CheckPassed', msg);
     else d.events.warning(c, verdict === 'FAIL' ? 'CheckFailed' : 'CheckRefused', msg);
   }
+}
+
+/** The bases of a Check's spec.subject: the generations it was rebased onto, when it carries exactly the World's captured change. */
+function rebasedBase(candidatesDir: string, c: Check, world: World): { root: string; generation: number; digest: string }[] {
+  const captured = world.status?.candidate?.digest ?? '';
+  const onto = c.spec.subject ? rebaseOnto(candidatesDir, c.spec.subject, captured) : undefined;
+  if (!onto) throw new Refusal('CHECK_SUBJECT_INVALID', `${c.spec.subject ?? ''} is not the captured candidate of World ${c.spec.worldRef} (${captured}) rebased onto a newer PRIME on this node`);
+  return [...onto.values()];
 }
 
 interface CheckView {

@@ -6,6 +6,11 @@
 // (collapse/collapse-transactions.ts), so a restarted agent settles what it left and never runs a
 // Collapse twice. A committed World moves to phase Collapsed.
 //
+// Order: Collapses whose Worlds share a Root are served in order of creation (collapse-queue.ts); a
+// younger one waits, phase Queued with its position. With spec.rebase, a Candidate whose base PRIME has
+// left is rebased first (rebase-step.ts): phase Rebasing until the Policy's checks have run on the rebased
+// bytes, then the transaction judges and commits those bytes, and the receipt names all three identities.
+//
 // Modes: Candidate promotes the World's captured candidate; CheckpointReturn returns PRIME to the World's
 // checkpoint (the generations it forked from) after its own collapse (collapse/measure-checkpoint.ts).
 // All of a World's Roots move in one exchange.
@@ -42,6 +47,11 @@ import type { AgentMetrics } from '../metrics.js';
 import { getWorldRecord, putWorldRecord } from '../store/world-records.js';
 import { collapsedStatus, type AgentWorldStatus } from '../worlds/world-status.js';
 import { rootCollapseRefusal, type GateRootView } from '../roots/root-collapse-gate.js';
+import { queuePosition, type QueueEntry } from './collapse-queue.js';
+import { checksPending, rebaseStep, type RebaseRecord } from './rebase-step.js';
+
+/** How often a Queued or Rebasing Collapse looks again (a finishing Collapse also wakes those behind it). */
+const WAIT_POLL_MS = 1_000;
 
 /** The part of a Policy the collapse reads: which Roots it governs (and its age), its checks and their isolation. */
 export type CollapsePolicyView = PolicyChecksView & GoverningCandidate;
@@ -51,7 +61,7 @@ function statusReceipt(r: SignedReceipt): StatusReceipt {
   return previous === null ? rest : { ...rest, previous };
 }
 
-const OWNED_KEYS = ['phase', 'transaction', 'decision', 'result', 'receipt', 'reason', 'message'] as const;
+const OWNED_KEYS = ['phase', 'queuePosition', 'rebase', 'transaction', 'decision', 'result', 'receipt', 'reason', 'message'] as const;
 const OWNED_CONDITIONS = new Set(['Committed', 'Collapsed']);
 
 export interface CollapseReconcilerDeps {
@@ -74,6 +84,8 @@ export interface CollapseReconcilerDeps {
   requeueRoot: (name: string) => void;
   /** Puts a World back on the agent's World queue, so its status shows phase Collapsed. */
   requeueWorld: (key: string) => void;
+  /** Puts a Collapse back on this node's Collapse queue (those waiting behind one that finished). */
+  requeueCollapse?: (key: string) => void;
   hooks?: CollapseStepHooks;
   agentMetrics?: AgentMetrics;
 }
@@ -152,7 +164,7 @@ class NodeCollapseReconciler {
     return { committed, result: moved.map(({ r, now }) => ({ root: r.name, fromGeneration: r.fromGeneration, toGeneration: now!.generation, digest: now!.digest })) };
   }
 
-  private async applyStatus(c: Collapse, s: Omit<AgentCollapseStatus, 'transaction'>): Promise<void> {
+  private async applyStatus(c: Collapse, s: Omit<AgentCollapseStatus, 'transaction'> & { transaction?: AgentCollapseStatus['transaction'] }): Promise<void> {
     await this.d.status.applyOwnedStatus(refs.Collapse, c, s, { keys: OWNED_KEYS, conditionTypes: OWNED_CONDITIONS });
   }
 
@@ -188,6 +200,7 @@ class NodeCollapseReconciler {
         const result = committed ? t.data.status.result?.find((x) => x.root === r.name) : undefined;
         return { root: r.name, fromGeneration: r.fromGeneration, toGeneration: result ? result.toGeneration : null, beforeDigest: r.beforeDigest, afterDigest: result ? result.digest : null };
       }),
+      ...(t.data.rebase ? { rebase: t.data.rebase } : {}),
       issuedAt: this.d.clock.now().toISOString(),
     });
   }
@@ -221,6 +234,7 @@ class NodeCollapseReconciler {
       this.d.agentMetrics?.collapse(t.data.mode ?? 'Candidate', t.state, t.data.status.reason, Number.isFinite(started) ? Math.max(0, (this.d.clock.now().getTime() - started) / 1000) : 0);
     }
     await this.applyStatus(c, t.data.status);
+    for (const e of this.pending()) if (e.key !== this.objectName(c)) this.d.requeueCollapse?.(e.key);
     if (t.state === 'COMMITTED') this.d.events.normal(c, 'Committed', t.data.status.message ?? '');
     else this.d.events.warning(c, t.data.status.reason ?? 'Denied', t.data.status.message ?? '');
   }
@@ -254,7 +268,7 @@ class NodeCollapseReconciler {
       state,
       data: {
         ...t.data,
-        status: { phase: 'Denied', transaction: { id: t.id, state }, decision: { authorized: false, reasons }, reason, message, conditions: this.conditions(c, 'False', reason, message) },
+        status: { phase: 'Denied', ...rebaseOf(t), transaction: { id: t.id, state }, decision: { authorized: false, reasons }, reason, message, conditions: this.conditions(c, 'False', reason, message) },
       },
     };
   }
@@ -263,7 +277,7 @@ class NodeCollapseReconciler {
     return {
     ...t,
     state: 'COMMITTED',
-    data: { ...t.data, status: { phase: 'Committed', transaction: { id: t.id, state: 'COMMITTED' }, decision: { authorized: true, reasons: [] }, result, reason: 'COMMITTED', message, conditions: this.conditions(c, 'True', 'Committed', message) } },
+    data: { ...t.data, status: { phase: 'Committed', ...rebaseOf(t), transaction: { id: t.id, state: 'COMMITTED' }, decision: { authorized: true, reasons: [] }, result, reason: 'COMMITTED', message, conditions: this.conditions(c, 'True', 'Committed', message) } },
     };
   }
 
@@ -287,10 +301,13 @@ class NodeCollapseReconciler {
   }
 
   /** What is measured, and how each Root is staged, by mode; or why the World has nothing to collapse. */
-  private planFor(c: Collapse, world: World, wrec: NonNullable<ReturnType<typeof getWorldRecord>>): Plan | { denied: string; message: string } {
+  private planFor(c: Collapse, world: World, wrec: NonNullable<ReturnType<typeof getWorldRecord>>, rebase: RebaseRecord | undefined): Plan | { denied: string; message: string } {
     const roots = world.spec.roots;
     const ws = wrec.status as AgentWorldStatus;
-    const view: WorldView = { uid: world.metadata.uid ?? '', roots, base: ws.base ?? [], candidateDigest: ws.candidate?.digest };
+    // A rebased candidate is measured as the World's candidate on the generations it was rebased onto.
+    const view: WorldView = rebase
+      ? { uid: world.metadata.uid ?? '', roots, base: rebase.onto, candidateDigest: rebase.candidate }
+      : { uid: world.metadata.uid ?? '', roots, base: ws.base ?? [], candidateDigest: ws.candidate?.digest };
     const policy = governingPolicy(this.d.policies(), roots);
     if (c.spec.mode === 'Candidate') {
       if (wrec.state === 'collapsed') return { denied: 'WORLD_ALREADY_COLLAPSED', message: `World ${c.spec.worldRef} was already collapsed; its candidate is PRIME's history now` };
@@ -320,7 +337,7 @@ class NodeCollapseReconciler {
     };
   }
 
-  private async run(c: Collapse, uid: string): Promise<void> {
+  private async run(c: Collapse, uid: string, pre: { rebase?: RebaseRecord; denied?: { reasons: string[]; message: string } } = {}): Promise<void> {
     const ns = c.metadata.namespace ?? '';
     const world = this.d.world(`${ns}/${c.spec.worldRef}`);
     const id = randomUUID();
@@ -334,7 +351,8 @@ class NodeCollapseReconciler {
         startedAt: this.d.clock.now().toISOString(),
         roots: [],
         evidence: { requirementHash: null, subject: null, verifierIdentity: null, executedVerifierIdentity: null },
-        status: { phase: 'Preparing', transaction: { id, state: 'PREPARED' }, reason: 'PREPARING', message: 'measuring PRIME, the candidate and its evidence', conditions: this.conditions(c, 'Unknown', 'Preparing', 'the collapse is being prepared') },
+        ...(pre.rebase ? { rebase: pre.rebase } : {}),
+        status: { phase: 'Preparing', ...(pre.rebase ? { rebase: pre.rebase } : {}), transaction: { id, state: 'PREPARED' }, reason: 'PREPARING', message: 'measuring PRIME, the candidate and its evidence', conditions: this.conditions(c, 'Unknown', 'Preparing', 'the collapse is being prepared') },
       },
     };
     putTransaction(this.db, t, this.d.clock.now());
@@ -345,7 +363,8 @@ class NodeCollapseReconciler {
     const mode = c.spec.mode;
     if (!world || !wrec) return this.finish(c, this.deny(c, t, ['CANDIDATE_MISSING'], `World ${c.spec.worldRef} has no record on node ${this.d.nodeName}`));
     const roots = world.spec.roots;
-    const plan = this.planFor(c, world, wrec);
+    if (pre.denied) return this.finish(c, this.deny(c, t, pre.denied.reasons, pre.denied.message));
+    const plan = this.planFor(c, world, wrec, pre.rebase);
     if ('denied' in plan) return this.finish(c, this.deny(c, t, [plan.denied], plan.message));
 
     // The Root objects, then the live route: a Root not Ready or a broken mapping refuses before anything is read.
@@ -405,14 +424,67 @@ class NodeCollapseReconciler {
   }
 
   /** Before the one run: another World of the bound one's name refuses it by name, with no transaction (nothing was decided or changed). */
-  private async firstRun(c: Collapse, uid: string): Promise<void> {
+  private async firstRun(c: Collapse, uid: string): Promise<ReconcileResult> {
     if (c.status?.phase === 'Denied' && c.status.reason === 'WORLD_REPLACED') return;
-    const gate = agentGate('Collapse', c.spec.worldRef, c.spec.worldUID, this.d.world(`${c.metadata.namespace ?? ''}/${c.spec.worldRef}`));
-    if (gate.act === 'run') return this.run(c, uid);
+    const world = this.d.world(`${c.metadata.namespace ?? ''}/${c.spec.worldRef}`);
+    const gate = agentGate('Collapse', c.spec.worldRef, c.spec.worldUID, world);
+    if (gate.act === 'run') {
+      if (!world) return this.run(c, uid);
+      const position = queuePosition(this.entryOf(c, world), this.pending());
+      if (position > 0) {
+        const message = `${position} older Collapse(s) of Root(s) ${world.spec.roots.join(', ')} on node ${this.d.nodeName} go first`;
+        await this.applyStatus(c, { phase: 'Queued', queuePosition: position, reason: 'QUEUED', message, conditions: this.conditions(c, 'Unknown', 'Queued', message) });
+        return { requeueAfterMs: WAIT_POLL_MS };
+      }
+      if (c.spec.mode !== 'Candidate' || !c.spec.rebase) return this.run(c, uid);
+      return this.rebaseThenRun(c, uid, world);
+    }
     if (gate.act === 'wait') return;
     this.d.logger.warn('collapse refused: its World was replaced', { collapse: this.objectName(c), bound: c.spec.worldUID });
     await this.applyStatus(c, { phase: 'Denied', reason: gate.code, message: gate.message, conditions: this.conditions(c, 'False', 'WorldReplaced', gate.message) });
     this.d.events.warning(c, gate.code, gate.message);
+  }
+
+  /**
+   * spec.rebase: when PRIME moved since the World's base, the rebased candidate is formed (or CONFLICT
+   * refused) and the Collapse waits, Rebasing, until the Policy's checks have run on it; then it runs on it.
+   */
+  private async rebaseThenRun(c: Collapse, uid: string, world: World): Promise<ReconcileResult> {
+    const wrec = world.metadata.uid ? getWorldRecord(this.db, world.metadata.uid) : undefined;
+    const ws = wrec?.status as AgentWorldStatus | undefined;
+    if (!wrec || wrec.state !== 'captured' || !ws?.candidate?.digest) return this.run(c, uid);
+    const step = rebaseStep(this.d.store, { roots: world.spec.roots, base: ws.base ?? [], candidateDigest: ws.candidate.digest });
+    if (step.kind === 'as-is') return this.run(c, uid);
+    if (step.kind === 'conflict') return this.run(c, uid, { denied: { reasons: ['PRIME_MOVED', 'CONFLICT'], message: `not rebased: ${step.message}` } });
+    await this.hooks.at('after-rebase-formed');
+    const required = (governingPolicy(this.d.policies(), world.spec.roots)?.spec.checks ?? []).map((x) => x.name);
+    const waiting = checksPending(this.d.store, wrec.uid, step.rebase.candidate, required);
+    if (waiting.length === 0) return this.run(c, uid, { rebase: step.rebase });
+    const onto = step.rebase.onto.map((o) => `${o.root}@${o.generation}`).join(', ');
+    const message = `rebased onto ${onto} as ${step.rebase.candidate}; waiting for check(s) ${waiting.join(', ')} on those bytes`;
+    await this.applyStatus(c, { phase: 'Rebasing', rebase: step.rebase, reason: 'REBASE_CHECKS_PENDING', message, conditions: this.conditions(c, 'Unknown', 'Rebasing', message) });
+    return { requeueAfterMs: WAIT_POLL_MS };
+  }
+
+  /** This Collapse as the queue orders it. */
+  private entryOf(c: Collapse, world: World): QueueEntry {
+    return { key: this.objectName(c), created: c.metadata.creationTimestamp ?? '', roots: world.spec.roots };
+  }
+
+  /** The Collapses of this node that are not finished and could run now (their World is here and theirs). */
+  private pending(): QueueEntry[] {
+    const out: QueueEntry[] = [];
+    for (const o of this.d.informer.list()) {
+      const uid = o.metadata.uid;
+      if (!uid || o.status?.nodeName !== this.d.nodeName || o.metadata.deletionTimestamp) continue;
+      if (o.status.phase === 'Committed' || o.status.phase === 'Denied') continue;
+      const t = getTransaction(this.db, uid);
+      if (t && isFinal(t.state)) continue;
+      const world = this.d.world(`${o.metadata.namespace ?? ''}/${o.spec.worldRef}`);
+      if (!world || agentGate('Collapse', o.spec.worldRef, o.spec.worldUID, world).act !== 'run') continue;
+      out.push(this.entryOf(o, world));
+    }
+    return out;
   }
 
   // One collapse at a time on this node (this.settle() relies on it); the runner has one worker as well.
@@ -438,6 +510,11 @@ class NodeCollapseReconciler {
     this.chain = next.catch(() => undefined);
     return next;
   }
+}
+
+/** status.rebase of a rebased transaction (kept on every status it writes). */
+function rebaseOf(t: TransactionRow): { rebase?: RebaseRecord } {
+  return t.data.rebase ? { rebase: t.data.rebase } : {};
 }
 
 function describe(result: readonly { root: string; fromGeneration: number; toGeneration: number; digest: string }[]): string {

@@ -5,6 +5,7 @@ import type { Database } from 'better-sqlite3';
 import type { TransactionState } from '../../core/collapse/transaction.js';
 import type { ReceiptContent } from '../../core/receipts/receipt.js';
 import type { Condition } from '../../kube/conditions.js';
+import type { RebaseRecord } from './rebase-step.js';
 
 export interface CollapseResultEntry {
   root: string;
@@ -24,8 +25,10 @@ export interface StatusReceipt {
 
 /** The node-agent's part of Collapse.status (the controller owns nodeName and WorldFound). */
 export interface AgentCollapseStatus {
-  phase: 'Preparing' | 'Authorized' | 'Committed' | 'Denied';
+  phase: 'Queued' | 'Rebasing' | 'Preparing' | 'Authorized' | 'Committed' | 'Denied';
   transaction: { id: string; state: TransactionState };
+  queuePosition?: number;
+  rebase?: RebaseRecord;
   decision?: { authorized: boolean; reasons: string[] };
   result?: CollapseResultEntry[];
   receipt?: StatusReceipt;
@@ -51,6 +54,8 @@ export interface TransactionData {
   startedAt?: string;
   roots: TransactionRoot[];
   evidence: ReceiptContent['evidence'];
+  /** A rebased candidate (spec.rebase): what the agent produced, what it was rebased onto, the bytes judged. */
+  rebase?: RebaseRecord;
   receipt?: StatusReceipt;
   /**
    * For a row a previous agent left before its final state: whether it committed, as the store showed at

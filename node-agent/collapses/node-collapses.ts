@@ -76,6 +76,7 @@ export function startNodeCollapses(o: NodeCollapsesOptions): { start(): Promise<
     logger: o.logger,
     requeueRoot: o.requeueRoot,
     requeueWorld: o.requeueWorld,
+    requeueCollapse: (key) => runner.enqueue(key),
     hooks: collapseStepHooks(),
     ...(o.agentMetrics ? { agentMetrics: o.agentMetrics } : {}),
   });

@@ -7,6 +7,7 @@ import { COLLAPSE_STEPS } from './collapse-intent.js';
 
 /** Every observable step, in the order a transaction reaches them. */
 export const COLLAPSE_OBSERVED_STEPS = [
+  'after-rebase-formed',
   'after-prepared',
   'after-authorized',
   ...COLLAPSE_STEPS,

@@ -8,6 +8,7 @@
 import { linkSync, lchownSync, lstatSync, mkdirSync, chmodSync, chownSync, readdirSync, readlinkSync, renameSync, rmSync, symlinkSync, writeFileSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { rebase } from '../../core/collapse/rebase.js';
+import { canonicalJson } from '../../core/canonical-json.js';
 import { digestOf } from '../../core/digest.js';
 import { Refusal } from '../../core/errors.js';
 import type { Manifest } from '../../core/manifest.js';
@@ -82,7 +83,8 @@ export function storeRebasedCandidate(candidatesDir: string, from: string, targe
   const onto = [...next.values()].map((d) => ({ root: d.root, generation: d.baseGeneration, digest: d.baseDigest })).sort((a, b) => (a.root < b.root ? -1 : 1));
   const result = { digest, dir, from, onto };
   if (existsSync(join(dir, 'candidate.json'))) return result;
-  const tmp = `${dir}.tmp-${process.pid}`;
+  // One name, not one per process: what a killed agent left half-written is removed by the next attempt.
+  const tmp = `${dir}.rebasing`;
   rmSync(tmp, { recursive: true, force: true });
   mkdirSync(join(tmp, 'roots'), { recursive: true, mode: 0o700 });
   for (const [rootKey, d] of next) {
@@ -94,4 +96,34 @@ export function storeRebasedCandidate(candidatesDir: string, from: string, targe
   writeFileSync(join(tmp, 'candidate.json'), JSON.stringify(value), { mode: 0o600 });
   renameSync(tmp, dir);
   return result;
+}
+
+/** A delta without what a rebase changes (its base), as canonical text: two candidates carry the same change exactly when these agree. */
+function changeOf(d: StoredDelta): string {
+  return canonicalJson({ root: d.root, upsert: d.upsert, deleted: d.deleted, rootAttributes: d.rootAttributes ?? null });
+}
+
+/**
+ * Whether the stored candidate `rebased` carries exactly the change of the stored candidate `original`
+ * (the same Roots, entries, deletions and root attributes; only the bases differ): the generations it was
+ * rebased onto, by root key, or undefined. Read from the deltas both candidates' identities bind, never from
+ * rebase.json, so a candidate that merely claims to be a rebase is not one.
+ */
+export function rebaseOnto(candidatesDir: string, rebased: string, original: string): Map<string, { root: string; generation: number; digest: string }> | undefined {
+  let a: ReturnType<typeof readCandidate>;
+  let b: ReturnType<typeof readCandidate>;
+  try {
+    a = readCandidate(join(candidatesDir, rebased.slice('sha256:'.length)));
+    b = readCandidate(join(candidatesDir, original.slice('sha256:'.length)));
+  } catch {
+    return undefined;
+  }
+  if (a.digest === b.digest || a.deltas.size !== b.deltas.size) return undefined;
+  const onto = new Map<string, { root: string; generation: number; digest: string }>();
+  for (const [rootKey, d] of a.deltas) {
+    const o = b.deltas.get(rootKey);
+    if (!o || changeOf(o) !== changeOf(d)) return undefined;
+    onto.set(rootKey, { root: d.root, generation: d.baseGeneration, digest: d.baseDigest });
+  }
+  return onto;
 }

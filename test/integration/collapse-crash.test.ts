@@ -25,13 +25,15 @@ import { chownSync, lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSyn
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
-import { COLLAPSE_OBSERVED_STEPS as COLLAPSE_TEST_STEPS, type CollapseObservedStep as CollapseTestStep } from '../../node-agent/collapses/step-hooks.js';
+import { COLLAPSE_OBSERVED_STEPS, type CollapseObservedStep as CollapseTestStep } from '../../node-agent/collapses/step-hooks.js';
 import { collapseManifest, waitCollapse } from '../support/collapses.js';
 import { startStack, type Stack } from '../support/stack.js';
 import { getJson } from '../support/wait.js';
 import { FINAL_PHASES, outputOf, rootKeyOf, rootManifest, shWorld, worldManifest } from '../support/worlds.js';
 
 const OWNER = 1000;
+/** Every step a Collapse without spec.rebase reaches (after-rebase-formed is covered in collapse-rebase.test.ts). */
+const COLLAPSE_TEST_STEPS = COLLAPSE_OBSERVED_STEPS.filter((x) => x !== 'after-rebase-formed');
 const RUNS_PER_STEP = 2;
 const CLI = fileURLToPath(new URL('../../cli/worldline.js', import.meta.url));
 /** The steps before the single exchange: a kill there must leave PRIME at its base. */

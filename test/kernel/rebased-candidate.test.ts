@@ -1,7 +1,7 @@
 // A stored candidate rebased onto a newer PRIME generation, on real files: the same deltas and bytes (hard
 // links, same inodes) under a new identity — the very identity a capture of the same change made on the
 // new base would have — with rebase.json naming what it came from; and a CONFLICT naming Root and paths
-// when PRIME changed what the candidate changed.
+// when PRIME changed what the candidate changed; rebaseOnto recognises a rebase by the change both carry.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
@@ -12,7 +12,7 @@ import { digestOf } from '../../core/digest.js';
 import { Refusal } from '../../core/errors.js';
 import { sortManifest, type Manifest, type ManifestEntry } from '../../core/manifest.js';
 import { candidateIdentity, readCandidate, storeCandidate, type RootChange } from '../../node-agent/store/candidates.js';
-import { storeRebasedCandidate, type RebaseTarget } from '../../node-agent/store/rebased-candidate.js';
+import { rebaseOnto, storeRebasedCandidate, type RebaseTarget } from '../../node-agent/store/rebased-candidate.js';
 import { requireRoot } from '../support/require-root.js';
 
 const sha = (s: string): string => createHash('sha256').update(s).digest('hex');
@@ -85,3 +85,20 @@ test('PRIME changed a path the candidate changed, or deleted its directory: CONF
   assert.throws(() => storeRebasedCandidate(o.candidates, o.digest, new Map()), /no generation to rebase Root repo onto/);
 });
 
+
+test('rebaseOnto: a rebase of the same change names its new bases; another change, the same candidate or a missing one is no rebase', async (t) => {
+  requireRoot('the rebased candidate (stored files keep their owners)');
+  const top = mkdtempSync(join(tmpdir(), 'wl-rebase-'));
+  t.after(() => rmSync(top, { recursive: true, force: true }));
+  const o = await original(top, D('a'));
+  const prime = manifest(dir('src'), file('src/a.txt', 'alpha 2\n'), file('src/b.txt', 'bravo\n'), file('old.txt', 'old\n'));
+  const r = storeRebasedCandidate(o.candidates, o.digest, new Map([['k-repo', { generation: 2, digest: D('b'), base, prime }]]));
+  assert.deepEqual(rebaseOnto(o.candidates, r.digest, o.digest), new Map([['k-repo', { root: 'repo', generation: 2, digest: D('b') }]]));
+  assert.equal(rebaseOnto(o.candidates, o.digest, o.digest), undefined, 'a candidate is not a rebase of itself');
+  assert.equal(rebaseOnto(o.candidates, D('e'), o.digest), undefined, 'nothing stored under that digest');
+  // Another change on the same base (one more deletion) is not a rebase of the original, whatever rebase.json says.
+  const other = await storeCandidate(o.candidates, [{ ...o.change(D('a'), 1), capture: { ...o.change(D('a'), 1).capture, deleted: ['old.txt', 'src/a.txt'] } }]);
+  assert.equal(rebaseOnto(o.candidates, other.digest, o.digest), undefined);
+  writeFileSync(join(other.dir, 'rebase.json'), JSON.stringify({ format: 'worldline.rebase/v1', from: o.digest, onto: [] }));
+  assert.equal(rebaseOnto(o.candidates, other.digest, o.digest), undefined);
+});

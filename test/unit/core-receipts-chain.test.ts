@@ -60,6 +60,25 @@ test('receipt: the format refuses bodies that contradict themselves', async (t) 
   assert.throws(() => buildReceiptBody({ ...content(1), roots: [] }, 1, null));
 });
 
+test('receipt: a rebased collapse names the original candidate, its new bases and the rebased identity, which is the subject', async (t) => {
+  const cand = `sha256:${'c'.repeat(64)}`;
+  const rebase = { from: `sha256:${'a'.repeat(64)}`, candidate: cand, onto: [{ root: 'repo', generation: 4, digest: `sha256:${'b'.repeat(64)}` }] };
+  const c = content(4);
+  const body = buildReceiptBody({ ...c, evidence: { ...c.evidence, subject: cand }, rebase }, 1, null);
+  assert.deepEqual(body.rebase, rebase);
+  assert.equal(parseReceiptBody(body).ok, true);
+  assert.notEqual(receiptId(body), receiptId(buildReceiptBody({ ...c, evidence: { ...c.evidence, subject: cand } }, 1, null)), 'the rebase is part of what is signed');
+  assert.equal('rebase' in buildReceiptBody(c, 1, null), false, 'absent when nothing was rebased');
+  const cases: [string, unknown][] = [
+    ['judged on other bytes', { ...body, evidence: { ...body.evidence, subject: rebase.from } }],
+    ['a CheckpointReturn rebased', { ...body, mode: 'CheckpointReturn' }],
+    ['no new base', { ...body, rebase: { ...rebase, onto: [] } }],
+    ['an unknown field in the rebase', { ...body, rebase: { ...rebase, extra: 1 } }],
+    ['a candidate that is not a digest', { ...body, rebase: { ...rebase, candidate: 'abc' } }],
+  ];
+  for (const [name, b] of cases) await t.test(name, () => assert.equal(parseReceiptBody(b).ok, false));
+});
+
 test('verifyChain: an intact chain', () => {
   const c = chain(20);
   assert.deepEqual(verifyChain(c), { ok: true, count: 20, head: c[19]!.id });
