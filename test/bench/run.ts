@@ -1,5 +1,5 @@
 // npm run bench — runs every benchmark and prints a table. Not a test: nothing here asserts a time.
-//   --only controller,fork,capture,admission,collapse,receipts   which benchmarks (default: all)
+//   --only controller,fork,capture,admission,collapse,receipts,fleet   which benchmarks (default: all but fleet)
 //   --worlds N                        Worlds for the controller benchmark (default 1000)
 //   --sizes 1000,10000,100000         root sizes in files for fork, capture and collapse
 //   --reps N                          rounds per size (default 5, 3 from 100k files up; collapse 10, 3 from 100k up);
@@ -10,9 +10,12 @@
 //   --sig-ops N                       operations per round of each raw Ed25519 rate (default 2000; 3 rounds)
 //   --dir /var/tmp                    where the scratch store and trees go
 //   --admission-samples N             admit() calls per level for the admission benchmark (default 2000)
+//   --fleet-worlds N, --fleet-files N Worlds collapsing at once and the Root's size for fleet (default 20, 10000)
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { benchAdmission } from './admission.bench.js';
+import { benchFleet } from './fleet.bench.js';
+import { median } from './stats.js';
 import { noNodeCollapseSamples, nodeCollapseResult, nodeCollapseRound } from './collapse-node.bench.js';
 import { noStackCollapseSamples, openCollapseStack, stackCollapseResult, type CollapseTarget } from './collapse.bench.js';
 import { benchController, CONTROLLER_TARGETS } from './controller-throughput.bench.js';
@@ -34,10 +37,12 @@ const { values } = parseArgs({
     receipts: { type: 'string', default: '100000' },
     'receipt-appends': { type: 'string', default: '10000' },
     'sig-ops': { type: 'string', default: '2000' },
+    'fleet-worlds': { type: 'string', default: '20' },
+    'fleet-files': { type: 'string', default: '10000' },
   },
 });
 
-const BENCHES = ['controller', 'fork', 'capture', 'admission', 'collapse', 'receipts'] as const;
+const BENCHES = ['controller', 'fork', 'capture', 'admission', 'collapse', 'receipts', 'fleet'] as const;
 type Bench = (typeof BENCHES)[number];
 
 function parseList(flag: string, raw: string): string[] {
@@ -269,6 +274,25 @@ async function receipts(): Promise<void> {
   ]);
 }
 
+async function fleet(): Promise<void> {
+  const worlds = positiveInt('fleet-worlds', values['fleet-worlds']);
+  const files = positiveInt('fleet-files', values['fleet-files']);
+  console.log(`fleet on a real stack: ${worlds} Worlds forked from one generation of a ${files}-file Root, each changing 10 files of its own, all Collapsing at once with spec.rebase under a Policy whose check is \`sleep 1\``);
+  const r = await benchFleet({ files, worlds });
+  const s = (ms: number): string => (ms / 1000).toFixed(2);
+  const sum = (xs: number[]): number => xs.reduce((a, b) => a + b, 0);
+  console.table([
+    { measure: `all ${worlds} Collapses created → the last Committed`, seconds: s(r.totalMs) },
+    { measure: `serial floor: ${worlds} × one check run (median ${s(r.checkRunMs)} s, startedAt → finishedAt)`, seconds: s(worlds * r.checkRunMs) },
+    { measure: 'total / serial floor', seconds: (r.totalMs / (worlds * r.checkRunMs)).toFixed(2) + '×' },
+    { measure: 'per Collapse, Rebasing (its checks on the rebased bytes), median', seconds: s(median(r.rebasingMs)) },
+    { measure: 'per Collapse, Preparing → Committed (measure, stage, commit), median', seconds: s(median(r.commitMs)) },
+    { measure: 'sum of Rebasing over the fleet', seconds: s(sum(r.rebasingMs)) },
+    { measure: 'sum of Preparing → Committed over the fleet', seconds: s(sum(r.commitMs)) },
+    { measure: 'the last Collapse, Queued', seconds: s(r.queuedMs.at(-1) ?? 0) },
+  ]);
+}
+
 /** Runs `fn`, then `cleanup`; on SIGINT/SIGTERM runs `cleanup` and exits. */
 async function guarded(cleanup: () => unknown, fn: () => Promise<void>): Promise<void> {
   const onSignal = (sig: NodeJS.Signals): void => {
@@ -299,6 +323,7 @@ async function main(): Promise<void> {
   }
   if (only.has('collapse')) sections.push(collapse);
   if (only.has('receipts')) sections.push(receipts);
+  if (only.has('fleet')) sections.push(fleet);
   for (const [i, section] of sections.entries()) {
     if (i > 0) console.log('');
     await section();
