@@ -9,8 +9,12 @@ import { readFileSync } from 'node:fs';
 import { ChainVerifier } from '../core/receipts/chain.js';
 import { describeError } from '../core/errors.js';
 import { keyIdOf, parseLedgerLine, signatureMessage } from '../core/receipts/ledger-line.js';
+import { parseLedgerHead, type LedgerHead } from '../core/receipts/ledger-head.js';
 
 export type VerifyProblem = 'LINE_INVALID' | 'BODY_INVALID' | 'ID_MISMATCH' | 'SEQUENCE_BROKEN' | 'PREVIOUS_BROKEN' | 'KEY_MISMATCH' | 'SIGNATURE_INVALID';
+
+/** How a ledger that verifies on its own disagrees with the head the cluster recorded for its node. */
+export type HeadProblem = 'HEAD_INVALID' | 'HEAD_KEY_MISMATCH' | 'HEAD_SIGNATURE_INVALID' | 'HEAD_MISSING' | 'HEAD_MISMATCH';
 
 export type LedgerVerdict =
   | { ok: true; count: number; head: string | null; keyId: string }
@@ -21,12 +25,16 @@ export interface Output {
   err(text: string): void;
 }
 
-export const VERIFY_USAGE = `usage: worldline receipts verify --ledger FILE --public-key KEY
+export const VERIFY_USAGE = `usage: worldline receipts verify --ledger FILE --public-key KEY [--heads FILE --node NODE]
 
 Verifies a signed receipt ledger: every line's form, the hash chain (ids, sequence, previous links)
 and every Ed25519 signature, with Node's OpenSSL-backed crypto.
   --ledger FILE       the ledger (JSON lines) to verify
   --public-key KEY    the signer's public key: a PEM file (SPKI) or a file holding 64 hex characters
+  --heads FILE        the cluster's record of ledger heads: the ConfigMap worldline-ledger-heads as
+                      \`kubectl get -o json\` prints it (with --node), or one head's JSON; the ledger must
+                      hold that receipt at that sequence, so history rewritten or cut since is refused
+  --node NODE         whose head to take from the ConfigMap
 Exit status: 0 all entries verify; 1 an entry is bad (the first one is named); 2 usage or read error.
 `;
 
@@ -81,6 +89,45 @@ export function verifyLedger(data: Buffer, publicKey: { key: KeyObject; keyId: s
   return { ok: true, count: chain.count, head: chain.head, keyId: publicKey.keyId };
 }
 
+/**
+ * Whether a ledger that verified (`verdict`) still holds the head the cluster recorded: the head is signed
+ * by the given key, the ledger reaches its sequence, and the receipt there is the recorded one.
+ */
+export function checkHead(data: Buffer, publicKey: { key: KeyObject; keyId: string }, headText: string): { ok: true; head: LedgerHead } | { ok: false; problem: HeadProblem; message: string } {
+  const parsed = parseLedgerHead(headText);
+  if (!parsed.ok) return { ok: false, problem: 'HEAD_INVALID', message: parsed.message };
+  const head = parsed.head;
+  if (head.keyId !== publicKey.keyId) return { ok: false, problem: 'HEAD_KEY_MISMATCH', message: `the recorded head of ${head.node} is signed by ${head.keyId}, not by the given key ${publicKey.keyId}` };
+  if (!verify(null, signatureMessage(head.receipt), publicKey.key, Buffer.from(head.signature, 'hex'))) {
+    return { ok: false, problem: 'HEAD_SIGNATURE_INVALID', message: `the recorded head's signature over ${head.receipt} does not verify with ${publicKey.keyId}` };
+  }
+  // Sequences start at 1 and a verified ledger has no gap: the head's receipt is on line `sequence`.
+  const lines = data.toString('utf8').split('\n');
+  const text = head.sequence <= lines.length - 1 ? lines[head.sequence - 1] : undefined;
+  if (text === undefined) return { ok: false, problem: 'HEAD_MISSING', message: `the ledger has ${lines.length - 1} receipts; the cluster recorded receipt ${head.sequence} of ${head.node} (${head.recordedAt}): it was cut short or rolled back` };
+  const line = parseLedgerLine(text);
+  if (!line.ok || line.line.id !== head.receipt) {
+    return { ok: false, problem: 'HEAD_MISMATCH', message: `receipt ${head.sequence} is ${line.ok ? line.line.id : 'unreadable'}; the cluster recorded ${head.receipt} there (${head.recordedAt}): the history up to it was rewritten` };
+  }
+  return { ok: true, head };
+}
+
+/** The head JSON of `node` from a ConfigMap as kubectl prints it, or the file itself when it is one head. */
+export function headTextOf(fileText: string, node: string | undefined): string {
+  let value: unknown;
+  try {
+    value = JSON.parse(fileText);
+  } catch {
+    return fileText; // parseLedgerHead names the problem
+  }
+  const v = value as { kind?: unknown; data?: Record<string, unknown> };
+  if (v.kind !== 'ConfigMap') return fileText;
+  if (node === undefined) throw new Error('--heads is a ConfigMap: --node says whose head to check');
+  const head = v.data?.[node];
+  if (typeof head !== 'string') throw new Error(`the ConfigMap records no head for node ${node}`);
+  return head;
+}
+
 /** A best-effort sequence for naming a line that did not parse. */
 function sequenceOf(text: string): number | null {
   const m = /"sequence":(\d+)/.exec(text);
@@ -90,6 +137,8 @@ function sequenceOf(text: string): number | null {
 export function runReceiptsVerify(args: readonly string[], io: Output): number {
   let ledger: string | undefined;
   let keyPath: string | undefined;
+  let headsPath: string | undefined;
+  let node: string | undefined;
   for (let i = 0; i < args.length; i++) {
     const a = args[i];
     if (a === '--help' || a === '-h') {
@@ -97,9 +146,11 @@ export function runReceiptsVerify(args: readonly string[], io: Output): number {
       return 0;
     }
     const value = args[i + 1];
-    if ((a === '--ledger' || a === '--public-key') && value !== undefined) {
+    if ((a === '--ledger' || a === '--public-key' || a === '--heads' || a === '--node') && value !== undefined) {
       if (a === '--ledger') ledger = value;
-      else keyPath = value;
+      else if (a === '--public-key') keyPath = value;
+      else if (a === '--heads') headsPath = value;
+      else node = value;
       i++;
       continue;
     }
@@ -124,9 +175,27 @@ export function runReceiptsVerify(args: readonly string[], io: Output): number {
     io.err(`worldline receipts verify: cannot read ${ledger}: ${describeError(e)}\n`);
     return 2;
   }
+  let headText: string | undefined;
+  if (headsPath !== undefined) {
+    try {
+      headText = headTextOf(readFileSync(headsPath, 'utf8'), node);
+    } catch (e) {
+      io.err(`worldline receipts verify: cannot read a head from ${headsPath}: ${describeError(e)}\n`);
+      return 2;
+    }
+  }
   const started = process.hrtime.bigint();
   const v = verifyLedger(data, publicKey);
   const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+  if (v.ok && headText !== undefined) {
+    const h = checkHead(data, publicKey, headText);
+    if (!h.ok) {
+      io.err(`FAIL ${ledger}: ${h.problem}: ${h.message}\n(the ledger itself verifies: ${v.count} receipts, head ${v.head ?? 'none'})\n`);
+      return 1;
+    }
+    io.out(`OK ${ledger}: ${v.count} receipts verified against ${v.keyId}; it holds the head the cluster recorded for ${h.head.node}: receipt ${h.head.sequence} ${h.head.receipt} (${h.head.recordedAt})\n`);
+    return 0;
+  }
   if (v.ok) {
     const range = v.count === 0 ? 'none' : `1..${v.count}`;
     io.out(

@@ -24,6 +24,7 @@ import { makeRootReconciler } from './root-reconciler.js';
 import { makeWorldReconciler } from './world-reconciler.js';
 import { registerNodeAgentMetrics } from './node-agent-metrics.js';
 import { checkCreator } from './world-checks.js';
+import { LedgerHeads } from './ledger-heads.js';
 import { NodePresence } from './node-presence.js';
 import { pathsOverlap } from './root-status.js';
 import { governingPolicy, olderPolicyFirst } from '../core/policy/governing.js';
@@ -52,6 +53,7 @@ export class Manager {
   private readonly runners: Record<'Root' | 'Policy' | 'World' | 'Check' | 'Collapse', ControllerRunner>;
   private synced = false;
   private readonly presence: NodePresence;
+  private readonly heads: LedgerHeads;
 
   constructor(private readonly opts: ManagerOptions) {
     const clock = opts.clock ?? systemClock;
@@ -72,6 +74,7 @@ export class Manager {
       Check: runner('Check', makeDependentReconciler({ kind: 'Check', ref: refs.Check, informer: caches.checks, caches, status, refusals, events, deleter, clock })),
       Collapse: runner('Collapse', makeDependentReconciler({ kind: 'Collapse', ref: refs.Collapse, informer: caches.collapses, caches, status, refusals, events, deleter, clock, createCheck: checkCreator(opts.kubeConfig) })),
     };
+    this.heads = new LedgerHeads({ kubeConfig: opts.kubeConfig, namespace: opts.namespace, writer: status, events, clock, logger: logger.child({ part: 'ledger-heads' }) });
     this.presence = new NodePresence(() => caches.leases.list(), clock, (node) => {
       for (const w of caches.worldsOnNode(node)) this.runners.World.enqueue(w);
     });
@@ -100,6 +103,9 @@ export class Manager {
     c.worlds.onRefuse((x) => r.World.enqueue(x.key));
     c.checks.onRefuse((x) => r.Check.enqueue(x.key));
     c.collapses.onRefuse((x) => r.Collapse.enqueue(x.key));
+    // Each node's newest receipt, recorded where the node cannot rewrite it (ledger-heads.ts).
+    c.collapses.onAdd((o) => this.heads.observe(o));
+    c.collapses.onUpdate((o) => this.heads.observe(o));
     each(c.roots, (o, old) => {
       const name = o.metadata.name ?? '';
       r.Root.enqueue(name);
@@ -168,6 +174,7 @@ export class Manager {
   async stop(): Promise<void> {
     this.caches.stop();
     this.presence.stop();
+    await this.heads.stop();
     await Promise.all(Object.values(this.runners).map((x) => x.stop()));
     this.synced = false;
   }

@@ -3,7 +3,7 @@
 // (dist/*/main.js, the agent as root on a temporary store) run with kubeconfigs holding only their chart
 // service accounts' tokens — the agent's bound to a Pod on its node, as the kubelet would mount it. Then a
 // Root is adopted, a World reading a Secret credential runs and is captured, its Collapse commits, the
-// receipts key is published, a user with the chart's worldline-view role reads the World's diff through
+// receipts key is published, the controller records the node's ledger head, a user with the chart's worldline-view role reads the World's diff through
 // the view API, and the World is deleted (the agent takes its finalizer off) — and neither process logs
 // a single refusal from the API server.
 import { test, before, after } from 'node:test';
@@ -146,6 +146,12 @@ void test('the controller and node-agent do their whole job with only the chart 
   assert.deepEqual(leases?.items.map((l) => l.metadata.name).sort(), ['worldline-controller', `worldline-node-${NODE}`]);
   const key = await getJson(cp, ['get', 'configmap', `worldline-receipts-${NODE}`, '-n', NS]);
   assert.match(String(key?.data?.['public-key.pem']), /BEGIN PUBLIC KEY/);
+  // The controller recorded the node's ledger head with the chart's Role (ConfigMap worldline-ledger-heads).
+  const heads = await waitFor('the ledger head of node-1 recorded', async () => {
+    const cm = await getJson(cp, ['get', 'configmap', 'worldline-ledger-heads', '-n', NS]);
+    return typeof cm?.data?.[NODE] === 'string' ? cm : undefined;
+  }, 30_000);
+  assert.equal(JSON.parse(heads.data[NODE] as string).receipt, collapse.status.receipt.id);
 
   // Deleting the World: the agent cleans the node and takes its finalizer off.
   await kc(cp, ['-n', TEAM, 'delete', 'world', 'w1', '--wait=false']);

@@ -259,7 +259,7 @@ void test('a node-agent token with no node in it is refused', async () => {
   assert.match(e.message, /authentication\.kubernetes\.io\/node-name is missing/);
 });
 
-void test("a node-agent writes only its own node's heartbeat Lease and receipts ConfigMap", async () => {
+void test("a node-agent writes only its own node's heartbeat Lease and receipts ConfigMap, never the ledger heads", async () => {
   const lease = (name: string) => ({ apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', metadata: { name, namespace: NS }, spec: { holderIdentity: 'x', leaseDurationSeconds: 40 } });
   await tokens.a.request({ method: 'POST', path: `/apis/coordination.k8s.io/v1/namespaces/${NS}/leases`, body: lease('worldline-node-node-a') });
   for (const name of ['worldline-node-node-b', 'worldline-controller']) {
@@ -273,6 +273,10 @@ void test("a node-agent writes only its own node's heartbeat Lease and receipts 
   const e = await refused(tokens.a.request({ method: 'PATCH', path: `/api/v1/namespaces/${NS}/configmaps/worldline-receipts-node-b`, query: { fieldManager: 'worldline-node-agent', force: true }, body: cm('worldline-receipts-node-b'), contentType: APPLY_PATCH_CONTENT_TYPE }), 'configmap of node-b');
   assert.equal(e.statusCode, 403, e.message);
   assert.match(e.message, /may write only its own receipts ConfigMap worldline-receipts-node-a/);
+  // Nor the cluster's record of ledger heads, which is what catches a node rewriting its own history.
+  const heads = await refused(tokens.a.request({ method: 'PATCH', path: `/api/v1/namespaces/${NS}/configmaps/worldline-ledger-heads`, query: { fieldManager: 'worldline-node-agent', force: true }, body: cm('worldline-ledger-heads'), contentType: APPLY_PATCH_CONTENT_TYPE }), 'the ledger heads');
+  assert.equal(heads.statusCode, 403, heads.message);
+  assert.match(heads.message, /may write only its own receipts ConfigMap worldline-receipts-node-a, not worldline-ledger-heads/);
 });
 
 void test('RBAC: the node-agent cannot create or delete worldline objects; the controller is not bound by the node policy', async () => {

@@ -3,7 +3,8 @@
 // generation 2) and appends a signed receipt that `worldline receipts verify` accepts; a second World
 // forked from the old generation and touching the same file is denied by name, with its own receipt,
 // and PRIME keeps the first change; each Collapse's status receipt verifies with the key published in
-// the node's ConfigMap and against the ledger (`worldline receipts verify-status`).
+// the node's ConfigMap and against the ledger (`worldline receipts verify-status`); the controller records
+// the node's ledger head in the cluster and the ledger holds it (`worldline receipts verify --heads`).
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
@@ -119,6 +120,21 @@ describe('collapse on a real stack', () => {
       const verified = execFileSync(process.execPath, [CLI, 'receipts', 'verify-status', '--collapse', json, '--public-key', publishedPem, '--ledger', ledger], { encoding: 'utf8' });
       assert.match(verified, new RegExp(`^OK collapse default/${name}: receipt sha256:[0-9a-f]{64} .*and it says what the status says`));
     }
+
+    // The controller recorded the node's newest receipt where the node cannot write (ConfigMap
+    // worldline-ledger-heads), and the ledger holds it: `receipts verify --heads` against the cluster's record.
+    const heads = await s.waitFor('the ledger head of collapse-node recorded', async () => {
+      const h = await s.get('configmap', 'worldline-ledger-heads', 'worldline-system');
+      const text = h?.data?.['collapse-node'] as string | undefined;
+      return text && JSON.parse(text).sequence === 2 ? h : undefined;
+    });
+    const head = JSON.parse(heads.data['collapse-node'] as string);
+    assert.equal(head.receipt, c2.status.receipt.id);
+    assert.equal(head.keyId, c2.status.receipt.keyId);
+    const headsJson = join(s.scratch, 'heads.json');
+    writeFileSync(headsJson, JSON.stringify(heads));
+    const againstHeads = execFileSync(process.execPath, [CLI, 'receipts', 'verify', '--ledger', ledger, '--public-key', publishedPem, '--heads', headsJson, '--node', 'collapse-node'], { encoding: 'utf8' });
+    assert.match(againstHeads, /it holds the head the cluster recorded for collapse-node: receipt 2 /);
   });
 
   test('a World with two Roots collapses both in one transaction; the World is Collapsed', async () => {
