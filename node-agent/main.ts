@@ -36,7 +36,7 @@ import { isStoreError } from './store/store-errors.js';
 import { sweepRunLeftovers } from './worlds/leftover-sweep.js';
 import { NodeWorlds } from './worlds/world-reconciler.js';
 import type { RunAdmission } from './admission/admission-authority.js';
-import { AdmissionAuthority } from './admission/admission-authority.js';
+import { AdmissionAuthority, checkResourcesOf } from './admission/admission-authority.js';
 import { loadAdmissionPolicy } from './admission/admission-host.js';
 import { observeNode } from './admission/observe-node.js';
 import { agentPolicyRecord, agentRequestRecord } from './isolation/world-request.js';
@@ -95,6 +95,7 @@ function nodeAdmission(cfg: AgentConfig, store: Store, agentMetrics: AgentMetric
         authority.release(holder);
         agentMetrics.setReserved(authority.totals());
       },
+      checkResources: () => checkResourcesOf(authority.perWorld),
     };
   } else {
     logger.error('admission policy is invalid; every World is refused with RESOURCE_POLICY_INVALID until it is fixed', { field: policyLoad.field, error: policyLoad.message });
@@ -104,6 +105,7 @@ function nodeAdmission(cfg: AgentConfig, store: Store, agentMetrics: AgentMetric
         return { outcome: 'RESOURCE_POLICY_INVALID', message: policyLoad.message };
       },
       release: () => undefined,
+      checkResources: () => null,
     };
   }
 }
@@ -206,7 +208,7 @@ async function main(): Promise<void> {
   const heartbeat = new Heartbeat({ kubeConfig: kc, namespace: cfg.namespace, nodeName: cfg.nodeName, identity: `${cfg.nodeName}-${process.pid}`, clock, logger, ...(viewAddress ? { annotations: () => ({ [VIEW_ADDRESS_ANNOTATION]: viewAddress }) } : {}) });
 
   // Collapse (issue 5): run this node's Collapses once, with receipts in <store>/receipts/ledger.jsonl.
-  const collapses = startNodeCollapses({ kubeConfig: kc, store, worlds, roots: (name) => roots.get(name), policies, status, refusals, events, clock, nodeName: cfg.nodeName, logger, metrics, requeueRoot: (name) => rootRunner.enqueue(name), requeueWorld: (key) => worldRunner.enqueue(key), agentMetrics, ...(cfg.receiptsExport ? { receiptsExport: cfg.receiptsExport } : {}) });
+  const collapses = startNodeCollapses({ kubeConfig: kc, store, worlds, roots: (name) => roots.get(name), policies, status, refusals, events, clock, nodeName: cfg.nodeName, logger, metrics, requeueRoot: (name) => rootRunner.enqueue(name), requeueWorld: (key) => worldRunner.enqueue(key), agentMetrics, checkResources: () => admission.checkResources(), ...(cfg.receiptsExport ? { receiptsExport: cfg.receiptsExport } : {}) });
   void collapses.start().catch((err: unknown) => logger.error('collapse reconciler failed to start', { error: (err as Error).message }));
   // Receipts: publish the public key as ConfigMap worldline-receipts-<node>, retried in the background, never fatal.
   const receiptsKey = publishReceiptsPublicKey({ kubeConfig: kc, namespace: cfg.namespace, nodeName: cfg.nodeName, keyDir: receiptPaths(store).keyDir, clock, logger });
@@ -236,7 +238,7 @@ async function main(): Promise<void> {
   worldRunner.start();
   // Checks (issue 5): runs the Checks of Worlds bound to this node on their captured candidates. It dies
   // with the process (a Check left Running by a killed agent is not resumed yet).
-  const nodeChecks = new NodeChecks({ kubeConfig: kc, nodeName: cfg.nodeName, worlds, policies, rootPath: (name) => roots.get(name)?.spec.path, store, config: cfg, cgroups, agentNs: native.nsIds('self'), admission, status, refusals, events, clock, logger, metrics, agentMetrics });
+  const nodeChecks = new NodeChecks({ kubeConfig: kc, nodeName: cfg.nodeName, worlds, policies, rootPath: (name) => roots.get(name)?.spec.path, store, config: cfg, cgroups, agentNs: native.nsIds('self'), admission, status, refusals, events, clock, logger, metrics, agentMetrics, onEvaluated: () => collapses.wakeRebasing() });
   await nodeChecks.start();
   await heartbeat.start();
   ready = true;

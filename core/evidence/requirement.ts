@@ -7,7 +7,7 @@
 import { compareBytes, isCleanRelativePath } from '../relative-path.js';
 import { digestOf } from '../digest.js';
 
-export const REQUIREMENT_FORMAT = 'worldline.requirement/v1';
+export const REQUIREMENT_FORMAT = 'worldline.requirement/v2';
 export const VERIFIER_IDENTITY_FORMAT = 'worldline.verifiers/v1';
 
 export type CheckProfile = 'legacy' | 'private-evaluator-v1';
@@ -31,12 +31,23 @@ export interface VerifierFile {
   sha256: string;
 }
 
+/** The resources a check runs with on the node (its admission's per-run defaults; the wall time is the check's timeout). */
+export interface CheckResources {
+  cpuMillis: number;
+  memoryBytes: number;
+  pids: number;
+  outputBytes: number;
+  ephemeralStorageBytes: number;
+}
+
 export interface RequirementInput {
   checks: readonly CheckDefinition[];
   verifierIdentity: string;
   engineVersion: string;
   /** The isolation rules the check stage must meet (a JSON value, hashed canonically). */
   isolation: unknown;
+  /** The resource policy checks run under (null: none known, as on a node whose admission policy is invalid). */
+  resources: CheckResources | null;
 }
 
 /** The value requirementHash digests; exported so tests and records can show what was hashed. */
@@ -53,7 +64,13 @@ export function requirementValue(input: RequirementInput): unknown {
     })),
     verifierIdentity: input.verifierIdentity,
     engineVersion: input.engineVersion,
-    execution: { network: 'none', isolation: input.isolation ?? null },
+    execution: {
+      network: 'none',
+      isolation: input.isolation ?? null,
+      resources: input.resources
+        ? { cpuMillis: input.resources.cpuMillis, memoryBytes: input.resources.memoryBytes, pids: input.resources.pids, outputBytes: input.resources.outputBytes, ephemeralStorageBytes: input.resources.ephemeralStorageBytes }
+        : null,
+    },
   };
 }
 

@@ -14,6 +14,7 @@
 //   authorize  re-sum the rows and check every ceiling still holds, else roll back (an invariant
 //              failure, AdmissionInvariantError); COMMIT
 import type { Database, Statement } from 'better-sqlite3';
+import type { CheckResources } from '../../core/evidence/requirement.js';
 import { decide, resolveRequest, type Decision, type ReservedTotals, type ResourceRequest } from './admission-decide.js';
 import { WORLD_RESOURCE_FIELDS, type AdmissionOutcome, type AdmissionStage, type NodeCeilings, type PerWorldPolicy, type WorldResources } from './admission-policy.js';
 import { UNKNOWN_STATE, type ObservedState } from './observe-node.js';
@@ -22,6 +23,14 @@ import { UNKNOWN_STATE, type ObservedState } from './observe-node.js';
 export interface RunAdmission {
   admit(holder: string, stage: 'agent' | 'check', requested: Partial<WorldResources>): { outcome: string; message: string; reserve?: WorldResources };
   release(holder: string): void;
+  /** What a check gets (it asks for nothing, so the per-run defaults); null when the node's policy is invalid. */
+  checkResources(): CheckResources | null;
+}
+
+/** The resources a run that asks for nothing gets under `perWorld` (what every check gets), as the requirement binds them. */
+export function checkResourcesOf(perWorld: PerWorldPolicy): CheckResources {
+  const r = resolveRequest({}, perWorld);
+  return { cpuMillis: r.cpuMillis, memoryBytes: r.memoryBytes, pids: r.pids, outputBytes: r.outputBytes, ephemeralStorageBytes: r.ephemeralStorageBytes };
 }
 
 /** What the authority reports to Prometheus (the node-agent's metrics implement it). */

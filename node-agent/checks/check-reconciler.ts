@@ -77,6 +77,8 @@ export interface NodeChecksDeps {
   logger: Logger;
   metrics: ReconcileMetrics;
   agentMetrics?: AgentMetrics;
+  /** Called after a run's evaluation is recorded (a Collapse may be waiting for it). */
+  onEvaluated?: () => void;
 }
 
 /** The Checks of this node: an informer on status.nodeName, a runner, and re-enqueueing on World changes. */
@@ -202,6 +204,7 @@ export class NodeChecks {
     const d = this.d;
     const status: AgentCheckStatus = { ...base, phase: 'Refused', verdict: 'REFUSED', reason: code, message, finishedAt: d.clock.now().toISOString() };
     recordEvaluation(d.store.db, { checkUid: c.metadata.uid ?? '', worldUid: world.metadata.uid ?? '', checkName: c.spec.name, verdict: 'REFUSED', reason: code, subject: base.subject ?? '', ...ids(status) }, d.clock.now());
+    d.onEvaluated?.();
     d.agentMetrics?.checkVerdict('REFUSED', code);
     await this.apply(c, status);
     d.events.warning(c, 'CheckRefused', `${code}: ${message}`);
@@ -243,10 +246,11 @@ export class NodeChecks {
       }
       sources.set(name, { rootKey: rec.rootKey, path: d.rootPath(name) ?? rec.nodePath, basePayload, primePayload, primeGeneration });
     }
+    // The resources every check runs with on this node are part of what its evidence is about.
     const resolved = resolveRequirement(policy, roots, (name) => {
       const src = sources.get(name);
       return src && generationManifest(d.store.db, src.rootKey, src.primeGeneration);
-    });
+    }, d.admission.checkResources());
     if (!resolved) throw new Refusal('EVIDENCE_CONTEXT_MISSING', `a generation of Roots ${roots.join(', ')} has no manifest in this node's store`);
     const checkRoots: CheckRoot[] = roots.map((name) => {
       const src = sources.get(name)!;
@@ -315,6 +319,7 @@ export class NodeChecks {
       finishedAt: r.finishedAt,
     };
     recordEvaluation(d.store.db, { checkUid: c.metadata.uid ?? '', worldUid: world.metadata.uid ?? '', checkName: c.spec.name, verdict, subject: r.subject, ...ids(status), ...(mismatch ? { reason: 'VERIFIER_EXECUTION_IDENTITY_MISMATCH' } : {}) }, d.clock.now());
+    d.onEvaluated?.();
     d.agentMetrics?.checkVerdict(verdict, mismatch ? 'VERIFIER_EXECUTION_IDENTITY_MISMATCH' : undefined);
     await this.apply(c, status);
     const msg = `check ${c.spec.name} on ${r.subject}: ${verdict} (exit ${r.exit.code ?? r.exit.signal ?? r.exit.reason})`;

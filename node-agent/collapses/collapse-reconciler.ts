@@ -19,6 +19,7 @@ import { governingPolicy, type GoverningCandidate } from '../../core/policy/gove
 import { agentGate } from '../../core/world-binding.js';
 import type { Collapse, World } from '../../crds/index.js';
 import { decide, type Decision, type DecisionInput } from '../../core/collapse/decide.js';
+import type { CheckResources } from '../../core/evidence/requirement.js';
 import { isFinal, transition, TRANSACTION_STATES, type TransactionState } from '../../core/collapse/transaction.js';
 import type { Clock } from '../../kube/clock.js';
 import { setCondition, type Condition } from '../../kube/conditions.js';
@@ -88,6 +89,8 @@ export interface CollapseReconcilerDeps {
   requeueCollapse?: (key: string) => void;
   hooks?: CollapseStepHooks;
   agentMetrics?: AgentMetrics;
+  /** The resources a check runs with on this node now (part of the requirement; null: unknown). */
+  checkResources: () => CheckResources | null;
 }
 
 /** A refusal before the decision or at the commit boundary: the reasons and a message. */
@@ -314,7 +317,7 @@ class NodeCollapseReconciler {
       if (wrec.state !== 'captured') return { denied: 'CANDIDATE_MISSING', message: `World ${c.spec.worldRef} has no captured candidate on node ${this.d.nodeName} (phase ${world.status?.phase ?? 'unknown'})` };
       return {
         measure: async (boundary) => {
-          const m = await measureCandidate(this.d.store, view, policy, (root) => this.walkPrime(root), boundary);
+          const m = await measureCandidate(this.d.store, view, policy, (root) => this.walkPrime(root), this.d.checkResources(), boundary);
           const moved = m.roots.some((r) => r.prime.generation !== r.base.generation);
           return { input: m.input, moved, evidence: m.evidence, requests: m.roots.map((r) => ({ rootName: r.name, candidateDir: m.candidateDir, base: r.base })), before: m.roots.map((r) => ({ name: r.name, fromGeneration: r.prime.generation, beforeDigest: r.prime.digest })) };
         },

@@ -11,7 +11,7 @@ import type { BoundaryHashes } from './commit-generation.js';
 import type { Database } from 'better-sqlite3';
 import type { DecisionInput, Evaluation } from '../../core/collapse/decide.js';
 import { idFrom, presentId, unmeasuredId } from '../../core/collapse/identity.js';
-import { globToRegExp, verifierIdentity } from '../../core/evidence/requirement.js';
+import { globToRegExp, verifierIdentity, type CheckResources } from '../../core/evidence/requirement.js';
 import { applyDelta, manifestDigest, validateManifest } from '../../core/manifest.js';
 import { evaluationsFor } from '../store/evaluation-records.js';
 import { verifierModifiedByCandidate } from '../../core/evidence/verifier-delta.js';
@@ -189,6 +189,7 @@ export async function measureCandidate(
   world: WorldView,
   policy: PolicyChecksView | undefined,
   walkPrime: (root: RootRecord) => Promise<string | undefined>,
+  checkResources: CheckResources | null,
   boundary?: BoundaryHashes,
 ): Promise<CandidateMeasurement> {
   const db = store.db;
@@ -204,8 +205,9 @@ export async function measureCandidate(
   const startGenerations = primeGenerations(db, world.roots);
   const pass = await measureRoots(db, world, stored, walkPrime, boundary);
   const { roots } = pass;
-  // The requirement CURRENT PRIME imposes: the Policy now, its verifiers read in PRIME's generation now.
-  const resolved = resolveRequirement(policy, world.roots, (name) => pass.manifests.get(name));
+  // The requirement CURRENT PRIME imposes: the Policy now, its verifiers read in PRIME's generation now,
+  // and the resources a check runs with on this node now.
+  const resolved = resolveRequirement(policy, world.roots, (name) => pass.manifests.get(name), checkResources);
   const modifiedVerifiers = verifiersModified(roots, resolved);
   const evaluations = candidateEvaluations(db, world, resolved, stored);
   const endGenerations = primeGenerations(db, world.roots);

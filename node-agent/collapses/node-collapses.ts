@@ -1,6 +1,7 @@
 // The Collapses of this node as one unit for main.ts: the receipt ledger, an informer of the Collapses
 // bound to this node (parsed at the edge) and a one-worker runner driving the collapse reconciler.
 import type { KubeConfig } from '@kubernetes/client-node';
+import type { CheckResources } from '../../core/evidence/requirement.js';
 import type { Collapse, Policy, World } from '../../crds/index.js';
 import type { Clock } from '../../kube/clock.js';
 import type { EventRecorder } from '../../kube/events.js';
@@ -37,6 +38,8 @@ export interface NodeCollapsesOptions {
   requeueRoot: (name: string) => void;
   requeueWorld: (key: string) => void;
   agentMetrics?: AgentMetrics;
+  /** The resources a check runs with on this node (admission-authority.ts RunAdmission.checkResources). */
+  checkResources: () => CheckResources | null;
   /** Where the ledger is mirrored (--receipts-export). */
   receiptsExport?: string;
 }
@@ -46,7 +49,7 @@ export interface NodeCollapsesOptions {
  * the Collapses bound to this node and a one-worker runner. start() waits until the World and Policy
  * informers have listed (a Collapse is never judged against a World the agent has not seen yet).
  */
-export function startNodeCollapses(o: NodeCollapsesOptions): { start(): Promise<void>; stop(): Promise<void> } {
+export function startNodeCollapses(o: NodeCollapsesOptions): { start(): Promise<void>; stop(): Promise<void>; wakeRebasing(): void } {
   let opened: ReturnType<typeof openCollapseLedger>;
   try {
     opened = openCollapseLedger(o.store, o.receiptsExport ? { exportPath: o.receiptsExport } : {});
@@ -56,7 +59,7 @@ export function startNodeCollapses(o: NodeCollapsesOptions): { start(): Promise<
     // runs, and worldline_receipt_ledger_verified 0 raises WorldlineReceiptLedgerVerificationFailed.
     o.agentMetrics?.ledgerVerified(false);
     o.logger.error('the receipt ledger failed verification; no Collapse is served on this node until it is repaired and the agent restarted', { code: err.code, error: err.message });
-    return { start: () => Promise.resolve(), stop: () => Promise.resolve() };
+    return { start: () => Promise.resolve(), stop: () => Promise.resolve(), wakeRebasing: () => undefined };
   }
   o.agentMetrics?.ledgerVerified(true);
   o.logger.info('collapse receipts ledger opened', { ledger: opened.path, publicKey: opened.publicKeyPath, keyId: opened.ledger.keyId });
@@ -77,6 +80,7 @@ export function startNodeCollapses(o: NodeCollapsesOptions): { start(): Promise<
     requeueRoot: o.requeueRoot,
     requeueWorld: o.requeueWorld,
     requeueCollapse: (key) => runner.enqueue(key),
+    checkResources: o.checkResources,
     hooks: collapseStepHooks(),
     ...(o.agentMetrics ? { agentMetrics: o.agentMetrics } : {}),
   });
@@ -97,6 +101,10 @@ export function startNodeCollapses(o: NodeCollapsesOptions): { start(): Promise<
       if (stopped) return;
       await informer.start();
       runner.start();
+    },
+    // A check finished: the Collapses waiting for the checks of a rebased candidate look again now.
+    wakeRebasing: () => {
+      for (const c of informer.list()) if (c.status?.phase === 'Rebasing') runner.enqueue(objectKey(c));
     },
     stop: async () => {
       stopped = true;

@@ -4,14 +4,16 @@
 // collapse demands are computed by the same code from the same kind of records.
 //
 // One requirement covers the whole Policy: every check (in Policy order), the verifier files ALL checks
-// bind (so every check stages and executes the same verifier set), the engine version and the check
-// stage's isolation rules. Changing any check, or the bytes of any bound verifier in PRIME, changes it.
+// bind (so every check stages and executes the same verifier set), the engine version, the check
+// stage's isolation rules and the resources a check runs with on this node. Changing any check, the
+// bytes of any bound verifier in PRIME, or the node's per-run resources for checks, changes it.
 import {
   boundVerifierPaths,
   qualifiedVerifierPath,
   requirementHash,
   verifierIdentity,
   type CheckDefinition,
+  type CheckResources,
   type VerifierFile,
 } from '../../core/evidence/requirement.js';
 import { compareBytes } from '../../core/relative-path.js';
@@ -53,7 +55,12 @@ export function checkDefinitions(policy: PolicyChecksView | undefined): CheckDef
  * manifest). Returns null when a Root's manifest is not available: an unresolvable requirement is absent,
  * never "no requirement".
  */
-export function resolveRequirement(policy: PolicyChecksView | undefined, roots: readonly string[], manifestOf: (root: string) => Manifest | undefined): ResolvedRequirement | null {
+export function resolveRequirement(
+  policy: PolicyChecksView | undefined,
+  roots: readonly string[],
+  manifestOf: (root: string) => Manifest | undefined,
+  resources: CheckResources | null,
+): ResolvedRequirement | null {
   const definitions = checkDefinitions(policy);
   const bound = new Map<string, string[]>();
   const files: VerifierFile[] = [];
@@ -68,6 +75,6 @@ export function resolveRequirement(policy: PolicyChecksView | undefined, roots: 
     for (const p of sorted) files.push({ path: qualifiedVerifierPath(root, p), sha256: sums.get(p) ?? '' });
   }
   const declaredVerifier = verifierIdentity(files);
-  const hash = requirementHash({ checks: definitions, verifierIdentity: declaredVerifier, engineVersion: AGENT_VERSION, isolation: policy?.spec.isolation?.check ?? null });
+  const hash = requirementHash({ checks: definitions, verifierIdentity: declaredVerifier, engineVersion: AGENT_VERSION, isolation: policy?.spec.isolation?.check ?? null, resources });
   return { definitions, bound, files, declaredVerifier, requirementHash: hash };
 }

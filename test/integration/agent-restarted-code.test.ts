@@ -76,7 +76,7 @@ describe('a World admitted but not started when its agent died', () => {
           const load = loadAdmissionPolicy({}, { storeDir: s.storeDir });
           assert.ok(load.ok, JSON.stringify(load));
           const authority = new AdmissionAuthority({ db, ...load.policy, observe: () => observeNode({ storeDir: s.storeDir, runDirs: [join(s.storeDir, 'worlds')] }) });
-          const admission = { admit: (holder: string, stage: 'agent' | 'check', resources: object) => authority.admit({ holder, stage, resources }), release: (holder: string) => authority.release(holder) };
+          const admission = { admit: (holder: string, stage: 'agent' | 'check', resources: object) => authority.admit({ holder, stage, resources }), release: (holder: string) => authority.release(holder), checkResources: () => null };
           const now = new Date();
           const reservation = reserveRun({ admission, db, idBase: ID_BASE, idSlots: ID_SLOTS }, uid, 'agent', {}, now);
           assert.ok(reservation.ok, JSON.stringify(reservation));

@@ -1,6 +1,7 @@
 // Collapse with checks on a real stack (kube-apiserver + etcd, controller, node-agent as root). Each named
 // evidence refusal is reproduced the way it would arise: a failing check, a candidate that rewrites its
-// verifier, a Policy changed after the checks ran, a roster not yet complete, a tampered verifier in the
+// verifier, a Policy changed after the checks ran, the node's resources for checks changed after they
+// ran, a roster not yet complete, a tampered verifier in the
 // store, an evaluation forged or stripped at rest, a check result superseded between prepare and commit,
 // and staged bytes changed between staging and commit.
 // A passing candidate commits and its World shows phase Collapsed.
@@ -140,6 +141,28 @@ describe('collapse evidence on a real stack', () => {
     const c = await collapse('stale-col-2', 'stale-w');
     assert.equal(c.status.phase, 'Committed', JSON.stringify(c.status));
     assert.equal(readFileSync(join(path, 'README.md'), 'utf8'), 'ok\n');
+  });
+
+  test('a check that ran with other resources than the node gives checks now is stale; a revalidation under them commits', async () => {
+    const path = await project('res');
+    const r = await runWorld(s, 'res-w', shWorld(['res'], 'echo ok > README.md'));
+    assert.equal(r.status.phase, 'Captured', describeRun(r));
+    const ran = await checkDone('res-w-verify');
+    assert.equal(ran.status.phase, 'Passed');
+    // The node's per-run defaults change (checks ask for nothing, so they run with these): 2Gi -> 1Gi of memory.
+    await s.restartAgent({ signal: 'SIGTERM', agentArgs: ['--world-default-memory', '1Gi'] });
+    try {
+      denied(await collapse('res-col', 'res-w'), 'EVIDENCE_STALE');
+      await s.apply(JSON.stringify({ apiVersion: 'worldline.dev/v1alpha1', kind: 'Check', metadata: { name: 'res-w-revalidate', namespace: 'default' }, spec: { worldRef: 'res-w', name: 'verify', revalidate: true } }));
+      const re = await checkDone('res-w-revalidate');
+      assert.equal(re.status.phase, 'Passed', JSON.stringify(re.status));
+      assert.notEqual(re.status.requirementHash, ran.status.requirementHash, 'the resources are part of the requirement');
+      const c = await collapse('res-col-2', 'res-w');
+      assert.equal(c.status.phase, 'Committed', JSON.stringify(c.status));
+      assert.equal(readFileSync(join(path, 'README.md'), 'utf8'), 'ok\n');
+    } finally {
+      await s.restartAgent({ signal: 'SIGTERM', agentArgs: [] });
+    }
   });
 
   test('a roster with a check still running is EXECUTION_EVIDENCE_INCOMPLETE', async () => {

@@ -81,7 +81,7 @@ async function setup(): Promise<Fixture> {
     root: { name: 'proj', rootKey: r.root.rootKey, generation: r.root.generation, digest: r.root.digest, payload: r.payloadPath },
     bound,
     declared,
-    requirement: requirementHash({ checks: [CHECK], verifierIdentity: declared, engineVersion: 'test', isolation: { minimumLevel: 'os-sandboxed' } }),
+    requirement: requirementHash({ checks: [CHECK], verifierIdentity: declared, engineVersion: 'test', isolation: { minimumLevel: 'os-sandboxed' }, resources: null }),
   };
   return fixture;
 }

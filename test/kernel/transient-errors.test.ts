@@ -135,7 +135,7 @@ function nodeChecks(f: Fixture, onStatus: (s: Record<string, unknown>) => void) 
     config: { idBase: ID_BASE, idSlots: 2 } as AgentConfig,
     cgroups: detectCgroups(),
     agentNs: native.nsIds('self'),
-    admission: { admit: () => ({ outcome: 'ADMITTED', message: 'admitted', reserve }), release: () => undefined },
+    admission: { admit: () => ({ outcome: 'ADMITTED', message: 'admitted', reserve }), release: () => undefined, checkResources: () => null },
     status: status as unknown as StatusWriter,
     // Every object here is valid: a schema refusal would be a bug of the test.
     refusals: { refuse: () => Promise.reject(new Error('no schema refusal expected')) } as unknown as RefusalWriter,

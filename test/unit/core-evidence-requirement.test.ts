@@ -106,6 +106,7 @@ const BASE: RequirementInput = {
   verifierIdentity: verifierIdentity([{ path: 'proj/checks/verify.sh', sha256: H('1') }]),
   engineVersion: '0.1.0',
   isolation: { minimumLevel: 'os-sandboxed', controls: ['no-network'] },
+  resources: { cpuMillis: 1000, memoryBytes: 2 ** 31, pids: 1024, outputBytes: 2 ** 26, ephemeralStorageBytes: 2 ** 30 },
 };
 
 test('requirementHash: every bound input changes it; absent optional lists hash as empty', async (t) => {
@@ -124,6 +125,12 @@ test('requirementHash: every bound input changes it; absent optional lists hash 
     ['engine version', { ...BASE, engineVersion: '0.1.1' }],
     ['isolation rules', { ...BASE, isolation: { minimumLevel: 'vm-isolated', controls: ['no-network'] } }],
     ['a check removed', { ...BASE, checks: [CHECK] }],
+    ['memory a check runs with', { ...BASE, resources: { ...BASE.resources!, memoryBytes: 2 ** 30 } }],
+    ['cpu a check runs with', { ...BASE, resources: { ...BASE.resources!, cpuMillis: 500 } }],
+    ['pids a check runs with', { ...BASE, resources: { ...BASE.resources!, pids: 64 } }],
+    ['output a check may write', { ...BASE, resources: { ...BASE.resources!, outputBytes: 2 ** 20 } }],
+    ['disk a check runs with', { ...BASE, resources: { ...BASE.resources!, ephemeralStorageBytes: 2 ** 29 } }],
+    ['no resource policy known', { ...BASE, resources: null }],
   ];
   for (const [why, v] of variants) await t.test(why, () => assert.notEqual(requirementHash(v), base));
   await t.test('absent verifiers/env equal empty lists', () => {
@@ -138,16 +145,16 @@ test('requirementHash: every bound input changes it; absent optional lists hash 
 test('requirementValue: the exact value hashed (format name, no network, isolation as given)', () => {
   const lint = BASE.checks[1]!;
   assert.deepEqual(requirementValue(BASE), {
-    format: 'worldline.requirement/v1',
+    format: 'worldline.requirement/v2',
     checks: [
       { name: 'verify', command: ['sh', 'checks/verify.sh'], verifiers: ['checks/**'], timeout: '10m', profile: 'legacy', env: ['LANG'] },
       { name: lint.name, command: ['make', 'lint'], verifiers: [], timeout: '5m', profile: 'legacy', env: [] },
     ],
     verifierIdentity: BASE.verifierIdentity,
     engineVersion: '0.1.0',
-    execution: { network: 'none', isolation: { minimumLevel: 'os-sandboxed', controls: ['no-network'] } },
+    execution: { network: 'none', isolation: { minimumLevel: 'os-sandboxed', controls: ['no-network'] }, resources: BASE.resources },
   });
-  assert.deepEqual((requirementValue({ ...BASE, isolation: undefined }) as { execution: unknown }).execution, { network: 'none', isolation: null });
+  assert.deepEqual((requirementValue({ ...BASE, isolation: undefined, resources: null }) as { execution: unknown }).execution, { network: 'none', isolation: null, resources: null });
 });
 
 test('verifierIdentity: the exact value hashed (format name, files in byte order)', () => {
