@@ -152,6 +152,7 @@ export function parseObservation(buf: Buffer): SandboxObservation {
     gidMap: mapRows(section('gid_map')),
     setgroups: section('setgroups').trim(),
     ns,
+    kernel: { sysname: section('uname.sysname'), machine: section('uname.machine') },
     status,
     environ: environEntries(record.sections.get('environ')),
   };

@@ -160,6 +160,8 @@ export interface SandboxObservation {
   gidMap: IdMap[];
   setgroups: string;
   ns: Record<NsName, string>;
+  /** uname(2) as the workload sees it (its persona included): sysname ("Linux") and machine ("x86_64"). */
+  kernel: { sysname: string; machine: string };
   /** Every "Key:\tvalue" line of /proc/self/status, verbatim. */
   status: Record<string, string>;
   /** The environment the child hands to execve, KEY=VALUE entries in order (read from the envp it execs with). */

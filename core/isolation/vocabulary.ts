@@ -88,5 +88,5 @@ export const TARGET_OSES = ['linux', 'darwin', 'windows'] as const;
 export type TargetOs = (typeof TARGET_OSES)[number];
 
 /** Architectures an observation may name (Kubernetes `kubernetes.io/arch` values). */
-export const TARGET_ARCHES = ['amd64', 'arm64', 'ppc64le', 's390x', 'riscv64'] as const;
+export const TARGET_ARCHES = ['amd64', 'arm64', 'ppc64le', 's390x', 'riscv64', '386', 'arm'] as const;
 export type TargetArch = (typeof TARGET_ARCHES)[number];

@@ -3,7 +3,8 @@
  *
  *   WLOBS1\n
  *   <name> <length>\n<bytes>\n        one section each: status, uid_map, gid_map, setgroups, ns.user,
- *   ...                               ns.mnt, ns.pid, ns.net, ns.ipc, ns.uts, ns.cgroup, environ
+ *   ...                               ns.mnt, ns.pid, ns.net, ns.ipc, ns.uts, ns.cgroup, uname.sysname,
+ *                                     uname.machine, environ
  *   END\n
  *
  * The environ section is the very envp array the child then hands to execve, each entry followed by a
@@ -17,6 +18,7 @@
 
 #include <fcntl.h>
 #include <string.h>
+#include <sys/utsname.h>
 
 #define FRAME_MAX 32768
 
@@ -121,6 +123,12 @@ int wl_observe_write_frame(int fd, char *const *envp) {
     int err = link_section(&f, links[i][0], links[i][1]);
     if (err != 0) return err;
   }
+  /* The kernel's own name for the machine the workload runs on, as the workload's uname(2) sees it
+   * (the persona included): what the isolation observation's target is measured from. */
+  struct utsname u;
+  if (uname(&u) != 0) return errno;
+  section(&f, "uname.sysname", u.sysname, strlen(u.sysname));
+  section(&f, "uname.machine", u.machine, strlen(u.machine));
   size_t env_len = 0;
   for (char *const *e = envp; *e != NULL; e++) {
     env_len += strlen(*e) + 1;

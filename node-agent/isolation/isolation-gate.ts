@@ -74,7 +74,7 @@ export function worldGate(plan: GatePlan, cgroup: CgroupReadback, events: GateEv
           requestIdentity: identityOf(plan.request),
           policyIdentity: identityOf(plan.policy),
           subject: plan.request.subject,
-          target: plan.request.target,
+          requestTarget: plan.request.target,
           executionId: plan.worldUid,
           backendVersion: plan.backendVersion,
         },

@@ -1,11 +1,13 @@
 // Builds the IsolationObservation of a World's agent stage from measured facts only: the sandbox's
-// own frame (identity, capabilities, namespaces), the cgroup limits read back from the kernel, the
-// mounts and interfaces the world actually has, and whether the agent's limits are armed.
+// own frame (identity, capabilities, namespaces, and the target: the kernel's uname as the workload sees
+// it), the cgroup limits read back from the kernel, the mounts and interfaces the world actually has,
+// and whether the agent's limits are armed.
 import { canonicalControls, type IsolationControl, type IsolationLevel } from '../../core/isolation/vocabulary.js';
 import type { IsolationObservation } from '../../core/isolation/records.js';
 import type { SandboxObservation } from '../../native/index.js';
 import type { CgroupReadback } from '../sandbox/cgroup.js';
 import type { WorldFacts } from './measure-world.js';
+import { kernelTarget } from './world-request.js';
 
 export interface ObservationInputs {
   frameProblems: string[];
@@ -76,10 +78,15 @@ export function achievedLevel(frameProblems: string[], controls: readonly Isolat
 
 export function buildObservation(
   i: ObservationInputs,
-  ids: { requestIdentity: string; policyIdentity: string; subject: string; target: IsolationObservation['target']; executionId: string; backendVersion: string },
+  ids: { requestIdentity: string; policyIdentity: string; subject: string; requestTarget: IsolationObservation['target']; executionId: string; backendVersion: string },
   minimalEnvironment: boolean,
 ): { observation: IsolationObservation; notes: string[] } {
   const { controls, notes } = measuredControls(i);
+  // The target is what the kernel tells the workload. A machine the contract has no name for leaves the
+  // observation incomplete (ENFORCEMENT_INCOMPLETE); the request's target then only fills the field of a
+  // record that authorizes nothing.
+  const measured = kernelTarget(i.frame.kernel);
+  if (!measured) notes.push(`target: the kernel reports ${i.frame.kernel.sysname} ${i.frame.kernel.machine}, which names no known operating system and architecture`);
   const all = canonicalControls(minimalEnvironment ? [...controls, 'minimal-environment'] : controls);
   const level = achievedLevel(i.frameProblems, all, false);
   return {
@@ -92,10 +99,10 @@ export function buildObservation(
       requestIdentity: ids.requestIdentity,
       policyIdentity: ids.policyIdentity,
       subject: ids.subject,
-      target: ids.target,
+      target: measured ?? ids.requestTarget,
       achievedLevel: level,
       enforcedControls: level === 'host-yolo' ? [] : all,
-      complete: true,
+      complete: measured !== undefined,
     },
     notes,
   };

@@ -1,7 +1,7 @@
 // The isolation policy and request for a World's agent stage (and, at the end, a check's stage), from the Policy governing its Roots
 // and the World's own spec.isolation. A World under no Policy gets the built-in rule: os-sandboxed,
 // plus the network control that its own network policy promises.
-import { canonicalControls, type IsolationControl } from '../../core/isolation/vocabulary.js';
+import { canonicalControls, type IsolationControl, type TargetArch } from '../../core/isolation/vocabulary.js';
 import type { IsolationPolicy, IsolationRequest, StageRule } from '../../core/isolation/records.js';
 import { digestOf } from '../../core/digest.js';
 import type { BaseEntry, NetworkPolicy, PolicySpec, WorldIsolation } from '../../crds/index.js';
@@ -39,8 +39,35 @@ export function agentPolicyRecord(policy: PolicyView | undefined, world: WorldIs
   return { schemaVersion: 1, kind: 'IsolationPolicy', stages: rule ? [rule] : [] };
 }
 
+/** uname(2) machine names and the kubernetes.io/arch value each one is. */
+const MACHINE_ARCH: Readonly<Record<string, TargetArch>> = {
+  x86_64: 'amd64',
+  aarch64: 'arm64',
+  ppc64le: 'ppc64le',
+  s390x: 's390x',
+  riscv64: 'riscv64',
+  i386: '386',
+  i486: '386',
+  i586: '386',
+  i686: '386',
+  armv7l: 'arm',
+  armv8l: 'arm',
+};
+
+/**
+ * The target the kernel reports to the workload (the sandbox frame's uname, its persona included), or
+ * undefined when it names no operating system or architecture the contract knows: measured, never taken
+ * from the request.
+ */
+export function kernelTarget(kernel: { sysname: string; machine: string }): IsolationRequest['target'] | undefined {
+  const arch = MACHINE_ARCH[kernel.machine];
+  return kernel.sysname === 'Linux' && arch ? { os: 'linux', arch } : undefined;
+}
+
+/** The target a request asks for: the architecture the node-agent itself was built for (process.arch). */
 export function hostTarget(): { os: 'linux'; arch: 'amd64' | 'arm64' | 'ppc64le' | 's390x' | 'riscv64' } {
   const map: Record<string, 'amd64' | 'arm64' | 'ppc64le' | 's390x' | 'riscv64'> = { x64: 'amd64', arm64: 'arm64', ppc64: 'ppc64le', s390x: 's390x', riscv64: 'riscv64' };
+  // An architecture outside the map is asked for as amd64: the kernel's own report (kernelTarget) then differs, and the decision refuses TARGET_MISMATCH.
   return { os: 'linux', arch: map[process.arch] ?? 'amd64' };
 }
 

@@ -24,16 +24,17 @@ export function observationSummary(o: SandboxObservation, newNetwork: boolean, c
     uidMap: o.uidMap,
     gidMap: o.gidMap,
     namespaces: o.ns,
+    kernel: o.kernel,
     network: newNetwork ? 'isolated' : 'host',
     ...(cgroup ? { cgroup: { cpuMillis: String(cgroup.cpuMillis), memoryBytes: String(cgroup.memoryBytes), pids: String(cgroup.pids) } } : {}),
   };
 }
 
-/** The contract's view of the observation (level, controls, notes), kept when the frame summary is rewritten. */
+/** The contract's view of the observation (level, controls, target, completeness, notes), kept when the frame summary is rewritten. */
 function pickMeasured(o: Record<string, unknown> | undefined): Record<string, unknown> {
   if (!o) return {};
   const out: Record<string, unknown> = {};
-  for (const k of ['achievedLevel', 'enforcedControls', 'notes', 'ephemeralStorage']) if (o[k] !== undefined) out[k] = o[k];
+  for (const k of ['achievedLevel', 'enforcedControls', 'target', 'complete', 'notes', 'ephemeralStorage']) if (o[k] !== undefined) out[k] = o[k];
   return out;
 }
 
@@ -143,7 +144,7 @@ export function withNetworkRefusal(s: AgentWorldStatus, r: { host: string; port:
 
 export interface IsolationEvent {
   decision: { outcome: IsolationDecisionOutcome; reasons: string[]; missingControls: string[]; effectiveMinimum: string };
-  observation: { achievedLevel: string; enforcedControls: string[] };
+  observation: { achievedLevel: string; enforcedControls: string[]; target: { os: string; arch: string }; complete: boolean };
   notes: string[];
   sharedAuthorized: boolean;
 }
@@ -159,7 +160,14 @@ export function isolationMessage(e: IsolationEvent): string {
 export function withIsolation(s: AgentWorldStatus, e: IsolationEvent, ctx: { generation?: number; now: Date }): AgentWorldStatus {
   const ok = e.decision.outcome === 'reported-sufficient';
   const reason = ok ? 'ReportedSufficient' : e.sharedAuthorized ? 'SharedNetworkAuthorized' : 'IsolationInsufficient';
-  const observation = { ...(s.isolation?.observation ?? {}), achievedLevel: e.observation.achievedLevel, enforcedControls: e.observation.enforcedControls, ...(e.notes.length ? { notes: e.notes } : {}) };
+  const observation = {
+    ...(s.isolation?.observation ?? {}),
+    achievedLevel: e.observation.achievedLevel,
+    enforcedControls: e.observation.enforcedControls,
+    target: e.observation.target,
+    complete: e.observation.complete,
+    ...(e.notes.length ? { notes: e.notes } : {}),
+  };
   return {
     ...s,
     isolation: { observation, decision: { outcome: e.decision.outcome, reasons: e.decision.reasons } },

@@ -6,6 +6,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { chownSync, mkdirSync, writeFileSync } from 'node:fs';
+import { machine } from 'node:os';
 import { join } from 'node:path';
 import { metricSum } from '../support/metrics-text.js';
 import { startStack, type Stack } from '../support/stack.js';
@@ -86,6 +87,10 @@ describe('the isolation gate on a real stack', () => {
     assert.equal(isolated?.reason, 'ReportedSufficient');
     assert.deepEqual(r.status.isolation.decision, { outcome: 'reported-sufficient', reasons: [] });
     assert.equal(r.status.isolation.observation.achievedLevel, 'os-sandboxed');
+    // The target is the kernel's word to the workload (its uname in the sandbox frame), not the request's.
+    assert.deepEqual(r.status.isolation.observation.kernel, { sysname: 'Linux', machine: machine() });
+    assert.deepEqual(r.status.isolation.observation.target, { os: 'linux', arch: machine() === 'x86_64' ? 'amd64' : 'arm64' });
+    assert.equal(r.status.isolation.observation.complete, true);
     const controls = r.status.isolation.observation.enforcedControls as string[];
     for (const c of ['network-denied', 'read-only-inputs', 'separate-outputs', 'no-credentials', 'no-devices', 'resource-limits', 'wall-time-limit', 'output-limit', 'process-tree-termination', 'minimal-environment']) {
       assert.ok(controls.includes(c), `${c} not enforced: ${controls.join(', ')}`);

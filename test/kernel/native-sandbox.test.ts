@@ -3,6 +3,7 @@
 // cgroup, its exit delivered to onExit; host root is never mapped; killing it kills the whole pid ns.
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
+import { machine } from 'node:os';
 import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, readdirSync, rmdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -37,6 +38,8 @@ test('runs as uid/gid 1000 with no capabilities and NoNewPrivs, and the observat
   assert.equal(r.observation.uid.effective, 1000);
   assert.equal(r.observation.capBnd, 0n);
   assert.deepEqual(r.observation.uidMap, WORLD_MAP);
+  // The kernel names the machine in the frame, as the workload's own uname(2) sees it.
+  assert.deepEqual(r.observation.kernel, { sysname: 'Linux', machine: machine() });
 });
 
 test('observationProblems is not vacuous: each deviation is reported', () => {
@@ -46,6 +49,7 @@ test('observationProblems is not vacuous: each deviation is reported', () => {
     groups: [], noNewPrivs: 1, seccomp: 0, capInh: 0n, capPrm: 0n, capEff: 0n, capBnd: 0n, capAmb: 0n,
     uidMap: WORLD_MAP, gidMap: WORLD_MAP, setgroups: 'allow',
     ns: { user: 'user:[1]', mnt: 'mnt:[2]', pid: 'pid:[3]', net: 'net:[4]', ipc: 'ipc:[5]', uts: 'uts:[6]', cgroup: 'cgroup:[7]' },
+    kernel: { sysname: 'Linux', machine: 'x86_64' },
     status: {},
     environ: SPAWN_ENV,
   };
