@@ -123,7 +123,7 @@ export const CollapseStatusSchema = z
         id: z.string().max(128).describe('Receipt id.'),
         sequence: z.int().min(0).describe('Position of the receipt in the node ledger.'),
         previous: z.string().max(128).optional().describe('Digest of the previous receipt (hash chain); absent for the first.'),
-        signature: z.string().max(1024).describe('Ed25519 signature over the receipt (base64).'),
+        signature: z.string().max(1024).describe('Ed25519 signature over the receipt id (128 hex characters).'),
         keyId: z.string().max(128).describe('Identity of the signing key.'),
       })
       .optional()
