@@ -52,8 +52,14 @@ async function reservedWorlds(s: Stack): Promise<number> {
 const shims = supervisors;
 
 /** Host processes of the test's worlds: each World's pid 1 (its script, or its sleep), found by its tag. */
+/**
+ * How many of the tagged Worlds have a workload process alive (counted per World, not per process: the
+ * shell forks for each `sleep`, and between fork and exec its child shows the shell's own command line, so
+ * counting processes saw one World twice now and then).
+ */
 function sleepsTagged(tags: string[]): number {
-  return hostProcesses().filter((p) => tags.some((t) => p.cmdline.some((a) => a.includes(`before-${t};`) || a === `60.${t}`))).length;
+  const procs = hostProcesses();
+  return tags.filter((t) => procs.some((p) => p.cmdline.some((a) => a.includes(`before-${t};`) || a === `60.${t}`))).length;
 }
 
 /** The cgroup paths of a process, one per hierarchy (/proc/<pid>/cgroup). */
