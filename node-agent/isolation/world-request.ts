@@ -64,11 +64,16 @@ export function kernelTarget(kernel: { sysname: string; machine: string }): Isol
   return kernel.sysname === 'Linux' && arch ? { os: 'linux', arch } : undefined;
 }
 
-/** The target a request asks for: the architecture the node-agent itself was built for (process.arch). */
-export function hostTarget(): { os: 'linux'; arch: 'amd64' | 'arm64' | 'ppc64le' | 's390x' | 'riscv64' } {
-  const map: Record<string, 'amd64' | 'arm64' | 'ppc64le' | 's390x' | 'riscv64'> = { x64: 'amd64', arm64: 'arm64', ppc64: 'ppc64le', s390x: 's390x', riscv64: 'riscv64' };
-  // An architecture outside the map is asked for as amd64: the kernel's own report (kernelTarget) then differs, and the decision refuses TARGET_MISMATCH.
-  return { os: 'linux', arch: map[process.arch] ?? 'amd64' };
+/** Node's process.arch names and the kubernetes.io/arch value each one is. */
+const PROCESS_ARCH: Readonly<Record<string, TargetArch>> = { x64: 'amd64', arm64: 'arm64', ppc64: 'ppc64le', s390x: 's390x', riscv64: 'riscv64' };
+
+/**
+ * The target a request asks for: the architecture the node-agent itself was built for (process.arch),
+ * amd64 for one outside the map. The decision never rests on this alone: the observation's target is the
+ * kernel's own report (kernelTarget), and they must agree.
+ */
+export function hostTarget(): IsolationRequest['target'] {
+  return { os: 'linux', arch: PROCESS_ARCH[process.arch] ?? 'amd64' };
 }
 
 export function agentRequestRecord(world: WorldIsolationView): IsolationRequest {
