@@ -24,6 +24,8 @@
         "src/sandbox_child.c",
         "src/sandbox_observe.c",
         "src/sandbox_spawn.c",
+        "src/sandbox_creds.c",
+        "src/sandbox_enter.c",
         "src/sandbox_wait.c",
         "src/netns.c"
       ],

@@ -18,13 +18,13 @@ import * as v from './validate.js';
 
 const HOSTNAME = /^[A-Za-z0-9]([A-Za-z0-9.-]{0,62})$/;
 
-function envEntry(name: string, value: unknown): string {
+export function envEntry(name: string, value: unknown): string {
   const s = v.string(name, value);
   if (s.indexOf('=') <= 0) throw v.valueError(name, `"${s}" is not KEY=VALUE`);
   return s;
 }
 
-function cgroupProcsPath(name: string, value: unknown): string {
+export function cgroupProcsPath(name: string, value: unknown): string {
   const s = v.absolutePath(name, value);
   if (!s.endsWith('/cgroup.procs')) throw v.valueError(name, `"${s}" is not a cgroup.procs file`);
   return s;

@@ -47,6 +47,22 @@ void wl_observe_write_error(int fd, const char *stage, int err);
 /* Writes the observation frame, envp (what execve will get) included; returns 0 or an errno. */
 int wl_observe_write_frame(int fd, char *const *envp);
 
+/* Shared child steps (sandbox_creds.c): each failure writes an error record on fail_fd and exits. */
+_Noreturn void wl_child_fail(int fail_fd, const char *stage, int err);
+void wl_reset_signals(void);
+/* No groups, the given ids, no capabilities in any set, locked securebits, no_new_privs, a fresh session
+ * keyring, parent-death SIGKILL (last: any credential change clears it). */
+void wl_drop_privileges(int fail_fd, uint32_t uid, uint32_t gid, int cap_last_cap);
+/* dup2 of source[0..2] onto 0..2 (sources on 0..2 moved out of the way first). */
+void wl_child_stdio(int fail_fd, const int source[3]);
+/* execve over the candidate paths; an error record "execve" and exit 127 when none runs. */
+_Noreturn void wl_child_exec(int fail_fd, char *const *exec_paths, char *const *argv, char *const *envp);
+
+/* Plan helpers (sandbox_plan.c): /proc/sys/kernel/cap_last_cap (-1 when unreadable), and the candidate
+ * exec paths of argv[0] under envp's PATH (false: out of memory). */
+int wl_cap_last_cap(void);
+bool wl_exec_paths(char *const *argv, char *const *envp, char ***out);
+
 /* Exit waiter (sandbox_wait.c): a dedicated thread waits on pidfd (owned, closed by the thread) and calls
  * on_exit on the JS thread. Returns false (JS error thrown) if it could not start. */
 bool wl_start_waiter(napi_env env, napi_value on_exit, int pidfd);

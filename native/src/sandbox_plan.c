@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
-static int read_cap_last_cap(void) {
+int wl_cap_last_cap(void) {
   static int cached = -1;
   if (cached >= 0) return cached;
   WL_AUTOCLOSE int fd = WL_RETRY(open("/proc/sys/kernel/cap_last_cap", O_RDONLY | O_CLOEXEC));
@@ -48,20 +48,21 @@ static bool get_optional_fd(napi_env env, napi_value o, const char *key, int *ou
 
 /* Candidate exec paths for argv[0]: itself if it has a '/', else each PATH entry (from the world's env,
  * defaulting like execvp) joined with it. */
-static bool build_exec_paths(wl_plan *p) {
-  const char *name = p->argv[0];
+bool wl_exec_paths(char *const *argv, char *const *envp, char ***out) {
+  const char *name = argv[0];
   if (strchr(name, '/') != NULL) {
-    p->exec_paths = calloc(2, sizeof(char *));
-    if (p->exec_paths == NULL || (p->exec_paths[0] = strdup(name)) == NULL) return false;
+    *out = calloc(2, sizeof(char *));
+    if (*out == NULL || ((*out)[0] = strdup(name)) == NULL) return false;
     return true;
   }
   const char *path = "/usr/local/bin:/usr/bin:/bin";
-  for (char **e = p->envp; *e != NULL; e++)
+  for (char *const *e = envp; *e != NULL; e++)
     if (strncmp(*e, "PATH=", 5) == 0) path = *e + 5;
   size_t parts = 1;
   for (const char *c = path; *c; c++) parts += *c == ':';
-  p->exec_paths = calloc(parts + 1, sizeof(char *));
-  if (p->exec_paths == NULL) return false;
+  char **paths = calloc(parts + 1, sizeof(char *));
+  *out = paths;
+  if (paths == NULL) return false;
   size_t i = 0;
   for (const char *start = path;; i++) {
     const char *end = strchrnul(start, ':');
@@ -73,7 +74,7 @@ static bool build_exec_paths(wl_plan *p) {
       snprintf(full, len, "%s", name);
     else
       snprintf(full, len, "%.*s/%s", (int)dlen, start, name);
-    p->exec_paths[i] = full;
+    paths[i] = full;
     if (*end == '\0') break;
     start = end + 1;
   }
@@ -103,9 +104,9 @@ bool wl_plan_build(napi_env env, napi_value o, wl_plan *p) {
   if (!wl_prop(env, o, "gidMap", &v, &present) || !wl_idmap_text(env, v, "gidMap", &p->gid_map)) return false;
   if (!get_optional_fd(env, o, "stdoutFd", &p->stdout_fd) || !get_optional_fd(env, o, "stderrFd", &p->stderr_fd))
     return false;
-  p->cap_last_cap = read_cap_last_cap();
+  p->cap_last_cap = wl_cap_last_cap();
   if (p->cap_last_cap < 0) return wl_throw_errno(env, EIO, "read", "/proc/sys/kernel/cap_last_cap"), false;
-  if (!build_exec_paths(p)) return wl_throw_errno(env, ENOMEM, "malloc", NULL), false;
+  if (!wl_exec_paths(p->argv, p->envp, &p->exec_paths)) return wl_throw_errno(env, ENOMEM, "malloc", NULL), false;
   return true;
 }
 
