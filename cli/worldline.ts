@@ -5,6 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { runReceiptsVerify, type Output } from './receipts-verify.js';
 import { runReceiptsVerifyStatus } from './receipts-verify-status.js';
 import { runWorldView } from './world-view.js';
+import { runWorldExec } from './world-exec.js';
 
 export const USAGE = `usage: worldline <command> [options]
 
@@ -13,6 +14,8 @@ Commands:
                   print what a World's agent wrote, through the Kubernetes API (-f: follow the run)
   diff WORLD [-n NS] [--stat | --name-only]
                   print a World's captured change against its base, through the Kubernetes API
+  exec WORLD [-n NS] [-i] [-t] -- COMMAND [ARG...]
+                  run a command inside a running World, through the Kubernetes API (recorded on the World)
   receipts verify --ledger FILE --public-key KEY
                   verify a signed receipt ledger: hash chain and every Ed25519 signature
   receipts verify-status --collapse FILE --public-key KEY [--ledger FILE]
@@ -37,6 +40,7 @@ export function main(args: readonly string[], io: Output & { write?: (chunk: Buf
     const write = io.write ?? ((chunk: Buffer) => Promise.resolve(io.out(chunk.toString('utf8'))));
     return runWorldView(first, [second, ...rest].filter((a): a is string => a !== undefined), { ...io, write });
   }
+  if (first === 'exec') return runWorldExec([second, ...rest].filter((a): a is string => a !== undefined), { stdin: process.stdin, stdout: process.stdout, stderr: process.stderr });
   if (first === 'receipts') {
     if (second === 'verify') return runReceiptsVerify(rest, io);
     if (second === 'verify-status') return runReceiptsVerifyStatus(rest, io);

@@ -165,6 +165,22 @@ export const CheckResultSchema = z
   })
   .describe('Summary of one required check.');
 
+/** How many execs a World's status lists (status.execs.recent): the most recent ones. */
+export const EXECS_SHOWN = 20;
+
+export const ExecRecordSchema = z
+  .object({
+    id: z.string().max(64).describe('Id of this exec, unique within the World (its Events name it too).'),
+    user: z.string().max(512).describe('Who started it: the username the Kubernetes API server authenticated.'),
+    command: listType(z.array(z.string().max(1024).describe('One argument.')).max(64), 'atomic').describe('The command and its arguments (each cut to 1 KiB, at most 64 shown).'),
+    tty: z.boolean().describe('Whether it ran on a terminal (-t).'),
+    startedAt: timestamp('When it started running in the World.'),
+    finishedAt: timestamp('When it ended (absent while it runs).').optional(),
+    exitCode: z.int().optional().describe('Its exit status, when it exited.'),
+    signal: z.string().max(16).optional().describe('The signal that ended it, when one did (e.g. SIGKILL when its client went away).'),
+  })
+  .describe('One process started in the World through `kubectl worldline exec`; what it changed is part of the candidate.');
+
 export const WorldStatusSchema = z
   .object({
     phase: z
@@ -217,6 +233,13 @@ export const WorldStatusSchema = z
     )
       .optional()
       .describe('Connection attempts the proxy refused (most recent 64).'),
+    execs: z
+      .object({
+        count: z.int().min(0).describe('How many execs were started in this World.'),
+        recent: listType(z.array(ExecRecordSchema).max(EXECS_SHOWN), 'atomic').describe(`The most recent execs, oldest first, at most ${EXECS_SHOWN}.`),
+      })
+      .optional()
+      .describe('Processes people started in the World while it ran (`kubectl worldline exec`), written by the node-agent.'),
     checksSummary: z.string().max(16).optional().describe('Passed/required checks, e.g. 2/3, for the CHECKS printer column.'),
     checkResults: listType(z.array(CheckResultSchema).max(32), 'map', ['name']).optional().describe('Per-check verdicts, keyed by check name.'),
     reason: outcomeCode('UPPER_SNAKE outcome of the current phase (e.g. a refusal code).').optional(),
@@ -238,6 +261,7 @@ export type WorldIsolation = z.infer<typeof WorldIsolationSchema>;
 export type BaseEntry = z.infer<typeof BaseEntrySchema>;
 export type Candidate = z.infer<typeof CandidateSchema>;
 export type CheckResult = z.infer<typeof CheckResultSchema>;
+export type ExecRecord = z.infer<typeof ExecRecordSchema>;
 export type WorldSpec = z.infer<typeof WorldSpecSchema>;
 export type WorldSpecInput = z.input<typeof WorldSpecSchema>;
 export type WorldStatus = z.infer<typeof WorldStatusSchema>;

@@ -3,6 +3,7 @@
 // per configuration.
 import http from 'node:http';
 import https from 'node:https';
+import type { Duplex } from 'node:stream';
 import type { KubeAccess } from './kube-access.js';
 import { ApiError } from './api-error.js';
 
@@ -57,7 +58,46 @@ export class KubeHttpClient {
     return res;
   }
 
+  /**
+   * Sends an upgrade request for `protocol` (a POST unless req.method says otherwise) on a connection of
+   * its own; resolves with the switched connection, or rejects with the ApiError of the answer.
+   */
+  async upgrade(req: KubeRequest, protocol: string): Promise<{ socket: Duplex; head: Buffer }> {
+    const { requestOpts, payload, isHttps, tls } = await this.requestOptions({ method: 'POST', ...req });
+    // Not from the keep-alive pool: the switched connection is this exec's alone.
+    const opts: https.RequestOptions = { ...requestOpts, ...tls, agent: false, headers: { ...requestOpts.headers, Connection: 'Upgrade', Upgrade: protocol } };
+    return new Promise((resolve, reject) => {
+      const r = (isHttps ? https : http).request(opts);
+      r.setTimeout(req.timeoutMs ?? DEFAULT_TIMEOUT_MS, () => r.destroy(new Error(`${opts.method} ${req.path}: no answer for ${req.timeoutMs ?? DEFAULT_TIMEOUT_MS}ms`)));
+      r.on('upgrade', (_res, socket, head) => {
+        r.setTimeout(0);
+        socket.setTimeout(0);
+        resolve({ socket, head });
+      });
+      r.on('response', (res) => {
+        readAll(res, req.signal).then(
+          (text) => reject(ApiError.fromStatus(res.statusCode ?? 0, parseJson(text), `${opts.method} ${req.path}: HTTP ${res.statusCode ?? 0} ${text.slice(0, 200)}`)),
+          reject,
+        );
+      });
+      r.on('error', reject);
+      r.end(payload);
+    });
+  }
+
   private async send(req: KubeRequest): Promise<http.IncomingMessage> {
+    const { requestOpts, payload, isHttps } = await this.requestOptions(req);
+    return new Promise((resolve, reject) => {
+      const r = (isHttps ? https : http).request(requestOpts, resolve);
+      r.setTimeout(req.timeoutMs ?? DEFAULT_TIMEOUT_MS, () => {
+        r.destroy(new Error(`${requestOpts.method} ${req.path}: no data for ${req.timeoutMs ?? DEFAULT_TIMEOUT_MS}ms`));
+      });
+      r.on('error', reject);
+      r.end(payload);
+    });
+  }
+
+  private async requestOptions(req: KubeRequest): Promise<{ requestOpts: https.RequestOptions; payload: Buffer | undefined; isHttps: boolean; tls: https.RequestOptions }> {
     req.signal?.throwIfAborted();
     const url = new URL(this.server);
     const basePath = url.pathname.replace(/\/+$/, '');
@@ -85,14 +125,8 @@ export class KubeHttpClient {
       agent: this.agentFor(isHttps, opts),
       signal: req.signal,
     };
-    return new Promise((resolve, reject) => {
-      const r = (isHttps ? https : http).request(requestOpts, resolve);
-      r.setTimeout(req.timeoutMs ?? DEFAULT_TIMEOUT_MS, () => {
-        r.destroy(new Error(`${requestOpts.method} ${req.path}: no data for ${req.timeoutMs ?? DEFAULT_TIMEOUT_MS}ms`));
-      });
-      r.on('error', reject);
-      r.end(payload);
-    });
+    const tls: https.RequestOptions = { ca: opts.ca, cert: opts.cert, key: opts.key, rejectUnauthorized: opts.rejectUnauthorized, servername: opts.servername };
+    return { requestOpts, payload, isHttps, tls };
   }
 
   /** Reuses one keep-alive agent until the TLS material changes (e.g. rotated client certificate). */

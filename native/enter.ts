@@ -40,6 +40,7 @@ export interface EnterHandle {
 export interface NativeEnterBinding {
   enterSandbox(opts: EnterOptions, onExit: (r: SandboxExit) => void): EnterHandle;
   setWindowSize(fd: number, rows: number, cols: number): void;
+  pidfdKill(pidfd: number): void;
 }
 
 const enterBinding = binding as unknown as NativeEnterBinding;
@@ -95,4 +96,9 @@ export function enterOutcome(errorsFd: number): Promise<void> {
 /** Sets a pseudo-terminal's window size (the command sees SIGWINCH). */
 export function setWindowSize(fd: number, rows: number, cols: number): void {
   enterBinding.setWindowSize(v.fd('fd', fd), v.integer('rows', rows, 0, 0xffff), v.integer('cols', cols, 0, 0xffff));
+}
+
+/** SIGKILL through a pidfd (never a recycled pid); a process already gone is not an error. */
+export function pidfdKill(pidfd: number): void {
+  enterBinding.pidfdKill(v.fd('pidfd', pidfd));
 }

@@ -7,7 +7,7 @@ export { mount, umount2, bindMount, mountOverlay, mountTmpfs, createUserNamespac
 export { spawnSandbox, spawnSupervisedSandbox, shimPath, pidfdOpen, watchPidfd, validateSandboxOptions, SandboxChannel } from './sandbox.js';
 export { parseObservation, parseRecord, recordLength, observationProblems, SandboxSetupError, type ObservationRecord } from './observation.js';
 export { nsIds } from './ns.js';
-export { enterSandbox, enterOutcome, setWindowSize, type EnterHandle, type EnterOptions } from './enter.js';
+export { enterSandbox, enterOutcome, setWindowSize, pidfdKill, type EnterHandle, type EnterOptions } from './enter.js';
 export { listenInNetns, socketNetnsId, type NetnsTarget } from './netns.js';
 export { NS_NAMES } from './types.js';
 export type {

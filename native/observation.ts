@@ -6,7 +6,9 @@
 import { constants as osConstants } from 'node:os';
 import { NS_NAMES, type IdMap, type IdQuad, type NsName, type ObservationExpectation, type SandboxObservation } from './types.js';
 
-const errnoNames = new Map<number, string>(Object.entries(osConstants.errno).map(([k, n]) => [n, k]));
+// Aliases share a number (EAGAIN/EWOULDBLOCK, ENOTSUP/EOPNOTSUPP): the first, usual name is kept.
+const errnoNames = new Map<number, string>();
+for (const [k, n] of Object.entries(osConstants.errno)) if (!errnoNames.has(n)) errnoNames.set(n, k);
 
 /** A setup step of the sandbox child failed (error record), or the frame was malformed. */
 export class SandboxSetupError extends Error {
@@ -59,7 +61,7 @@ export function parseRecord(buf: Buffer): ObservationRecord {
   if (len === null) malformed('truncated');
   const text = buf.subarray(0, len);
   if (text.subarray(0, 7).toString('latin1') === 'WLERR1 ') {
-    const m = /^WLERR1 ([a-z_]+) ([0-9]+)\n$/.exec(text.toString('latin1'));
+    const m = /^WLERR1 ([a-z][a-z0-9_]*) ([0-9]+)\n$/.exec(text.toString('latin1'));
     if (m === null) malformed('bad error record');
     const errno = Number(m[2]);
     return { kind: 'error', stage: m[1]!, errno: -errno, errnoCode: errnoNames.get(errno) ?? `E${errno}` };

@@ -48,6 +48,7 @@ import { formatHostPort } from '../kube/host-port.js';
 import { readTlsDir } from '../kube/tls-dir.js';
 import { VIEW_ADDRESS_ANNOTATION } from '../crds/labels.js';
 import { startViewServer } from './view/view-server.js';
+import { EXEC_FIELD_MANAGER, WorldExecs } from './view/world-exec.js';
 
 /** Opens (and locks) the store, settles what a crash interrupted, removes leftovers of unrecorded worlds. */
 async function openNodeStore(cfg: AgentConfig, logger: Logger): Promise<{ store: Store; cgroups: CgroupLayout }> {
@@ -203,7 +204,7 @@ async function main(): Promise<void> {
   const server = await startHttpServer({ host: cfg.metricsHost, port: cfg.metricsPort, registry, ready: () => ready, logger });
   logger.info('serving health and metrics', { host: cfg.metricsHost, port: server.port });
   // The view server (a World's log and diff, for the controller alone), advertised on the heartbeat Lease.
-  const view = cfg.view ? await startViewServer({ host: cfg.view.host, port: cfg.view.port, tls: readTlsDir(cfg.view.linkTlsDir, '--link-tls-dir'), worlds, store, logger }) : undefined;
+  const view = cfg.view ? await startViewServer({ host: cfg.view.host, port: cfg.view.port, tls: readTlsDir(cfg.view.linkTlsDir, '--link-tls-dir'), worlds, store, execs: new WorldExecs({ store, status: new StatusWriter(kc, EXEC_FIELD_MANAGER, logger), events, now: () => clock.now(), logger }), logger }) : undefined;
   const viewAddress = cfg.view && view ? formatHostPort({ host: cfg.view.advertiseHost, port: cfg.view.advertisePort ?? view.port }) : undefined;
   const heartbeat = new Heartbeat({ kubeConfig: kc, namespace: cfg.namespace, nodeName: cfg.nodeName, identity: `${cfg.nodeName}-${process.pid}`, clock, logger, ...(viewAddress ? { annotations: () => ({ [VIEW_ADDRESS_ANNOTATION]: viewAddress }) } : {}) });
 

@@ -4,6 +4,7 @@
 // streamed back as it comes (a followed log has no end until its run does).
 import type { IncomingMessage } from 'node:http';
 import https from 'node:https';
+import type { Duplex } from 'node:stream';
 import type { PeerCertificate } from 'node:tls';
 import { isNotFound } from '../../kube/api-error.js';
 import { objectPath } from '../../kube/api-paths.js';
@@ -41,23 +42,47 @@ export async function nodeViewAddress(http: KubeHttpClient, namespace: string, n
   return { host: hp.host, port };
 }
 
+/** TLS options of a request to a node-agent: the controller's link certificate, the agent known by its certificate's name. */
+function linkOptions(tls: TlsMaterial): https.RequestOptions {
+  return {
+    ca: tls.ca,
+    cert: tls.cert,
+    key: tls.key,
+    minVersion: 'TLSv1.3',
+    // The agent is known by its certificate's name under the link CA, not by an address that changes with its pod.
+    checkServerIdentity: (_host: string, cert: PeerCertificate) =>
+      commonName(cert) === LINK_SERVER_NAME ? undefined : new Error(`the node-agent's certificate names "${commonName(cert) ?? ''}", not ${LINK_SERVER_NAME}`),
+  };
+}
+
+/** What a node-agent answered an upgrade request: the switched connection, or its refusal. */
+export type UpgradeAnswer = { socket: Duplex; head: Buffer } | { refused: IncomingMessage };
+
+/** POSTs an upgrade request for `protocol` to a node-agent's view server, with `headers`. */
+export function upgradeNodeAgent(tls: TlsMaterial, address: HostPort, path: string, protocol: string, headers: Record<string, string>): Promise<UpgradeAnswer> {
+  return new Promise((resolve, reject) => {
+    const req = https.request({ ...linkOptions(tls), host: address.host, port: address.port, path, method: 'POST', headers: { ...headers, Connection: 'Upgrade', Upgrade: protocol } });
+    const head = setTimeout(() => req.destroy(new Error('the node-agent did not answer within 30 s')), 30_000);
+    req.on('upgrade', (_res, socket, rest) => {
+      clearTimeout(head);
+      resolve({ socket, head: rest });
+    });
+    req.on('response', (res) => {
+      clearTimeout(head);
+      resolve({ refused: res });
+    });
+    req.on('error', (err) => {
+      clearTimeout(head);
+      reject(err);
+    });
+    req.end();
+  });
+}
+
 /** GETs `path` from a node-agent's view server; resolves with the response head (the body streams). */
 export function askNodeAgent(tls: TlsMaterial, address: HostPort, path: string, o: { signal: AbortSignal; streaming: boolean }): Promise<IncomingMessage> {
   return new Promise((resolve, reject) => {
-    const req = https.request({
-      host: address.host,
-      port: address.port,
-      path,
-      method: 'GET',
-      ca: tls.ca,
-      cert: tls.cert,
-      key: tls.key,
-      minVersion: 'TLSv1.3',
-      signal: o.signal,
-      // The agent is known by its certificate's name under the link CA, not by an address that changes with its pod.
-      checkServerIdentity: (_host: string, cert: PeerCertificate) =>
-        commonName(cert) === LINK_SERVER_NAME ? undefined : new Error(`the node-agent's certificate names "${commonName(cert) ?? ''}", not ${LINK_SERVER_NAME}`),
-    });
+    const req = https.request({ ...linkOptions(tls), host: address.host, port: address.port, path, method: 'GET', signal: o.signal });
     // A followed log may be quiet for as long as its run is: only the answer's head has a deadline.
     const head = setTimeout(() => req.destroy(new Error('the node-agent did not answer within 30 s')), 30_000);
     req.on('response', (res) => {

@@ -4,8 +4,11 @@
 //   GET /apis/view.worldline.dev/v1alpha1/namespaces/NS/worlds/NAME/diff[?format=patch|stat|name-only]
 // Every request is authenticated by the API server (front proxy, front-proxy.ts) and authorized here by
 // two access reviews: the subresource itself (get worlds/log or worlds/diff in view.worldline.dev) and
-// get on the World in worldline.dev — a user who may not read a World reads nothing of it. The bytes
+// get on the World in worldline.dev — a user who may not read a World reads nothing of it. The exec
+// subresource is an upgrade, served by exec-proxy.ts. The bytes
 // stay on the node; this server asks the node-agent for them (node-link.ts) and streams them through.
+import type { IncomingMessage } from 'node:http';
+import type { Duplex } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { TLSSocket } from 'node:tls';
 import { listenOn } from '../../kube/http-server.js';
@@ -21,6 +24,7 @@ import { objectPath } from '../../kube/api-paths.js';
 import { reviewAccess } from './access-review.js';
 import { authenticateFrontProxy, type RequestHeaderRules } from './front-proxy.js';
 import { askNodeAgent, LinkUnavailable, nodeViewAddress } from './node-link.js';
+import { execUpgradeHandler } from './exec-proxy.js';
 
 const GROUP_VERSION = `${VIEW_GROUP}/${VIEW_VERSION}`;
 const SUBRESOURCES = ['log', 'diff'] as const;
@@ -58,7 +62,11 @@ const resourceList = {
   kind: 'APIResourceList',
   apiVersion: 'v1',
   groupVersion: GROUP_VERSION,
-  resources: SUBRESOURCES.map((s) => ({ name: `worlds/${s}`, singularName: '', namespaced: true, kind: s === 'log' ? 'WorldLog' : 'WorldDiff', verbs: ['get'] })),
+  resources: [
+    ...SUBRESOURCES.map((s) => ({ name: `worlds/${s}`, singularName: '', namespaced: true, kind: s === 'log' ? 'WorldLog' : 'WorldDiff', verbs: ['get'] })),
+    // An upgrade (exec-proxy.ts): POST with Connection: Upgrade, authorized as create on worlds/exec.
+    { name: 'worlds/exec', singularName: '', namespaced: true, kind: 'WorldExec', verbs: ['create'] },
+  ],
 };
 
 export async function startViewApi(o: ViewApiOptions): Promise<{ port: number; close(): Promise<void> }> {
@@ -146,6 +154,10 @@ export async function startViewApi(o: ViewApiOptions): Promise<{ port: number; c
       }
     },
   );
+
+  // exec arrives as an upgrade, which Node hands to this event rather than to the router.
+  const onExec = execUpgradeHandler({ rules: o.rules, link: o.link, http: o.http, namespace: o.namespace, now: o.now, logger: o.logger });
+  app.server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => void onExec(req, socket, head));
 
   const port = await listenOn(app, o.host, o.port);
   log.info('view API listening', { host: o.host, port, group: GROUP_VERSION });

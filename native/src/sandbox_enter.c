@@ -250,7 +250,16 @@ static napi_value js_set_window_size(napi_env env, napi_callback_info info) {
   return wl_undefined(env);
 }
 
+/* pidfdKill(pidfd): SIGKILL through a pidfd (never a recycled pid); a process already gone is not an error. */
+static napi_value js_pidfd_kill(napi_env env, napi_callback_info info) {
+  napi_value argv[1];
+  int32_t fd;
+  if (!wl_args(env, info, 1, argv) || !wl_int32(env, argv[0], "pidfd", &fd)) return NULL;
+  if (syscall(SYS_pidfd_send_signal, fd, SIGKILL, NULL, 0) < 0 && errno != ESRCH) return wl_throw_errno(env, errno, "pidfd_send_signal", NULL);
+  return wl_undefined(env);
+}
+
 bool wl_register_enter(napi_env env, napi_value exports) {
-  static const wl_fn fns[] = {{"enterSandbox", js_enter_sandbox}, {"setWindowSize", js_set_window_size}};
-  return wl_export_fns(env, exports, fns, 2);
+  static const wl_fn fns[] = {{"enterSandbox", js_enter_sandbox}, {"setWindowSize", js_set_window_size}, {"pidfdKill", js_pidfd_kill}};
+  return wl_export_fns(env, exports, fns, 3);
 }

@@ -59,6 +59,12 @@ export interface WorldSupervisor {
    * namespace id ("net:[…]") and its pid 1 (pid and /proc/<pid>/stat field 22) to reach it through.
    */
   network?: { allow: string[]; netns: string; pid: number; startTime: string };
+  /**
+   * The World's pid 1 and what `kubectl worldline exec` starts beside it as (view/world-exec.ts): its
+   * identity inside the World, working directory, environment and the World's cgroup.procs files. Absent
+   * in records of agents before it: such a World cannot be entered.
+   */
+  workload?: { pid: number; startTime: string; uid: number; gid: number; cwd: string; env: string[]; cgroupProcs: string[] };
 }
 
 /** Records the world's supervisor (kept by putWorldRecord, which never touches it). */

@@ -4,8 +4,12 @@
 // same CA, names the node-agent and is refused). Users never reach this port: they ask the API server,
 // which authenticates them, and the controller's aggregated API authorizes each request before it asks
 // here (docs/architecture.md, "Reading a World").
+import type { IncomingMessage } from 'node:http';
 import type { TLSSocket } from 'node:tls';
-import { Readable } from 'node:stream';
+import { Readable, type Duplex } from 'node:stream';
+import { EXEC_PROTOCOL } from '../../core/exec/exec-frames.js';
+import { acceptUpgrade, asksUpgradeTo, refuseUpgrade } from '../../kube/http-upgrade.js';
+import { ExecRefused, type WorldExecs } from './world-exec.js';
 import { listenOn } from '../../kube/http-server.js';
 import Fastify, { type FastifyReply } from 'fastify';
 import { Refusal } from '../../core/errors.js';
@@ -25,6 +29,8 @@ export interface ViewServerOptions {
   tls: TlsMaterial;
   worlds: Informer<World>;
   store: Pick<Store, 'layout' | 'db'>;
+  /** Runs `kubectl worldline exec` sessions. */
+  execs: WorldExecs;
   logger: Logger;
 }
 
@@ -99,6 +105,43 @@ export async function startViewServer(o: ViewServerOptions): Promise<{ port: num
     reply.raw.on('close', () => abort.abort());
     return reply.code(200).type('text/plain; charset=utf-8').send(Readable.from(readWorldLog(path, { follow, running, signal: abort.signal })));
   });
+
+  // exec arrives as an upgrade request, which Node hands to this event, not to the router:
+  //   POST /v1/namespaces/NS/worlds/NAME/exec?uid=…&command=…&command=…&tty=…&stdin=…
+  //   Connection: Upgrade, Upgrade: worldline-exec.v1, X-Worldline-User: the authenticated user
+  const EXEC_PATH = /^\/v1\/namespaces\/([^/]+)\/worlds\/([^/]+)\/exec$/;
+  const onUpgrade = async (req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> => {
+    socket.on('error', () => undefined);
+    const tls = socket as TLSSocket;
+    const client = commonName(tls.getPeerCertificate());
+    if (!tls.authorized || client !== LINK_CLIENT_NAME) {
+      log.warn('refused an exec client', { client: client ?? '(none)', authorized: tls.authorized });
+      return refuseUpgrade(socket, 403, { reason: 'LINK_CLIENT_REFUSED', message: `only ${LINK_CLIENT_NAME} may start execs on this node` });
+    }
+    if (!o.worlds.hasSynced()) return refuseUpgrade(socket, 503, { reason: 'NODE_AGENT_STARTING', message: 'the node-agent has not read its Worlds yet; try again' });
+    const url = new URL(req.url ?? '/', 'https://node-agent');
+    const m = EXEC_PATH.exec(url.pathname);
+    if (!m || req.method !== 'POST') return refuseUpgrade(socket, 404, { reason: 'UPGRADE_NOT_SERVED', message: `no upgrade is served at ${req.method ?? ''} ${url.pathname}` });
+    if (!asksUpgradeTo(req.headers, EXEC_PROTOCOL)) return refuseUpgrade(socket, 400, { reason: 'PROTOCOL_INVALID', message: `exec needs Upgrade: ${EXEC_PROTOCOL}` });
+    const [ns, name] = [decodeURIComponent(m[1]!), decodeURIComponent(m[2]!)];
+    const w = worldOf(ns, name, url.searchParams.get('uid') ?? undefined);
+    if (!w) return refuseUpgrade(socket, 404, { reason: 'WORLD_NOT_ON_NODE', message: `World ${ns}/${name} is not bound to this node` });
+    const argv = url.searchParams.getAll('command');
+    const user = req.headers['x-worldline-user'];
+    if (argv.length === 0 || argv[0] === '') return refuseUpgrade(socket, 400, { reason: 'COMMAND_INVALID', message: 'name a command to run' });
+    if (typeof user !== 'string' || user === '') return refuseUpgrade(socket, 400, { reason: 'USER_MISSING', message: 'an exec names the user it runs for' });
+    try {
+      const session = await o.execs.open(w, { argv, tty: url.searchParams.get('tty') === 'true', stdin: url.searchParams.get('stdin') === 'true', user });
+      acceptUpgrade(socket, EXEC_PROTOCOL);
+      if (head.length > 0) socket.unshift(head);
+      session.attach(socket);
+    } catch (err) {
+      if (err instanceof ExecRefused) return refuseUpgrade(socket, err.httpStatus, { reason: err.code, message: err.message });
+      log.error('exec failed', { world: `${ns}/${name}`, error: (err as Error).message });
+      return refuseUpgrade(socket, 500, { reason: 'EXEC_FAILED', message: (err as Error).message });
+    }
+  };
+  app.server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => void onUpgrade(req, socket, head));
 
   const port = await listenOn(app, o.host, o.port);
   log.info('view server listening', { host: o.host, port });

@@ -314,6 +314,13 @@ void test('worldline-view can get and list Worlds but not create one; worldline-
   assert.notEqual(deleteDenied.code, 0);
   assert.match(deleteDenied.stderr, /cannot delete resource "worlds"/);
 
+  // exec into a World (kubectl worldline exec): edit may, view may not.
+  // A SubjectAccessReview, as the API server makes for the aggregated API (no view API is served here).
+  const canExec = async (user: string) =>
+    kubectl(['create', '-o', 'jsonpath={.status.allowed}', '-f', '-'], JSON.stringify({ apiVersion: 'authorization.k8s.io/v1', kind: 'SubjectAccessReview', spec: { user, resourceAttributes: { group: 'view.worldline.dev', resource: 'worlds', subresource: 'exec', verb: 'create', namespace: TEAM, name: 'world-b' } } }));
+  assert.equal(await canExec('alice'), 'false');
+  assert.equal(await canExec('bob'), 'true');
+
   await kubectl(['--as=bob', '-n', TEAM, 'create', '-f', '-'], world('by-bob'));
   const created = await kubectl(['-n', TEAM, 'get', 'world', 'by-bob', '-o', 'jsonpath={.metadata.name}']);
   assert.equal(created, 'by-bob');

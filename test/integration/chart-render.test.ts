@@ -213,7 +213,8 @@ void test('RBAC: no wildcards; separate controller and node-agent roles; the nod
   const edit = findObject(objects, 'ClusterRole', 'worldline-edit');
   assert.equal(edit.metadata.labels?.['rbac.authorization.k8s.io/aggregate-to-edit'], 'true');
   assert.equal(edit.metadata.labels?.['rbac.authorization.k8s.io/aggregate-to-admin'], 'true');
-  assert.deepEqual(rules(edit).flatMap((r) => r.resources).sort(), ['checks', 'collapses', 'worlds', 'worlds/diff', 'worlds/log']);
+  assert.deepEqual(rules(edit).flatMap((r) => r.resources).sort(), ['checks', 'collapses', 'worlds', 'worlds/diff', 'worlds/exec', 'worlds/log']);
+  assert.deepEqual(rules(edit).find((r) => r.resources.includes('worlds/exec'))?.verbs, ['create'], 'edit may exec into a World (like pods/exec)');
   const view = findObject(objects, 'ClusterRole', 'worldline-view');
   assert.equal(view.metadata.labels?.['rbac.authorization.k8s.io/aggregate-to-view'], 'true');
   for (const r of rules(view)) assert.deepEqual(r.verbs, r.apiGroups.includes('view.worldline.dev') ? ['get'] : ['get', 'list', 'watch']);

@@ -6,7 +6,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
 import https from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -14,7 +14,7 @@ import { startStack, type Stack } from '../support/stack.js';
 import { createTestHostAddress, type TestHostAddress } from '../support/test-host-address.js';
 import { viewEndpointsYaml, waitViewAvailable } from '../support/view-endpoints.js';
 import { makeViewPki, signClientCert, type ViewPki } from '../support/view-pki.js';
-import { applyRoot, ownedDir, ownedFile, runWorld, shWorld, worldManifest } from '../support/worlds.js';
+import { applyRoot, hostProcesses, ownedDir, ownedFile, runWorld, shWorld, worldManifest } from '../support/worlds.js';
 
 const NS = 'worldline-system';
 const SERVICE = 'worldline-view';
@@ -68,6 +68,55 @@ roleRef: { apiGroup: rbac.authorization.k8s.io, kind: Role, name: diff-only }
 subjects: [{ apiGroup: rbac.authorization.k8s.io, kind: User, name: bob }]
 `;
 
+/**
+ * RBAC for exec, with ServiceAccounts (their tokens drive the CLI, which has no impersonation): dana may
+ * read Worlds and exec into them; erin may read them and their log but not exec; frank has the exec
+ * subresource but may not read the World.
+ */
+const EXEC_RBAC = `apiVersion: v1
+kind: ServiceAccount
+metadata: { name: dana, namespace: default }
+---
+apiVersion: v1
+kind: ServiceAccount
+metadata: { name: erin, namespace: default }
+---
+apiVersion: v1
+kind: ServiceAccount
+metadata: { name: frank, namespace: default }
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: { name: world-exec, namespace: default }
+rules:
+- { apiGroups: [worldline.dev], resources: [worlds], verbs: [get] }
+- { apiGroups: [view.worldline.dev], resources: [worlds/exec], verbs: [create] }
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: { name: dana-execs, namespace: default }
+roleRef: { apiGroup: rbac.authorization.k8s.io, kind: Role, name: world-exec }
+subjects: [{ kind: ServiceAccount, name: dana, namespace: default }]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: { name: erin-reads, namespace: default }
+roleRef: { apiGroup: rbac.authorization.k8s.io, kind: Role, name: world-reader }
+subjects: [{ kind: ServiceAccount, name: erin, namespace: default }]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: { name: exec-only, namespace: default }
+rules:
+- { apiGroups: [view.worldline.dev], resources: [worlds/exec], verbs: [create] }
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: { name: frank-execs, namespace: default }
+roleRef: { apiGroup: rbac.authorization.k8s.io, kind: Role, name: exec-only }
+subjects: [{ kind: ServiceAccount, name: frank, namespace: default }]
+`;
+
 /** A plain HTTPS GET with the given client material (or none); resolves with the status and body, or the TLS error. */
 function rawGet(url: string, tls: { ca: Buffer; cert?: Buffer; key?: Buffer; servername?: string }): Promise<{ status: number; body: string } | { error: string }> {
   return new Promise((resolve) => {
@@ -79,6 +128,43 @@ function rawGet(url: string, tls: { ca: Buffer; cert?: Buffer; key?: Buffer; ser
     req.on('error', (e) => resolve({ error: e.message }));
   });
 }
+
+/** An upgrade request straight to a server (no API server between); resolves with its refusal, or that it switched. */
+function rawUpgrade(url: string, tls: { ca: Buffer; cert?: Buffer; key?: Buffer }, headers: Record<string, string>, method = 'POST'): Promise<{ status: number; body: string } | { switched: true } | { error: string }> {
+  return new Promise((resolve) => {
+    const req = https.request(url, { ...tls, method, headers, checkServerIdentity: () => undefined });
+    req.on('upgrade', (_res, socket) => {
+      socket.destroy();
+      resolve({ switched: true });
+    });
+    req.on('response', (res) => {
+      const parts: Buffer[] = [];
+      res.on('data', (b: Buffer) => parts.push(b));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(parts).toString('utf8') }));
+    });
+    req.on('error', (e) => resolve({ error: e.message }));
+    req.end();
+  });
+}
+
+/** Refuses, on World wq only, every status write that raises status.execs.count: the node-agent cannot record an exec there. */
+const NO_EXEC_RECORDS = `apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: { name: no-exec-records-on-wq }
+spec:
+  failurePolicy: Fail
+  matchConstraints:
+    resourceRules:
+    - { apiGroups: [worldline.dev], apiVersions: [v1alpha1], operations: [UPDATE], resources: [worlds/status] }
+  validations:
+  - expression: "object.metadata.name != 'wq' || !has(object.status.execs) || (has(oldObject.status) && has(oldObject.status.execs) && object.status.execs.count == oldObject.status.execs.count)"
+    message: no new exec may be recorded on wq
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata: { name: no-exec-records-on-wq }
+spec: { policyName: no-exec-records-on-wq, validationActions: [Deny] }
+`;
 
 describe('a World read through the Kubernetes API, authorized per user', () => {
   let s: Stack;
@@ -278,16 +364,209 @@ spec: { roots: [root-${node}], agent: { command: [/bin/true] } }
     await s.cp.kubectl(['delete', 'world', 'w3', '--wait=false']);
   });
 
+  /** Runs the CLI (dist/cli/worldline.js) with a kubeconfig (the admin's by default), feeding `input` on its stdin. */
+  const cli = (args: string[], o: { kubeconfig?: string; input?: string } = {}) =>
+    new Promise<{ code: number | null; out: string; err: string }>((resolve) => {
+      // --kubeconfig right after the command: an exec's command follows --.
+      const p = spawn(process.execPath, [join('dist', 'cli', 'worldline.js'), args[0]!, '--kubeconfig', o.kubeconfig ?? s.cp.kubeconfigPath, ...args.slice(1)], { stdio: ['pipe', 'pipe', 'pipe'] });
+      let out = '';
+      let err = '';
+      p.stdout.on('data', (b: Buffer) => (out += b.toString()));
+      p.stderr.on('data', (b: Buffer) => (err += b.toString()));
+      p.on('close', (code) => resolve({ code, out, err }));
+      p.stdin.end(o.input ?? '');
+    });
+
+  /** A kubeconfig that authenticates as ServiceAccount `sa` of default (a bound token). */
+  const saKubeconfig = async (sa: string): Promise<string> => {
+    const token = await s.cp.kubectl(['-n', 'default', 'create', 'token', sa]);
+    assert.equal(token.code, 0, token.stderr);
+    const path = join(pkiDir, `${sa}.kubeconfig`);
+    writeFileSync(path, `apiVersion: v1
+kind: Config
+clusters: [{ name: c, cluster: { server: "${s.cp.server}", certificate-authority: "${s.cp.tls.caFile}" } }]
+users: [{ name: ${sa}, user: { token: "${token.stdout.trim()}" } }]
+contexts: [{ name: c, context: { cluster: c, user: ${sa}, namespace: default } }]
+current-context: c
+`);
+    return path;
+  };
+
+  describe('kubectl worldline exec', () => {
+    let dana: string;
+    let erin: string;
+    let frank: string;
+    const execsOf = async (name: string): Promise<{ count?: number; recent?: Record<string, any>[] } | undefined> => (await s.get('world', name))?.status?.execs;
+
+    before(async () => {
+      await s.apply(EXEC_RBAC);
+      [dana, erin, frank] = [await saKubeconfig('dana'), await saKubeconfig('erin'), await saKubeconfig('frank')];
+      // A World that prints who it runs as, then waits until something creates "release" beside it.
+      await s.apply(worldManifest('wx', shWorld(['proj'], 'echo "workload uid $(id -u) pidns $(readlink /proc/self/ns/pid)"\nwhile [ ! -f release ]; do sleep 0.1; done\necho released')));
+      await s.waitWorld('wx', ['Running']);
+      await s.waitFor('the workload to start', async () => (await raw(`${VIEW}/wx/log`)).stdout.includes('workload uid'), 30_000);
+    });
+
+    test('a user allowed to exec runs a command inside the running World: its sandbox, identity and files; recorded on the World and in an Event; its change lands in the candidate', async () => {
+      const r = await cli(['exec', 'wx', '--', 'sh', '-c', 'echo "exec uid $(id -u) pidns $(readlink /proc/self/ns/pid)"; grep -E "^(CapEff|CapBnd|NoNewPrivs)" /proc/self/status; cat a.txt; echo from-exec > added-by-exec.txt'], { kubeconfig: dana });
+      assert.equal(r.code, 0, r.err);
+      const log = (await raw(`${VIEW}/wx/log`)).stdout;
+      const workload = /workload uid (\d+) pidns (\S+)/.exec(log);
+      assert.ok(workload, log);
+      assert.match(r.out, new RegExp(`^exec uid ${workload[1]} pidns ${workload[2]!.replace(/[[\]]/g, '\\$&')}$`, 'm'), 'the workload\'s uid and pid namespace');
+      assert.match(r.out, /^CapEff:\t0{16}$/m);
+      assert.match(r.out, /^CapBnd:\t0{16}$/m);
+      assert.match(r.out, /^NoNewPrivs:\t1$/m);
+      assert.match(r.out, /^alpha\nbeta$/m, 'the World\'s view of the Root');
+
+      const seven = await cli(['exec', 'wx', '--', 'sh', '-c', 'echo to-stderr >&2; exit 7'], { kubeconfig: dana });
+      assert.equal(seven.code, 7, `the command's exit status is the CLI's: ${seven.err}`);
+      assert.equal(seven.err, 'to-stderr\n', 'stderr stays stderr');
+
+      const piped = await cli(['exec', '-i', 'wx', '--', 'sh', '-c', 'read line; echo got=$line'], { kubeconfig: dana, input: 'hello world\n' });
+      assert.equal(piped.code, 0, piped.err);
+      assert.equal(piped.out, 'got=hello world\n');
+      const tty = await cli(['exec', '-i', '-t', 'wx', '--', 'sh', '-c', 'test -t 0 && test -t 1 && echo on-a-terminal'], { kubeconfig: dana });
+      assert.equal(tty.code, 0, tty.err);
+      assert.match(tty.out, /on-a-terminal/);
+
+      const execs = await s.waitFor('the exec records to show their ends', async () => {
+        const e = await execsOf('wx');
+        return e?.count === 4 && e.recent?.every((x) => x['finishedAt']) ? e : undefined;
+      }, 30_000);
+      const first = execs.recent![0]!;
+      assert.equal(first['user'], 'system:serviceaccount:default:dana');
+      assert.equal(first['command'][0], 'sh');
+      assert.equal(first['exitCode'], 0);
+      assert.equal(first['tty'], false);
+      assert.equal(execs.recent![1]!['exitCode'], 7);
+      assert.equal(execs.recent![3]!['tty'], true);
+      const events = await s.cp.kubectl(['get', 'events', '-n', 'default', '--field-selector', 'reason=Exec', '-o', 'json']);
+      const messages = (JSON.parse(events.stdout) as { items: { note?: string; message?: string; regarding?: { name?: string }; involvedObject?: { name?: string } }[] }).items
+        .filter((e) => (e.regarding ?? e.involvedObject)?.name === 'wx')
+        .map((e) => e.note ?? e.message ?? '');
+      assert.ok(messages.some((m) => m.includes('system:serviceaccount:default:dana ran ["sh","-c"')), JSON.stringify(messages));
+
+      // The exec ends the wait: the World is captured, and the file the exec wrote is in its candidate.
+      const released = await cli(['exec', 'wx', '--', 'touch', 'release'], { kubeconfig: dana });
+      assert.equal(released.code, 0, released.err);
+      await s.waitWorld('wx', ['Captured']);
+      const names = await raw(`${VIEW}/wx/diff?format=name-only`);
+      assert.deepEqual(names.stdout.trim().split('\n').sort(), ['proj/added-by-exec.txt', 'proj/release']);
+      assert.equal((await execsOf('wx'))?.count, 5);
+    });
+
+    test('exec is refused by name: without exec permission (by the API server), without get on the World (by the view API), into a World that no longer runs, and for a program the World lacks', async () => {
+      const before = (await execsOf('w1'))?.count ?? 0;
+      const noExec = await cli(['exec', 'w1', '--', 'true'], { kubeconfig: erin });
+      assert.equal(noExec.code, 1);
+      assert.match(noExec.err, /forbidden/i);
+      const noGet = await cli(['exec', 'w1', '--', 'true'], { kubeconfig: frank });
+      assert.equal(noGet.code, 1);
+      assert.match(noGet.err, /cannot get worlds in worldline\.dev for World default\/w1/);
+      const captured = await cli(['exec', 'w1', '--', 'true'], { kubeconfig: dana });
+      assert.equal(captured.code, 1);
+      assert.match(captured.err, /WORLD_NOT_RUNNING/);
+      assert.equal((await execsOf('w1'))?.count ?? 0, before, 'nothing refused was recorded as run');
+
+      await s.apply(worldManifest('wy', shWorld(['proj'], 'sleep 300')));
+      await s.waitWorld('wy', ['Running']);
+      const missing = await cli(['exec', 'wy', '--', '/no/such/program'], { kubeconfig: dana });
+      assert.equal(missing.code, 1);
+      assert.match(missing.err, /COMMAND_NOT_FOUND: .*\/no\/such\/program: no such program in the World/);
+      const usage = await cli(['exec', 'wy'], { kubeconfig: dana });
+      assert.equal(usage.code, 2);
+
+      // At most four at once per World: a fifth is refused while they run.
+      const long = [1, 2, 3, 4].map(() => spawn(process.execPath, [join('dist', 'cli', 'worldline.js'), 'exec', 'wy', '--kubeconfig', dana, '--', 'sleep', '1001'], { stdio: 'ignore' }));
+      try {
+        await s.waitFor('four execs running', async () => hostProcesses().filter((h) => h.cmdline.join(' ') === 'sleep 1001').length === 4, 30_000);
+        const fifth = await cli(['exec', 'wy', '--', 'true'], { kubeconfig: dana });
+        assert.equal(fifth.code, 1);
+        assert.match(fifth.err, /EXEC_LIMIT/);
+      } finally {
+        for (const p of long) p.kill('SIGKILL');
+      }
+      await s.waitFor('the four execs ended', async () => hostProcesses().every((h) => h.cmdline.join(' ') !== 'sleep 1001'), 15_000);
+      const afterLimit = await cli(['exec', 'wy', '--', 'true'], { kubeconfig: dana });
+      assert.equal(afterLimit.code, 0, afterLimit.err);
+      await s.cp.kubectl(['delete', 'world', 'wy', '--wait=false']);
+
+      // A World at its process limit: the exec's process cannot be forked there, and the limit is named.
+      await s.apply(worldManifest('wp', shWorld(['proj'], 'sleep 300 & sleep 300 & wait', { resources: { pids: 3 } })));
+      await s.waitWorld('wp', ['Running']);
+      await s.waitFor('wp to hold its three processes', async () => hostProcesses().filter((h) => h.cmdline.join(' ') === 'sleep 300').length >= 2, 30_000);
+      const full = await cli(['exec', 'wp', '--', 'true'], { kubeconfig: dana });
+      assert.equal(full.code, 1);
+      assert.match(full.err, /EXEC_FAILED: .*clone3: EAGAIN \(the World is at its process limit, spec\.resources\.pids\)/);
+      await s.cp.kubectl(['delete', 'world', 'wp', '--wait=false']);
+    });
+
+    test('an exec that cannot be recorded on the World does not run (EXEC_NOT_RECORDED)', async () => {
+      await s.apply(worldManifest('wq', shWorld(['proj'], 'while [ ! -f release ]; do sleep 0.1; done')));
+      await s.waitWorld('wq', ['Running']);
+      await s.apply(NO_EXEC_RECORDS);
+      try {
+        // Until the API server enforces the policy, a probe runs (and is recorded); then every exec is refused.
+        await s.waitFor('the policy to refuse exec records on wq', async () => /EXEC_NOT_RECORDED/.test((await cli(['exec', 'wq', '--', 'true'], { kubeconfig: dana })).err), 60_000);
+        const refused = await cli(['exec', 'wq', '--', 'touch', 'should-not-exist'], { kubeconfig: dana });
+        assert.equal(refused.code, 1);
+        assert.match(refused.err, /EXEC_NOT_RECORDED: .*no new exec may be recorded on wq/);
+      } finally {
+        await s.cp.kubectl(['delete', 'validatingadmissionpolicybinding,validatingadmissionpolicy', 'no-exec-records-on-wq']);
+      }
+      const listed = await s.waitFor('execs on wq recorded again', async () => {
+        const r = await cli(['exec', 'wq', '--', 'ls'], { kubeconfig: dana });
+        return r.code === 0 ? r : undefined;
+      }, 60_000);
+      assert.doesNotMatch(listed.out, /should-not-exist/, 'the refused command never ran');
+      assert.match(listed.out, /a\.txt/, 'control: ls lists the World\'s Root');
+      assert.equal((await cli(['exec', 'wq', '--', 'touch', 'release'], { kubeconfig: dana })).code, 0);
+      await s.waitWorld('wq', ['Captured']);
+    });
+
+    test('the node-agent serves an exec upgrade only to the controller, and names a malformed one', async () => {
+      const w = await s.get('world', 'wx');
+      const base = `https://${agentViewAddress}/v1/namespaces/default/worlds/wx/exec`;
+      const ok = { ca: Buffer.from(pki.caPem), cert: readFileSync(join(pki.controllerLinkDir, 'tls.crt')), key: readFileSync(join(pki.controllerLinkDir, 'tls.key')) };
+      const upgrade = { Connection: 'Upgrade', Upgrade: 'worldline-exec.v1', 'X-Worldline-User': 'test' };
+      const q = `uid=${String(w?.metadata?.uid)}&command=true`;
+      const impostor = await rawUpgrade(`${base}?${q}`, { ca: ok.ca, ...signClientCert(pkiDir, 'mallory') }, upgrade);
+      assert.ok('status' in impostor && impostor.status === 403 && /LINK_CLIENT_REFUSED/.test(impostor.body), JSON.stringify(impostor));
+      const get = await rawUpgrade(`${base}?${q}`, ok, upgrade, 'GET');
+      assert.ok('status' in get && get.status === 404 && /UPGRADE_NOT_SERVED/.test(get.body), JSON.stringify(get));
+      const proto = await rawUpgrade(`${base}?${q}`, ok, { ...upgrade, Upgrade: 'websocket' });
+      assert.ok('status' in proto && proto.status === 400 && /PROTOCOL_INVALID/.test(proto.body), JSON.stringify(proto));
+      const noCommand = await rawUpgrade(`${base}?uid=${String(w?.metadata?.uid)}`, ok, upgrade);
+      assert.ok('status' in noCommand && noCommand.status === 400 && /COMMAND_INVALID/.test(noCommand.body), JSON.stringify(noCommand));
+      const { 'X-Worldline-User': _user, ...anonymous } = upgrade;
+      const noUser = await rawUpgrade(`${base}?${q}`, ok, anonymous);
+      assert.ok('status' in noUser && noUser.status === 400 && /USER_MISSING/.test(noUser.body), JSON.stringify(noUser));
+      const captured = await rawUpgrade(`${base}?${q}`, ok, upgrade);
+      assert.ok('status' in captured && captured.status === 409 && /WORLD_NOT_RUNNING/.test(captured.body), 'wx is Captured by now: ' + JSON.stringify(captured));
+    });
+
+    test('an exec whose client goes away is ended: nothing it started stays in the World', async () => {
+      await s.apply(worldManifest('wz', shWorld(['proj'], 'sleep 300')));
+      await s.waitWorld('wz', ['Running']);
+      const p = spawn(process.execPath, [join('dist', 'cli', 'worldline.js'), 'exec', 'wz', '--kubeconfig', dana, '--', 'sh', '-c', 'echo started; exec sleep 1000'], { stdio: ['ignore', 'pipe', 'pipe'] });
+      let out = '';
+      p.stdout.on('data', (b: Buffer) => (out += b.toString()));
+      await s.waitFor('the exec to start', async () => out.includes('started'), 30_000);
+      const sleepers = (): number => hostProcesses().filter((h) => h.cmdline.join(' ') === 'sleep 1000').length;
+      assert.equal(sleepers(), 1);
+      p.kill('SIGKILL');
+      await s.waitFor('the exec to be ended on the node', async () => sleepers() === 0, 15_000);
+      const e = await s.waitFor('its end recorded', async () => {
+        const r = (await execsOf('wz'))?.recent?.[0];
+        return r?.['finishedAt'] ? r : undefined;
+      }, 15_000);
+      assert.equal(e['signal'], 'SIGKILL');
+      await s.cp.kubectl(['delete', 'world', 'wz', '--wait=false']);
+    });
+  });
+
   test('kubectl-worldline diff --stat and logs print through the same path', async () => {
-    const cli = (args: string[]) =>
-      new Promise<{ code: number | null; out: string; err: string }>((resolve) => {
-        const p = spawn(process.execPath, [join('dist', 'cli', 'worldline.js'), ...args, '--kubeconfig', s.cp.kubeconfigPath], { stdio: ['ignore', 'pipe', 'pipe'] });
-        let out = '';
-        let err = '';
-        p.stdout.on('data', (b: Buffer) => (out += b.toString()));
-        p.stderr.on('data', (b: Buffer) => (err += b.toString()));
-        p.on('close', (code) => resolve({ code, out, err }));
-      });
     const stat = await cli(['diff', 'w1', '--stat', '-n', 'default']);
     assert.equal(stat.code, 0, stat.err);
     assert.match(stat.out, /proj\/a\.txt/);
