@@ -116,6 +116,11 @@ export function execUpgradeHandler(o: ExecProxyOptions): (req: IncomingMessage, 
       return refuse(socket, code, body.reason ?? 'InternalError', `${body.reason ?? 'REFUSED'}: node ${node}: ${body.message ?? 'the node-agent refused'}`);
     }
     const agent = answer.socket;
+    if (socket.destroyed) {
+      // The user left while the node-agent started the exec: closing its connection ends the command.
+      agent.destroy();
+      return;
+    }
     log.info('an exec started', { user: user.username, world: `${ns}/${name}`, node });
     acceptUpgrade(socket, EXEC_PROTOCOL);
     if (answer.head.length > 0) socket.write(answer.head);

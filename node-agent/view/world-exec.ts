@@ -201,9 +201,11 @@ export class WorldExecs {
             }
           }
         });
-        // The client went away (or the controller between): the command goes too.
+        // The client went away (or the controller between): the command goes too, also when it left
+        // before this session was attached to its connection.
         conn.on('close', kill);
         conn.on('error', kill);
+        if (conn.destroyed) kill();
         void (async () => {
           const r = await exit;
           ended = true;
