@@ -16,7 +16,9 @@ const GiB = 2 ** 30;
 const CEILINGS: NodeCeilings = { cpuMillis: 1_000_000_000, memoryBytes: 2 ** 50, pids: 1_000_000_000, worlds: 1_000_000, ephemeralStorageBytes: 2 ** 50 };
 const PER_WORLD: PerWorldPolicy = {
   limits: { cpuMillis: 64_000, memoryBytes: 64 * GiB, pids: 4096, wallTimeSeconds: 7 * 86400, outputBytes: 8 * GiB, ephemeralStorageBytes: 4 * GiB },
-  defaults: { cpuMillis: 100, memoryBytes: 64 * 2 ** 20, pids: 64, wallTimeSeconds: 3600, outputBytes: 64 * 2 ** 20, ephemeralStorageBytes: GiB },
+  // 1 MiB of disk each: with the node observed from /proc, 1,000 live reservations must fit the store's real
+  // free space (at 1 GiB each they asked for 1 TB, and a 67 GiB disk refused the 47th).
+  defaults: { cpuMillis: 100, memoryBytes: 64 * 2 ** 20, pids: 64, wallTimeSeconds: 3600, outputBytes: 64 * 2 ** 20, ephemeralStorageBytes: 2 ** 20 },
 };
 const FIXED: ObservedState = { memAvailableBytes: 2 ** 50, tasks: 100, pidMax: 4_194_304, cpuCount: 64, storeFreeBytes: 2 ** 50, storeUsedByRunsBytes: 0 };
 
