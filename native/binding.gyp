@@ -26,6 +26,7 @@
         "src/sandbox_spawn.c",
         "src/sandbox_creds.c",
         "src/sandbox_enter.c",
+        "src/sandbox_process.c",
         "src/sandbox_wait.c",
         "src/netns.c"
       ],

@@ -58,10 +58,28 @@ void wl_child_stdio(int fail_fd, const int source[3]);
 /* execve over the candidate paths; an error record "execve" and exit 127 when none runs. */
 _Noreturn void wl_child_exec(int fail_fd, char *const *exec_paths, char *const *argv, char *const *envp);
 
-/* Plan helpers (sandbox_plan.c): /proc/sys/kernel/cap_last_cap (-1 when unreadable), and the candidate
- * exec paths of argv[0] under envp's PATH (false: out of memory). */
-int wl_cap_last_cap(void);
-bool wl_exec_paths(char *const *argv, char *const *envp, char ***out);
+/* Plan helpers (sandbox_plan.c). wl_plan_exec reads /proc/sys/kernel/cap_last_cap and the candidate
+ * exec paths of argv[0] under envp's PATH (throws and returns false on failure). wl_make_pipe: an
+ * O_CLOEXEC pipe, 0 or an errno. */
+bool wl_plan_exec(napi_env env, char *const *argv, char *const *envp, int *cap_last_cap, char ***exec_paths);
+int wl_make_pipe(int *r, int *w);
+static inline void wl_close_fd(int *fd) {
+  if (*fd >= 0) close(*fd);
+  *fd = -1;
+}
+
+/* Process helpers (sandbox_process.c). */
+struct clone_args;
+/* Arguments of a plain clone3 (no new namespace) that returns a pidfd into *pidfd and sends SIGCHLD. */
+void wl_pidfd_clone_args(struct clone_args *args, int *pidfd);
+/* clone3 with every signal blocked in the caller; the child runs child(arg), which never returns. */
+pid_t wl_clone_blocked(struct clone_args *args, void (*child)(const void *), const void *arg, int *clone_err);
+/* Writes `line` (a pid and a newline, wl_pid_line) into each cgroup.procs file; 0 or an errno, *failed
+ * naming the file. Async-signal-safe. */
+int wl_write_cgroup_procs(char *const *procs, const char *line, const char **failed);
+void wl_pid_line(char buf[24], long pid);
+void wl_reap(int pidfd);
+void wl_kill_and_reap(int pidfd);
 
 /* Exit waiter (sandbox_wait.c): a dedicated thread waits on pidfd (owned, closed by the thread) and calls
  * on_exit on the JS thread. Returns false (JS error thrown) if it could not start. */

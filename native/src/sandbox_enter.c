@@ -22,7 +22,6 @@
 
 #include <fcntl.h>
 #include <linux/sched.h>
-#include <pthread.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -47,11 +46,6 @@ typedef struct {
   int pty_master, pty_slave;
 } enter_plan;
 
-static void close_fd(int *fd) {
-  if (*fd >= 0) close(*fd);
-  *fd = -1;
-}
-
 static void enter_plan_free(enter_plan *p) {
   wl_strv_free(p->argv);
   wl_strv_free(p->envp);
@@ -59,18 +53,7 @@ static void enter_plan_free(enter_plan *p) {
   wl_strv_free(p->cgroup_procs);
   free(p->cwd);
   int *fds[] = {&p->err_r, &p->err_w, &p->in_r, &p->in_w, &p->out_r, &p->out_w, &p->eout_r, &p->eout_w, &p->pty_master, &p->pty_slave};
-  for (size_t i = 0; i < sizeof fds / sizeof fds[0]; i++) close_fd(fds[i]);
-}
-
-/* Decimal of a non-negative value and a newline, no allocation. */
-static void format_pid(char *buf, long v) {
-  char tmp[24];
-  int n = 0;
-  do tmp[n++] = (char)('0' + v % 10), v /= 10;
-  while (v > 0);
-  for (int i = 0; i < n; i++) buf[i] = tmp[n - 1 - i];
-  buf[n] = '\n';
-  buf[n + 1] = '\0';
+  for (size_t i = 0; i < sizeof fds / sizeof fds[0]; i++) wl_close_fd(fds[i]);
 }
 
 /* The command's process: in the sandbox's namespaces, still privileged there until the drop. */
@@ -92,19 +75,17 @@ _Noreturn static void enter_command(const enter_plan *p) {
 }
 
 /* The intermediate (a raw clone of the agent, all signals blocked): see the file comment. */
-_Noreturn static void enter_intermediate(const enter_plan *p) {
+static void enter_intermediate(const void *plan) {
+  const enter_plan *p = plan;
   int fail_fd = p->err_w;
   wl_reset_signals();
   if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0) wl_child_fail(fail_fd, "dumpable", errno);
   if (setsid() < 0) wl_child_fail(fail_fd, "setsid", errno);
   char line[24];
-  format_pid(line, (long)syscall(SYS_getpid));
-  for (char **procs = p->cgroup_procs; *procs != NULL; procs++) {
-    int fd = WL_RETRY(open(*procs, O_WRONLY | O_CLOEXEC));
-    if (fd < 0) wl_child_fail(fail_fd, "cgroup", errno);
-    if (WL_RETRY(write(fd, line, strlen(line))) < 0) wl_child_fail(fail_fd, "cgroup", errno);
-    close(fd);
-  }
+  wl_pid_line(line, (long)syscall(SYS_getpid));
+  const char *failed;
+  int err = wl_write_cgroup_procs(p->cgroup_procs, line, &failed);
+  if (err != 0) wl_child_fail(fail_fd, "cgroup", err);
   if (syscall(SYS_setns, p->target, ENTER_NAMESPACES) < 0) wl_child_fail(fail_fd, "setns", errno);
   struct clone_args args;
   memset(&args, 0, sizeof args);
@@ -142,27 +123,16 @@ static bool plan_build(napi_env env, napi_value o, enter_plan *p) {
   if (!wl_prop(env, o, "uid", &v, &present) || !wl_uint32(env, v, "uid", &p->uid)) return false;
   if (!wl_prop(env, o, "gid", &v, &present) || !wl_uint32(env, v, "gid", &p->gid)) return false;
   if (!wl_prop(env, o, "tty", &v, &present) || !wl_bool(env, v, "tty", &p->tty)) return false;
-  p->cap_last_cap = wl_cap_last_cap();
-  if (p->cap_last_cap < 0) return wl_throw_errno(env, EIO, "read", "/proc/sys/kernel/cap_last_cap"), false;
-  if (!wl_exec_paths(p->argv, p->envp, &p->exec_paths)) return wl_throw_errno(env, ENOMEM, "malloc", NULL), false;
-  return true;
-}
-
-static int make_pipe(int *r, int *w) {
-  int fds[2];
-  if (pipe2(fds, O_CLOEXEC) != 0) return errno;
-  *r = fds[0];
-  *w = fds[1];
-  return 0;
+  return wl_plan_exec(env, p->argv, p->envp, &p->cap_last_cap, &p->exec_paths);
 }
 
 /* The pipes, or a fresh pseudo-terminal pair (the peer opened from the master, never by a path). */
 static int open_fds(enter_plan *p, const char **call) {
   int err;
   *call = "pipe2";
-  if ((err = make_pipe(&p->err_r, &p->err_w))) return err;
+  if ((err = wl_make_pipe(&p->err_r, &p->err_w))) return err;
   if (!p->tty) {
-    if ((err = make_pipe(&p->in_r, &p->in_w)) || (err = make_pipe(&p->out_r, &p->out_w)) || (err = make_pipe(&p->eout_r, &p->eout_w))) return err;
+    if ((err = wl_make_pipe(&p->in_r, &p->in_w)) || (err = wl_make_pipe(&p->out_r, &p->out_w)) || (err = wl_make_pipe(&p->eout_r, &p->eout_w))) return err;
     return 0;
   }
   *call = "open /dev/ptmx";
@@ -192,30 +162,20 @@ static napi_value js_enter_sandbox(napi_env env, napi_callback_info info) {
 
   int pidfd = -1;
   struct clone_args args;
-  memset(&args, 0, sizeof args);
-  args.flags = CLONE_PIDFD;
-  args.pidfd = (uint64_t)(uintptr_t)&pidfd;
-  args.exit_signal = SIGCHLD;
-  sigset_t old;
-  wl_block_all_signals(&old); /* no Node signal handler may run in the child before it resets them */
-  pid_t pid = (pid_t)syscall(SYS_clone3, &args, sizeof args);
-  if (pid == 0) enter_intermediate(&p);
-  int clone_err = errno;
-  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  wl_pidfd_clone_args(&args, &pidfd);
+  int clone_err = 0;
+  pid_t pid = wl_clone_blocked(&args, enter_intermediate, &p, &clone_err);
   if (pid < 0) return wl_throw_errno(env, clone_err, "clone3", NULL);
-  close_fd(&p.err_w);
-  close_fd(&p.in_r);
-  close_fd(&p.out_w);
-  close_fd(&p.eout_w);
-  close_fd(&p.pty_slave);
+  wl_close_fd(&p.err_w);
+  wl_close_fd(&p.in_r);
+  wl_close_fd(&p.out_w);
+  wl_close_fd(&p.eout_w);
+  wl_close_fd(&p.pty_slave);
 
   int wait_fd = fcntl(pidfd, F_DUPFD_CLOEXEC, 3);
   if (wait_fd < 0 || !wl_start_waiter(env, argv[1], wait_fd)) {
     err = errno;
-    syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
-    siginfo_t si;
-    while (waitid((idtype_t)3 /* P_PIDFD */, (id_t)pidfd, &si, WEXITED) < 0 && errno == EINTR) {
-    }
+    wl_kill_and_reap(pidfd);
     close(pidfd);
     return wait_fd < 0 ? wl_throw_errno(env, err, "fcntl", NULL) : NULL;
   }

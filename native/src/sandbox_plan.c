@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
-int wl_cap_last_cap(void) {
+static int cap_last_cap(void) {
   static int cached = -1;
   if (cached >= 0) return cached;
   WL_AUTOCLOSE int fd = WL_RETRY(open("/proc/sys/kernel/cap_last_cap", O_RDONLY | O_CLOEXEC));
@@ -48,7 +48,7 @@ static bool get_optional_fd(napi_env env, napi_value o, const char *key, int *ou
 
 /* Candidate exec paths for argv[0]: itself if it has a '/', else each PATH entry (from the world's env,
  * defaulting like execvp) joined with it. */
-bool wl_exec_paths(char *const *argv, char *const *envp, char ***out) {
+static bool exec_paths(char *const *argv, char *const *envp, char ***out) {
   const char *name = argv[0];
   if (strchr(name, '/') != NULL) {
     *out = calloc(2, sizeof(char *));
@@ -104,13 +104,17 @@ bool wl_plan_build(napi_env env, napi_value o, wl_plan *p) {
   if (!wl_prop(env, o, "gidMap", &v, &present) || !wl_idmap_text(env, v, "gidMap", &p->gid_map)) return false;
   if (!get_optional_fd(env, o, "stdoutFd", &p->stdout_fd) || !get_optional_fd(env, o, "stderrFd", &p->stderr_fd))
     return false;
-  p->cap_last_cap = wl_cap_last_cap();
-  if (p->cap_last_cap < 0) return wl_throw_errno(env, EIO, "read", "/proc/sys/kernel/cap_last_cap"), false;
-  if (!wl_exec_paths(p->argv, p->envp, &p->exec_paths)) return wl_throw_errno(env, ENOMEM, "malloc", NULL), false;
+  return wl_plan_exec(env, p->argv, p->envp, &p->cap_last_cap, &p->exec_paths);
+}
+
+bool wl_plan_exec(napi_env env, char *const *argv, char *const *envp, int *cap, char ***paths) {
+  *cap = cap_last_cap();
+  if (*cap < 0) return wl_throw_errno(env, EIO, "read", "/proc/sys/kernel/cap_last_cap"), false;
+  if (!exec_paths(argv, envp, paths)) return wl_throw_errno(env, ENOMEM, "malloc", NULL), false;
   return true;
 }
 
-static int make_pipe(int *r, int *w) {
+int wl_make_pipe(int *r, int *w) {
   int fds[2];
   if (pipe2(fds, O_CLOEXEC) != 0) return errno;
   *r = fds[0];
@@ -121,19 +125,14 @@ static int make_pipe(int *r, int *w) {
 int wl_plan_open_fds(wl_plan *p, const char **syscall) {
   int err;
   *syscall = "pipe2";
-  if ((err = make_pipe(&p->sync_r, &p->sync_w)) || (err = make_pipe(&p->obs_r, &p->obs_w)) ||
-      (err = make_pipe(&p->ack_r, &p->ack_w)))
+  if ((err = wl_make_pipe(&p->sync_r, &p->sync_w)) || (err = wl_make_pipe(&p->obs_r, &p->obs_w)) ||
+      (err = wl_make_pipe(&p->ack_r, &p->ack_w)))
     return err;
-  if (p->stdout_fd < 0 && (err = make_pipe(&p->out_r, &p->out_w))) return err;
-  if (p->stderr_fd < 0 && (err = make_pipe(&p->err_r, &p->err_w))) return err;
+  if (p->stdout_fd < 0 && (err = wl_make_pipe(&p->out_r, &p->out_w))) return err;
+  if (p->stderr_fd < 0 && (err = wl_make_pipe(&p->err_r, &p->err_w))) return err;
   *syscall = "open";
   p->null_fd = WL_RETRY(open("/dev/null", O_RDONLY | O_CLOEXEC));
   return p->null_fd < 0 ? errno : 0;
-}
-
-static void close_fd(int *fd) {
-  if (*fd >= 0) close(*fd);
-  *fd = -1;
 }
 
 void wl_plan_free(wl_plan *p) {
@@ -148,7 +147,7 @@ void wl_plan_free(wl_plan *p) {
   wl_strv_free(p->cgroup_procs);
   int *fds[] = {&p->sync_r, &p->sync_w, &p->obs_r, &p->obs_w, &p->ack_r,
                 &p->ack_w,  &p->out_r,  &p->out_w, &p->err_r, &p->err_w, &p->null_fd};
-  for (size_t i = 0; i < sizeof fds / sizeof fds[0]; i++) close_fd(fds[i]);
+  for (size_t i = 0; i < sizeof fds / sizeof fds[0]; i++) wl_close_fd(fds[i]);
   p->rootfs = p->cwd = p->hostname = p->uid_map = p->gid_map = NULL;
   p->argv = p->envp = p->exec_paths = p->cgroup_procs = NULL;
 }

@@ -13,28 +13,11 @@
 
 #include <fcntl.h>
 #include <linux/sched.h>
-#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
-
-#ifndef P_PIDFD
-#define P_PIDFD 3
-#endif
-
-static void kill_and_reap(int pidfd) {
-  syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
-  siginfo_t si;
-  while (waitid((idtype_t)P_PIDFD, (id_t)pidfd, &si, WEXITED) < 0 && errno == EINTR) {
-  }
-}
-
-static void close_fd(int *fd) {
-  if (*fd >= 0) close(*fd);
-  *fd = -1;
-}
 
 /* The clone3 arguments of the sandboxed child, the same whether it is cloned by the addon or by a
  * supervisor: one set of namespaces, a pidfd into *pidfd, SIGCHLD to its parent. */
@@ -54,15 +37,11 @@ static int configure_child(const wl_plan *p, pid_t pid, char *what, size_t what_
   snprintf(what, what_size, "/proc/%d/gid_map", pid);
   if ((err = wl_write_proc(pid, "gid_map", p->gid_map)) != 0) return err;
   char line[24];
-  snprintf(line, sizeof line, "%d\n", pid);
-  for (char **procs = p->cgroup_procs; *procs != NULL; procs++) {
-    snprintf(what, what_size, "%s", *procs);
-    WL_AUTOCLOSE int fd = WL_RETRY(open(*procs, O_WRONLY | O_CLOEXEC));
-    if (fd < 0) return errno;
-    ssize_t n = WL_RETRY(write(fd, line, strlen(line)));
-    if (n < 0) return errno;
-  }
-  return 0;
+  wl_pid_line(line, pid);
+  const char *failed = "";
+  err = wl_write_cgroup_procs(p->cgroup_procs, line, &failed);
+  if (err != 0) snprintf(what, what_size, "%s", failed);
+  return err;
 }
 
 static napi_value handle_object(napi_env env, wl_plan *p, pid_t pid, int pidfd) {
@@ -124,28 +103,14 @@ static void report_failure(int fd, const char *stage, int err) {
   _exit(126);
 }
 
-/* Decimal of a non-negative value, no allocation (this runs in a copy of a multi-threaded process). */
-static void format_pid(char *buf, long v) {
-  char tmp[24];
-  int n = 0;
-  do tmp[n++] = (char)('0' + v % 10), v /= 10;
-  while (v > 0);
-  for (int i = 0; i < n; i++) buf[i] = tmp[n - 1 - i];
-  buf[n] = '\n';
-  buf[n + 1] = '\0';
-}
-
 /* The intermediate process (a raw clone of the agent, all signals blocked): only raw syscalls from here. */
 _Noreturn static void supervisor_process(wl_plan *p, shim_plan *s, int report_w, struct clone_args *child_args) {
   if (setsid() < 0) report_failure(report_w, "setsid", errno);
   char line[24];
-  format_pid(line, (long)syscall(SYS_getpid));
-  for (char **procs = s->cgroup_procs; *procs != NULL; procs++) {
-    int fd = WL_RETRY(open(*procs, O_WRONLY | O_CLOEXEC));
-    if (fd < 0) report_failure(report_w, "supervisor cgroup", errno);
-    if (WL_RETRY(write(fd, line, strlen(line))) < 0) report_failure(report_w, "supervisor cgroup", errno);
-    close(fd);
-  }
+  wl_pid_line(line, (long)syscall(SYS_getpid));
+  const char *failed;
+  int err = wl_write_cgroup_procs(s->cgroup_procs, line, &failed);
+  if (err != 0) report_failure(report_w, "supervisor cgroup", err);
   pid_t pid = (pid_t)syscall(SYS_clone3, child_args, sizeof *child_args);
   if (pid == 0) wl_sandbox_child(p);
   if (pid < 0) report_failure(report_w, "clone3", errno);
@@ -172,10 +137,17 @@ _Noreturn static void supervisor_process(wl_plan *p, shim_plan *s, int report_w,
   _exit(127);
 }
 
-static void reap(int pidfd) {
-  siginfo_t si;
-  while (waitid((idtype_t)P_PIDFD, (id_t)pidfd, &si, WEXITED) < 0 && errno == EINTR) {
-  }
+typedef struct {
+  wl_plan *p;
+  shim_plan *s;
+  int report_r, report_w;
+  struct clone_args *child;
+} supervisor_start;
+
+static void supervisor_entry(const void *arg) {
+  const supervisor_start *st = arg;
+  close(st->report_r);
+  supervisor_process(st->p, st->s, st->report_w, st->child);
 }
 
 /* spawnSandbox(opts, onExit, supervisor): see the file comment. onExit reports the shim's end. */
@@ -196,41 +168,31 @@ static napi_value spawn_supervised(napi_env env, napi_value *argv) {
 
   int shim_pidfd = -1;
   struct clone_args args;
-  memset(&args, 0, sizeof args);
-  args.flags = CLONE_PIDFD;
-  args.pidfd = (uint64_t)(uintptr_t)&shim_pidfd;
-  args.exit_signal = SIGCHLD;
-
-  sigset_t old;
-  wl_block_all_signals(&old);
-  pid_t shim_pid = (pid_t)syscall(SYS_clone3, &args, sizeof args);
-  if (shim_pid == 0) {
-    close(report[0]);
-    supervisor_process(&p, &s, report[1], &child);
-  }
-  int clone_err = errno;
-  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  wl_pidfd_clone_args(&args, &shim_pidfd);
+  supervisor_start start = {&p, &s, report[0], report[1], &child};
+  int clone_err = 0;
+  pid_t shim_pid = wl_clone_blocked(&args, supervisor_entry, &start, &clone_err);
   close(report[1]);
   if (shim_pid < 0) {
     close(report[0]);
     return wl_throw_errno(env, clone_err, "clone3", NULL);
   }
   /* Only the agent's ends of the handshake stay here: the output pipes belong to the shim. */
-  close_fd(&p.sync_r);
-  close_fd(&p.obs_w);
-  close_fd(&p.ack_r);
-  close_fd(&p.out_w);
-  close_fd(&p.err_w);
-  close_fd(&p.null_fd);
-  close_fd(&p.out_r);
-  close_fd(&p.err_r);
+  wl_close_fd(&p.sync_r);
+  wl_close_fd(&p.obs_w);
+  wl_close_fd(&p.ack_r);
+  wl_close_fd(&p.out_w);
+  wl_close_fd(&p.err_w);
+  wl_close_fd(&p.null_fd);
+  wl_close_fd(&p.out_r);
+  wl_close_fd(&p.err_r);
 
   shim_report r;
   memset(&r, 0, sizeof r);
   ssize_t n = WL_RETRY(read(report[0], &r, sizeof r));
   close(report[0]);
   if (n != (ssize_t)sizeof r || r.err != 0 || r.pid <= 0) {
-    reap(shim_pidfd);
+    wl_reap(shim_pidfd);
     close(shim_pidfd);
     r.stage[sizeof r.stage - 1] = '\0';
     return wl_throw_errno(env, n == (ssize_t)sizeof r && r.err != 0 ? r.err : EPIPE, n == (ssize_t)sizeof r && r.err != 0 ? r.stage : "supervisor", NULL);
@@ -245,12 +207,12 @@ static napi_value spawn_supervised(napi_env env, napi_value *argv) {
     err = errno;
     snprintf(what, sizeof what, "sync pipe");
   }
-  close_fd(&p.sync_w);
+  wl_close_fd(&p.sync_w);
   if (err == 0 && fcntl(pidfd, F_SETFD, FD_CLOEXEC) < 0) err = errno;
   if (err != 0) {
     if (pidfd >= 0) syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
     else kill(pid, SIGKILL);
-    reap(shim_pidfd);
+    wl_reap(shim_pidfd);
     close(shim_pidfd);
     if (pidfd >= 0) close(pidfd);
     return wl_throw_errno(env, err, "write", what);
@@ -259,7 +221,7 @@ static napi_value spawn_supervised(napi_env env, napi_value *argv) {
   if (wait_fd < 0 || !wl_start_waiter(env, argv[1], wait_fd)) {
     err = errno;
     syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
-    reap(shim_pidfd);
+    wl_reap(shim_pidfd);
     close(shim_pidfd);
     close(pidfd);
     return wait_fd < 0 ? wl_throw_errno(env, err, "fcntl", NULL) : NULL;
@@ -269,6 +231,8 @@ static napi_value spawn_supervised(napi_env env, napi_value *argv) {
   close(shim_pidfd);
   return o;
 }
+
+static void sandbox_child(const void *plan) { wl_sandbox_child(plan); }
 
 static napi_value js_spawn_sandbox(napi_env env, napi_callback_info info) {
   napi_value argv[3];
@@ -292,20 +256,16 @@ static napi_value js_spawn_sandbox(napi_env env, napi_callback_info info) {
   struct clone_args args;
   sandbox_clone_args(&p, &args, &pidfd);
 
-  sigset_t old;
-  wl_block_all_signals(&old); /* no Node signal handler may run in the child before it resets them */
-  pid_t pid = (pid_t)syscall(SYS_clone3, &args, sizeof args);
-  if (pid == 0) wl_sandbox_child(&p);
-  int clone_err = errno;
-  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  int clone_err = 0;
+  pid_t pid = wl_clone_blocked(&args, sandbox_child, &p, &clone_err);
   if (pid < 0) return wl_throw_errno(env, clone_err, "clone3", NULL);
 
-  close_fd(&p.sync_r);
-  close_fd(&p.obs_w);
-  close_fd(&p.ack_r);
-  close_fd(&p.out_w);
-  close_fd(&p.err_w);
-  close_fd(&p.null_fd);
+  wl_close_fd(&p.sync_r);
+  wl_close_fd(&p.obs_w);
+  wl_close_fd(&p.ack_r);
+  wl_close_fd(&p.out_w);
+  wl_close_fd(&p.err_w);
+  wl_close_fd(&p.null_fd);
 
   char what[4096];
   err = configure_child(&p, pid, what, sizeof what);
@@ -313,9 +273,9 @@ static napi_value js_spawn_sandbox(napi_env env, napi_callback_info info) {
     err = errno;
     snprintf(what, sizeof what, "sync pipe");
   }
-  close_fd(&p.sync_w);
+  wl_close_fd(&p.sync_w);
   if (err != 0) {
-    kill_and_reap(pidfd);
+    wl_kill_and_reap(pidfd);
     close(pidfd);
     return wl_throw_errno(env, err, "write", what);
   }
@@ -323,12 +283,12 @@ static napi_value js_spawn_sandbox(napi_env env, napi_callback_info info) {
   int wait_fd = fcntl(pidfd, F_DUPFD_CLOEXEC, 3);
   if (wait_fd < 0) {
     err = errno;
-    kill_and_reap(pidfd);
+    wl_kill_and_reap(pidfd);
     close(pidfd);
     return wl_throw_errno(env, err, "fcntl", NULL);
   }
   if (!wl_start_waiter(env, argv[1], wait_fd)) {
-    kill_and_reap(pidfd);
+    wl_kill_and_reap(pidfd);
     close(pidfd);
     return NULL;
   }
