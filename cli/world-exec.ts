@@ -7,8 +7,8 @@ import type { Duplex } from 'node:stream';
 import { EXEC_PROTOCOL, encodeData, encodeFrame, FrameDecoder, FrameType, type ExecEnd } from '../core/exec/exec-frames.js';
 import { VIEW_GROUP, VIEW_VERSION } from '../crds/api-group.js';
 import { ApiError } from '../kube/api-error.js';
-import { loadKubeConfig } from '../kube/client.js';
 import { httpClientFor } from '../kube/http.js';
+import { WORLD_COMMAND_OPTIONS, worldCluster } from './world-cluster.js';
 import { constants } from 'node:os';
 
 export const EXEC_USAGE = `usage: worldline exec WORLD [-n NAMESPACE] [-i] [-t] [--kubeconfig PATH] -- COMMAND [ARG...]
@@ -40,11 +40,9 @@ export async function runWorldExec(args: readonly string[], io: ExecIo): Promise
       args: [...args],
       allowPositionals: true,
       options: {
-        namespace: { type: 'string', short: 'n' },
-        kubeconfig: { type: 'string' },
+        ...WORLD_COMMAND_OPTIONS,
         stdin: { type: 'boolean', short: 'i' },
         tty: { type: 'boolean', short: 't' },
-        help: { type: 'boolean', short: 'h' },
       },
       strict: true,
     });
@@ -62,8 +60,7 @@ export async function runWorldExec(args: readonly string[], io: ExecIo): Promise
     err(`worldline exec: name one World and the command to run after --\n${EXEC_USAGE}\n`);
     return 2;
   }
-  const kc = loadKubeConfig(v.kubeconfig !== undefined ? { kubeconfig: v.kubeconfig } : {});
-  const namespace = v.namespace ?? kc.getContextObject(kc.getCurrentContext())?.namespace ?? 'default';
+  const { kc, namespace } = worldCluster(v);
   const tty = v.tty === true;
   const stdin = v.stdin === true;
   const query = new URLSearchParams();

@@ -5,8 +5,8 @@
 import { parseArgs } from 'node:util';
 import { worldViewPath } from '../crds/api-group.js';
 import { ApiError } from '../kube/api-error.js';
-import { loadKubeConfig } from '../kube/client.js';
 import { httpClientFor } from '../kube/http.js';
+import { WORLD_COMMAND_OPTIONS, worldCluster } from './world-cluster.js';
 import type { Output } from './receipts-verify.js';
 
 export const LOGS_USAGE = `usage: worldline logs WORLD [-n NAMESPACE] [-f] [--kubeconfig PATH]
@@ -40,9 +40,7 @@ export async function runWorldView(which: 'logs' | 'diff', args: readonly string
       args: [...args],
       allowPositionals: true,
       options: {
-        namespace: { type: 'string', short: 'n' },
-        kubeconfig: { type: 'string' },
-        help: { type: 'boolean', short: 'h' },
+        ...WORLD_COMMAND_OPTIONS,
         ...(which === 'logs' ? { follow: { type: 'boolean', short: 'f' } } : { stat: { type: 'boolean' }, 'name-only': { type: 'boolean' } }),
       },
       strict: true,
@@ -65,8 +63,7 @@ export async function runWorldView(which: 'logs' | 'diff', args: readonly string
     io.err(`worldline diff: --stat and --name-only exclude each other\n${usage}\n`);
     return 2;
   }
-  const kc = loadKubeConfig(typeof v.kubeconfig === 'string' ? { kubeconfig: v.kubeconfig } : {});
-  const namespace = (typeof v.namespace === 'string' ? v.namespace : undefined) ?? kc.getContextObject(kc.getCurrentContext())?.namespace ?? 'default';
+  const { kc, namespace } = worldCluster(v);
   const sub = which === 'logs' ? 'log' : 'diff';
   const query = which === 'logs' ? (v.follow ? { follow: 'true' } : {}) : { format: v.stat ? 'stat' : v['name-only'] ? 'name-only' : 'patch' };
   const http = httpClientFor(kc);

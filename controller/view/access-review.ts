@@ -35,3 +35,12 @@ export async function reviewAccess(http: KubeHttpClient, user: UserInfo, attrs: 
     return { allowed: false, reason: `the access review failed: ${(err as Error).message}` };
   }
 }
+
+/** The first of `reviews` the user is denied, named for a refusal message ("get worlds/log in …"), or undefined when all allow. */
+export async function firstDenied(http: KubeHttpClient, user: UserInfo, reviews: readonly ResourceAttributes[]): Promise<{ what: string; reason: string } | undefined> {
+  for (const attrs of reviews) {
+    const d = await reviewAccess(http, user, attrs);
+    if (!d.allowed) return { what: `${attrs.verb} ${attrs.resource}${attrs.subresource ? `/${attrs.subresource}` : ''} in ${attrs.group}`, reason: d.reason };
+  }
+  return undefined;
+}

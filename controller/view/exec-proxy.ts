@@ -19,17 +19,20 @@ import { acceptUpgrade, asksUpgradeTo, refuseUpgrade } from '../../kube/http-upg
 import type { Logger } from '../../kube/logger.js';
 import type { TlsMaterial } from '../../kube/tls-dir.js';
 import { refs } from '../api-refs.js';
-import { reviewAccess } from './access-review.js';
+import { firstDenied } from './access-review.js';
 import { authenticateFrontProxy, type RequestHeaderRules } from './front-proxy.js';
-import { LinkUnavailable, nodeViewAddress, upgradeNodeAgent } from './node-link.js';
+import { LinkUnavailable, nodeViewAddress, readRefusal, upgradeNodeAgent } from './node-link.js';
 
 /** At most this many arguments in one exec's command. */
 export const EXEC_MAX_ARGS = 256;
 
 export interface ExecProxyOptions {
+  /** The request-header rules (front-proxy.ts); their CA checks client certificates. */
   rules: RequestHeaderRules;
+  /** The node link's TLS material (ca.crt, the controller's client certificate and key). */
   link: TlsMaterial;
   http: KubeHttpClient;
+  /** The worldline namespace (where node-agents' heartbeat Leases are). */
   namespace: string;
   now: () => Date;
   logger: Logger;
@@ -40,17 +43,6 @@ const EXEC_PATH = new RegExp(`^/apis/${VIEW_GROUP.replace(/\./g, '\\.')}/${VIEW_
 /** A Kubernetes Status answer on a raw connection (kubectl and our CLI print its message). */
 function refuse(socket: Duplex, code: number, reason: string, message: string): void {
   refuseUpgrade(socket, code, { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message, reason, code });
-}
-
-async function readBody(res: IncomingMessage, limit = 64 * 1024): Promise<string> {
-  const parts: Buffer[] = [];
-  let n = 0;
-  for await (const chunk of res) {
-    parts.push(chunk as Buffer);
-    n += (chunk as Buffer).length;
-    if (n >= limit) break;
-  }
-  return Buffer.concat(parts).toString('utf8').slice(0, limit);
 }
 
 /** The 'upgrade' listener of the view API's server. */
@@ -70,16 +62,13 @@ export function execUpgradeHandler(o: ExecProxyOptions): (req: IncomingMessage, 
     if (command.length === 0 || command[0] === '') return refuse(socket, 400, 'BadRequest', 'name the command to run: ?command=PROGRAM&command=ARG…');
     if (command.length > EXEC_MAX_ARGS) return refuse(socket, 400, 'BadRequest', `a command has at most ${EXEC_MAX_ARGS} arguments`);
     const user = who.user;
-    for (const attrs of [
+    const denied = await firstDenied(o.http, user, [
       { group: VIEW_GROUP, resource: 'worlds', subresource: 'exec', verb: 'create', namespace: ns, name },
       { group: GROUP, resource: 'worlds', verb: 'get', namespace: ns, name },
-    ]) {
-      const d = await reviewAccess(o.http, user, attrs);
-      if (!d.allowed) {
-        const what = `${attrs.verb} ${attrs.resource}${attrs.subresource ? `/${attrs.subresource}` : ''} in ${attrs.group}`;
-        log.info('refused an exec', { user: user.username, world: `${ns}/${name}`, missing: what });
-        return refuse(socket, 403, 'Forbidden', `worlds.${VIEW_GROUP} "${name}/exec" is forbidden: User "${user.username}" cannot ${what} for World ${ns}/${name}${d.reason ? ` (${d.reason})` : ''}`);
-      }
+    ]);
+    if (denied) {
+      log.info('refused an exec', { user: user.username, world: `${ns}/${name}`, missing: denied.what });
+      return refuse(socket, 403, 'Forbidden', `worlds.${VIEW_GROUP} "${name}/exec" is forbidden: User "${user.username}" cannot ${denied.what} for World ${ns}/${name}${denied.reason ? ` (${denied.reason})` : ''}`);
     }
     let world: World;
     try {
@@ -104,13 +93,7 @@ export function execUpgradeHandler(o: ExecProxyOptions): (req: IncomingMessage, 
       return refuse(socket, 502, 'InternalError', `NODE_AGENT_UNREACHABLE: node ${node}: ${(err as Error).message}`);
     }
     if ('refused' in answer) {
-      const text = await readBody(answer.refused);
-      let body: { reason?: string; message?: string } = {};
-      try {
-        body = JSON.parse(text) as typeof body;
-      } catch {
-        body = { message: text };
-      }
+      const body = await readRefusal(answer.refused);
       const code = answer.refused.statusCode ?? 502;
       // The node-agent's reason leads the message (the Status reason field holds it too), as kubectl prints only the message.
       return refuse(socket, code, body.reason ?? 'InternalError', `${body.reason ?? 'REFUSED'}: node ${node}: ${body.message ?? 'the node-agent refused'}`);

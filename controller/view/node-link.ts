@@ -97,3 +97,21 @@ export function askNodeAgent(tls: TlsMaterial, address: HostPort, path: string, 
     req.end();
   });
 }
+
+/** A node-agent's refusal: its JSON body ({reason, message}) read to at most 64 KiB, or its text as the message. */
+export async function readRefusal(res: IncomingMessage, limit = 64 * 1024): Promise<{ reason?: string; message?: string }> {
+  const parts: Buffer[] = [];
+  let n = 0;
+  for await (const chunk of res) {
+    const b = Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk as string);
+    parts.push(b);
+    n += b.length;
+    if (n >= limit) break;
+  }
+  const text = Buffer.concat(parts).toString('utf8').slice(0, limit);
+  try {
+    return JSON.parse(text) as { reason?: string; message?: string };
+  } catch {
+    return { message: text };
+  }
+}

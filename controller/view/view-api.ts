@@ -13,38 +13,27 @@ import { pipeline } from 'node:stream/promises';
 import type { TLSSocket } from 'node:tls';
 import { listenOn } from '../../kube/http-server.js';
 import Fastify, { type FastifyReply } from 'fastify';
-import type { KubeHttpClient } from '../../kube/http.js';
 import { isNotFound } from '../../kube/api-error.js';
-import type { Logger } from '../../kube/logger.js';
-import type { TlsMaterial } from '../../kube/tls-dir.js';
 import type { World } from '../../crds/index.js';
 import { refs } from '../api-refs.js';
 import { GROUP, VIEW_GROUP, VIEW_VERSION } from '../../crds/api-group.js';
 import { objectPath } from '../../kube/api-paths.js';
-import { reviewAccess } from './access-review.js';
-import { authenticateFrontProxy, type RequestHeaderRules } from './front-proxy.js';
-import { askNodeAgent, LinkUnavailable, nodeViewAddress } from './node-link.js';
-import { execUpgradeHandler } from './exec-proxy.js';
+import { firstDenied } from './access-review.js';
+import { authenticateFrontProxy, type UserInfo } from './front-proxy.js';
+import { askNodeAgent, LinkUnavailable, nodeViewAddress, readRefusal } from './node-link.js';
+import { execUpgradeHandler, type ExecProxyOptions } from './exec-proxy.js';
 
 const GROUP_VERSION = `${VIEW_GROUP}/${VIEW_VERSION}`;
 const SUBRESOURCES = ['log', 'diff'] as const;
 type Subresource = (typeof SUBRESOURCES)[number];
 const DIFF_FORMATS = ['patch', 'stat', 'name-only'];
 
-export interface ViewApiOptions {
+/** The exec proxy's options (the request-header rules, the node link, the API client…) and where to serve. */
+export interface ViewApiOptions extends ExecProxyOptions {
   host: string;
   port: number;
   /** The serving certificate and key (the APIService's caBundle vouches for them). */
   serving: { cert: Buffer; key: Buffer };
-  /** The request-header rules (front-proxy.ts); their CA checks client certificates. */
-  rules: RequestHeaderRules;
-  /** The node link's TLS material (ca.crt, the controller's client certificate and key). */
-  link: TlsMaterial;
-  http: KubeHttpClient;
-  /** The worldline namespace (where node-agents' heartbeat Leases are). */
-  namespace: string;
-  now: () => Date;
-  logger: Logger;
 }
 
 /** A Kubernetes Status object, which kubectl prints as the error. */
@@ -95,18 +84,15 @@ export async function startViewApi(o: ViewApiOptions): Promise<{ port: number; c
       const { ns, name } = req.params;
       const sub = req.params.sub as Subresource;
       if (!SUBRESOURCES.includes(sub)) return status(reply, 404, 'NotFound', `worlds have no subresource "${req.params.sub}" in ${GROUP_VERSION} (${SUBRESOURCES.join(', ')})`);
-      const user = (req as unknown as { user: Parameters<typeof reviewAccess>[1] }).user;
+      const user = (req as unknown as { user: UserInfo }).user;
       // Both must allow: the subresource (RBAC on view.worldline.dev) and reading the World itself.
-      for (const attrs of [
+      const denied = await firstDenied(o.http, user, [
         { group: VIEW_GROUP, resource: 'worlds', subresource: sub, verb: 'get', namespace: ns, name },
         { group: GROUP, resource: 'worlds', verb: 'get', namespace: ns, name },
-      ]) {
-        const d = await reviewAccess(o.http, user, attrs);
-        if (!d.allowed) {
-          const what = `get ${attrs.resource}${attrs.subresource ? `/${attrs.subresource}` : ''} in ${attrs.group}`;
-          log.info('refused a view request', { user: user.username, world: `${ns}/${name}`, sub, missing: what });
-          return status(reply, 403, 'Forbidden', `worlds.${VIEW_GROUP} "${name}/${sub}" is forbidden: User "${user.username}" cannot ${what} for World ${ns}/${name}${d.reason ? ` (${d.reason})` : ''}`);
-        }
+      ]);
+      if (denied) {
+        log.info('refused a view request', { user: user.username, world: `${ns}/${name}`, sub, missing: denied.what });
+        return status(reply, 403, 'Forbidden', `worlds.${VIEW_GROUP} "${name}/${sub}" is forbidden: User "${user.username}" cannot ${denied.what} for World ${ns}/${name}${denied.reason ? ` (${denied.reason})` : ''}`);
       }
       const query = new URLSearchParams();
       if (sub === 'diff') {
@@ -132,13 +118,7 @@ export async function startViewApi(o: ViewApiOptions): Promise<{ port: number; c
         const address = await nodeViewAddress(o.http, o.namespace, node, o.now());
         const res = await askNodeAgent(o.link, address, `/v1/namespaces/${encodeURIComponent(ns)}/worlds/${encodeURIComponent(name)}/${sub}?${query.toString()}`, { signal: abort.signal, streaming: follow });
         if ((res.statusCode ?? 500) >= 400) {
-          const text = await readSome(res);
-          let body: { reason?: string; message?: string } = {};
-          try {
-            body = JSON.parse(text) as typeof body;
-          } catch {
-            body = { message: text };
-          }
+          const body = await readRefusal(res);
           return status(reply, res.statusCode ?? 502, body.reason ?? 'InternalError', `node ${node}: ${body.message ?? 'the node-agent refused'}`);
         }
         reply.hijack();
@@ -156,22 +136,10 @@ export async function startViewApi(o: ViewApiOptions): Promise<{ port: number; c
   );
 
   // exec arrives as an upgrade, which Node hands to this event rather than to the router.
-  const onExec = execUpgradeHandler({ rules: o.rules, link: o.link, http: o.http, namespace: o.namespace, now: o.now, logger: o.logger });
+  const onExec = execUpgradeHandler(o);
   app.server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => void onExec(req, socket, head));
 
   const port = await listenOn(app, o.host, o.port);
   log.info('view API listening', { host: o.host, port, group: GROUP_VERSION });
   return { port, close: async () => void (await app.close()) };
-}
-
-async function readSome(res: NodeJS.ReadableStream, limit = 64 * 1024): Promise<string> {
-  const parts: Buffer[] = [];
-  let n = 0;
-  for await (const chunk of res) {
-    const b = Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk);
-    parts.push(b);
-    n += b.length;
-    if (n >= limit) break;
-  }
-  return Buffer.concat(parts).toString('utf8').slice(0, limit);
 }

@@ -49,20 +49,21 @@ export async function startViewServer(o: ViewServerOptions): Promise<{ port: num
     https: { key: o.tls.key, cert: o.tls.cert, ca: o.tls.ca, requestCert: true, rejectUnauthorized: true, minVersion: 'TLSv1.3' },
   });
 
-  app.addHook('onRequest', async (req, reply) => {
-    const socket = req.raw.socket as TLSSocket;
+  /** Why this connection may not be served (LINK_CLIENT_REFUSED, NODE_AGENT_STARTING), or undefined. */
+  const refusal = (socket: TLSSocket): { code: number; reason: string; message: string } | undefined => {
     const name = commonName(socket.getPeerCertificate());
     if (!socket.authorized || name !== LINK_CLIENT_NAME) {
       log.warn('refused a view client', { client: name ?? '(none)', authorized: socket.authorized });
-      return refuse(reply, 403, 'LINK_CLIENT_REFUSED', `only ${LINK_CLIENT_NAME} may read this node's Worlds`);
+      return { code: 403, reason: 'LINK_CLIENT_REFUSED', message: `only ${LINK_CLIENT_NAME} may read this node's Worlds or start execs on it` };
     }
+    // Until this agent's World cache is filled, "not on this node" would be a guess: say it is starting.
+    if (!o.worlds.hasSynced()) return { code: 503, reason: 'NODE_AGENT_STARTING', message: 'the node-agent has not read its Worlds yet; try again' };
     return undefined;
-  });
+  };
 
-  // Until this agent's World cache is filled, "not on this node" would be a guess: say it is starting.
-  app.addHook('onRequest', async (_req, reply) => {
-    if (!o.worlds.hasSynced()) return refuse(reply, 503, 'NODE_AGENT_STARTING', 'the node-agent has not read its Worlds yet; try again');
-    return undefined;
+  app.addHook('onRequest', async (req, reply) => {
+    const r = refusal(req.raw.socket as TLSSocket);
+    return r ? refuse(reply, r.code, r.reason, r.message) : undefined;
   });
 
   /** The World the controller named, if it is bound to this node and still the same object (uid). */
@@ -112,13 +113,8 @@ export async function startViewServer(o: ViewServerOptions): Promise<{ port: num
   const EXEC_PATH = /^\/v1\/namespaces\/([^/]+)\/worlds\/([^/]+)\/exec$/;
   const onUpgrade = async (req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> => {
     socket.on('error', () => undefined);
-    const tls = socket as TLSSocket;
-    const client = commonName(tls.getPeerCertificate());
-    if (!tls.authorized || client !== LINK_CLIENT_NAME) {
-      log.warn('refused an exec client', { client: client ?? '(none)', authorized: tls.authorized });
-      return refuseUpgrade(socket, 403, { reason: 'LINK_CLIENT_REFUSED', message: `only ${LINK_CLIENT_NAME} may start execs on this node` });
-    }
-    if (!o.worlds.hasSynced()) return refuseUpgrade(socket, 503, { reason: 'NODE_AGENT_STARTING', message: 'the node-agent has not read its Worlds yet; try again' });
+    const refused = refusal(socket as TLSSocket);
+    if (refused) return refuseUpgrade(socket, refused.code, { reason: refused.reason, message: refused.message });
     const url = new URL(req.url ?? '/', 'https://node-agent');
     const m = EXEC_PATH.exec(url.pathname);
     if (!m || req.method !== 'POST') return refuseUpgrade(socket, 404, { reason: 'UPGRADE_NOT_SERVED', message: `no upgrade is served at ${req.method ?? ''} ${url.pathname}` });

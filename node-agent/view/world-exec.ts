@@ -124,8 +124,7 @@ export class WorldExecs {
         const atLimit = e.stage === 'clone3' && e.errnoCode === 'EAGAIN' ? ' (the World is at its process limit, spec.resources.pids)' : '';
         throw new ExecRefused('EXEC_FAILED', 500, `the exec failed at ${e.stage}: ${e.errnoCode}${atLimit}`);
       }
-      const session = this.session(w, id, req, handle, exit, release);
-      return session;
+      return this.session(w, id, req, handle, exit, release);
     } catch (err) {
       release();
       throw err;

@@ -48,7 +48,8 @@ export interface WorldRunSpec extends SupervisedRunSpec {
 export type WorldEvent =
   | { type: 'cgroup'; readback: CgroupReadback }
   | { type: 'disk'; readback: DiskReadback }
-  | { type: 'running'; observation: SandboxObservation; pid: number; supervisor?: SupervisorRef }
+  /** cgroupProcs: the cgroup.procs files of the run's cgroup (what an exec joins). */
+  | { type: 'running'; observation: SandboxObservation; pid: number; supervisor?: SupervisorRef; cgroupProcs: string[] }
   | { type: 'exited'; end: WorkloadEnd }
   | { type: 'captured'; candidate: Candidate; summary: ChangeSummary; end: WorkloadEnd; disk?: DiskUsage }
   | { type: 'failed'; code: string; message: string; end?: WorkloadEnd; observation?: SandboxObservation };
@@ -83,7 +84,7 @@ export function startWorldRun(spec: WorldRunSpec, report: (e: WorldEvent) => Pro
       workload = await startRun(spec, spec.paths, cgroup, made.readback, spec.paths.output);
       observation = workload.observation;
       if (killRequested) workload.kill(killRequested);
-      await report({ type: 'running', observation, pid: workload.pid, supervisor: workload.supervisor });
+      await report({ type: 'running', observation, pid: workload.pid, supervisor: workload.supervisor, cgroupProcs: cgroup.procsFiles() });
       end = await workload.done;
       await finishRun(spec, end, layers.map((l) => l.upper), report, observation);
     } catch (err) {

@@ -16,7 +16,7 @@ import type { ReconcileResult } from '../../kube/reconcile.js';
 import type { StatusWriter } from '../../kube/status-writer.js';
 import type { AgentConfig } from '../config.js';
 import { NODE_CLEANUP_FINALIZER, refs } from '../api-refs.js';
-import { WorldCgroup, type CgroupReadback } from '../sandbox/cgroup.js';
+import type { CgroupReadback } from '../sandbox/cgroup.js';
 import type { Store } from '../store/open-store.js';
 import { cleanupWorldLeftovers } from './world-cleanup.js';
 import type { RunAdmission } from '../admission/admission-authority.js';
@@ -188,7 +188,7 @@ export class NodeWorlds {
             roots: spec.roots.map((r) => ({ name: r.name, rootKey: r.rootKey, path: r.path, generation: r.generation, digest: r.digest })),
             // Where its proxy listens (verified by the gate before the go-ahead): a new agent re-opens it there.
             ...(plan.network.policy === 'Allowlist' ? { network: { allow: plan.network.allow, netns: e.observation.ns.net, pid: e.pid, startTime: processStartTime(e.pid) ?? '' } } : {}),
-            workload: { pid: e.pid, startTime: processStartTime(e.pid) ?? '', uid: spec.runAsUid, gid: spec.runAsGid, cwd: spec.cwd, env: spec.env, cgroupProcs: WorldCgroup.attach(spec.cgroups, 'worldline', `world-${uid}`).procsFiles() },
+            workload: { pid: e.pid, startTime: processStartTime(e.pid) ?? '', uid: spec.runAsUid, gid: spec.runAsGid, cwd: spec.cwd, env: spec.env, cgroupProcs: e.cgroupProcs },
           };
           this.persist(w, 'running', status);
           setWorldSupervisor(this.d.store.db, uid, sup);
