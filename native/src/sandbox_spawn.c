@@ -44,6 +44,12 @@ static int configure_child(const wl_plan *p, pid_t pid, char *what, size_t what_
   return err;
 }
 
+/* After the clone: the ends of the pipes (and /dev/null) that only the child uses. */
+static void close_child_ends(wl_plan *p) {
+  int *fds[] = {&p->sync_r, &p->obs_w, &p->ack_r, &p->out_w, &p->err_w, &p->null_fd};
+  for (size_t i = 0; i < sizeof fds / sizeof fds[0]; i++) wl_close_fd(fds[i]);
+}
+
 static napi_value handle_object(napi_env env, wl_plan *p, pid_t pid, int pidfd) {
   napi_value o;
   napi_create_object(env, &o);
@@ -178,12 +184,7 @@ static napi_value spawn_supervised(napi_env env, napi_value *argv) {
     return wl_throw_errno(env, clone_err, "clone3", NULL);
   }
   /* Only the agent's ends of the handshake stay here: the output pipes belong to the shim. */
-  wl_close_fd(&p.sync_r);
-  wl_close_fd(&p.obs_w);
-  wl_close_fd(&p.ack_r);
-  wl_close_fd(&p.out_w);
-  wl_close_fd(&p.err_w);
-  wl_close_fd(&p.null_fd);
+  close_child_ends(&p);
   wl_close_fd(&p.out_r);
   wl_close_fd(&p.err_r);
 
@@ -260,12 +261,7 @@ static napi_value js_spawn_sandbox(napi_env env, napi_callback_info info) {
   pid_t pid = wl_clone_blocked(&args, sandbox_child, &p, &clone_err);
   if (pid < 0) return wl_throw_errno(env, clone_err, "clone3", NULL);
 
-  wl_close_fd(&p.sync_r);
-  wl_close_fd(&p.obs_w);
-  wl_close_fd(&p.ack_r);
-  wl_close_fd(&p.out_w);
-  wl_close_fd(&p.err_w);
-  wl_close_fd(&p.null_fd);
+  close_child_ends(&p);
 
   char what[4096];
   err = configure_child(&p, pid, what, sizeof what);
