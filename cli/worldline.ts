@@ -6,6 +6,7 @@ import { runReceiptsVerify, type Output } from './receipts-verify.js';
 import { runReceiptsVerifyStatus } from './receipts-verify-status.js';
 import { runWorldView } from './world-view.js';
 import { runWorldExec } from './world-exec.js';
+import { runWaiver } from './waiver.js';
 
 export const USAGE = `usage: worldline <command> [options]
 
@@ -20,6 +21,10 @@ Commands:
                   verify a signed receipt ledger: hash chain and every Ed25519 signature
   receipts verify-status --collapse FILE --public-key KEY [--ledger FILE]
                   verify the receipt a Collapse shows in its status (kubectl get collapse -o json)
+  waiver keygen --private-key FILE
+                  make an Ed25519 key pair for signing isolation waivers (prints the public key's hex)
+  waiver sign --key FILE --world NS/NAME --controls C[,C...] --reason TEXT [--for 1h] [--node NODE]
+                  print a signed isolation waiver for one World's spec.isolation.waiver (spent once)
   --help          show this help
 
 Run 'worldline <command> --help' for a command's options. Installed as kubectl-worldline on the
@@ -41,6 +46,7 @@ export function main(args: readonly string[], io: Output & { write?: (chunk: Buf
     return runWorldView(first, [second, ...rest].filter((a): a is string => a !== undefined), { ...io, write });
   }
   if (first === 'exec') return runWorldExec([second, ...rest].filter((a): a is string => a !== undefined), { stdin: process.stdin, stdout: process.stdout, stderr: process.stderr });
+  if (first === 'waiver') return runWaiver([second, ...rest].filter((a): a is string => a !== undefined), io);
   if (first === 'receipts') {
     if (second === 'verify') return runReceiptsVerify(rest, io);
     if (second === 'verify-status') return runReceiptsVerifyStatus(rest, io);

@@ -99,6 +99,19 @@ export const WorldIsolationSchema = z
       .boolean()
       .default(false)
       .describe('Records that the requester accepts host-yolo (no containment). Needed, with Policy permission, for host-yolo; it is not an authorization.'),
+    waiver: z
+      .string()
+      .min(2)
+      .max(16384)
+      .optional()
+      .describe(
+        'A signed isolation waiver: a DSSE envelope (JSON text) carrying an in-toto statement of predicate type ' +
+          'https://worldline.dev/attestations/isolation-waiver/v1 about this World, made with `kubectl worldline waiver sign`. ' +
+          'It is the only way a World whose isolation decision is not reported-sufficient runs (network Shared, for one): its ' +
+          'signer must be trusted for isolation waivers by the node\'s trust policy, it waives exactly the controls it names ' +
+          '(missing controls only, never a wrong target, an incomplete observation or a level below the minimum) and it is ' +
+          'spent once, at launch, in the node\'s grant store. See docs/operations.md, "Isolation waivers".',
+      ),
   })
   .describe('Requested isolation for the agent stage, in the containment contract\'s vocabulary.');
 
@@ -213,6 +226,17 @@ export const WorldStatusSchema = z
           })
           .optional()
           .describe('Local evaluation of the observation against the request and Policy.'),
+        waiver: z
+          .object({
+            grantId: z.string().max(128).describe('The waiver\'s grant id, spent on this node.'),
+            waivedControls: listType(z.array(z.string().max(64).describe('One control.')).max(16), 'atomic').describe('The controls this run goes without.'),
+            signers: listType(z.array(z.string().max(253).describe('One issuer label.')).max(8), 'atomic').describe('Issuer labels (from the trust policy) of the distinct keys that signed the waiver.'),
+            reason: z.string().max(1024).describe('Why the waiver was issued, as its issuer wrote it.'),
+            notAfter: z.string().max(64).describe('When the waiver stopped being spendable (RFC 3339).'),
+            spentAt: z.string().max(64).describe('When the node spent it (RFC 3339).'),
+          })
+          .optional()
+          .describe('The isolation waiver this World ran under, when its decision was not reported-sufficient.'),
       })
       .optional()
       .describe('Isolation evidence of the agent stage.'),

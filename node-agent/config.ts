@@ -37,6 +37,8 @@ export interface AgentConfig {
    * advertises (HOST:PORT the controller dials).
    */
   view?: { host: string; port: number; linkTlsDir: string; advertiseHost: string; advertisePort?: number };
+  /** The trust policy file (JSON): which keys may sign isolation waivers. Without one, no waiver verifies. */
+  trustPolicy?: string;
 }
 
 export const USAGE = `usage: worldline-node-agent --node-name NAME [--store DIR] [--kubeconfig PATH] [--namespace NS]
@@ -47,6 +49,8 @@ export const USAGE = `usage: worldline-node-agent --node-name NAME [--store DIR]
                            ideally storage the node's root cannot rewrite (env WORLDLINE_RECEIPTS_EXPORT)
   --cgroup-root DIR        where the node's cgroup hierarchies are mounted (default /sys/fs/cgroup;
                            env WORLDLINE_CGROUP_ROOT); Worlds' and supervisors' cgroups go under DIR/worldline
+  --trust-policy PATH      the trust policy (JSON, see docs/operations.md "Isolation waivers"), re-read for
+                           each waiver (env WORLDLINE_TRUST_POLICY); without it every waiver is refused
   --link-tls-dir DIR       serve Worlds' logs and diffs to the controller over TLS with ca.crt, tls.crt and
                            tls.key from DIR (env WORLDLINE_LINK_TLS_DIR); without it nothing is served
   --view-bind HOST:PORT    where that server listens (default 0.0.0.0:9443; env WORLDLINE_VIEW_BIND)
@@ -99,6 +103,7 @@ export function parseAgentConfig(argv: readonly string[], env: NodeJS.ProcessEnv
       'log-level': { type: 'string' },
       'observe-proc-dir': { type: 'string' },
       'receipts-export': { type: 'string' },
+      'trust-policy': { type: 'string' },
       'cgroup-root': { type: 'string' },
       'link-tls-dir': { type: 'string' },
       'view-bind': { type: 'string' },
@@ -125,7 +130,10 @@ export function parseAgentConfig(argv: readonly string[], env: NodeJS.ProcessEnv
   const cgroupRoot = values['cgroup-root'] ?? (env.WORLDLINE_CGROUP_ROOT || '/sys/fs/cgroup');
   if (!isAbsolute(cgroupRoot) || cgroupRoot.includes('\0')) throw new Error(`--cgroup-root must be an absolute directory, got "${cgroupRoot}"\n${USAGE}`);
   const view = viewConfig(values, env);
+  const trustPolicy = values['trust-policy'] ?? (env.WORLDLINE_TRUST_POLICY || undefined);
+  if (trustPolicy !== undefined && (!isAbsolute(trustPolicy) || trustPolicy.includes('\0'))) throw new Error(`--trust-policy must be an absolute file path, got "${trustPolicy}"\n${USAGE}`);
   return {
+    ...(trustPolicy !== undefined ? { trustPolicy } : {}),
     ...(kubeconfig ? { kubeconfig } : {}),
     ...(view ? { view } : {}),
     nodeName,

@@ -48,6 +48,9 @@ import { formatHostPort } from '../kube/host-port.js';
 import { readTlsDir } from '../kube/tls-dir.js';
 import { VIEW_ADDRESS_ANNOTATION } from '../crds/labels.js';
 import { startViewServer } from './view/view-server.js';
+import { GrantStore } from './evidence/grant-store.js';
+import { WaiverSpender } from './evidence/waiver-spender.js';
+import type { IsolationDecision } from '../core/isolation/records.js';
 import { EXEC_FIELD_MANAGER, WorldExecs } from './view/world-exec.js';
 
 /** Opens (and locks) the store, settles what a crash interrupted, removes leftovers of unrecorded worlds. */
@@ -62,7 +65,13 @@ async function openNodeStore(cfg: AgentConfig, logger: Logger): Promise<{ store:
     }
     throw err;
   }
-  const { store, recovered } = opened;
+  const { store, recovered, created } = opened;
+  // The grant store is provisioned with the store, and only then: one that goes missing later is never
+  // quietly started anew (that would forget what was spent); the waivers it would spend refuse instead.
+  if (created) {
+    GrantStore.provision(store.layout.grants).close();
+    logger.info('provisioned the grant store with a new node store', { path: store.layout.grants });
+  }
   for (const r of recovered) logger.warn('recovered an interrupted adoption', { ...r });
   for (const r of await recoverReleases(store)) logger.warn('settled an interrupted root release', { ...r }); // Root release (issue 12)
   // Collapse (issue 5): settle collapses a crash interrupted, before anything reads PRIME.
@@ -173,13 +182,14 @@ async function main(): Promise<void> {
   // The world runner is made after the reconciler it drives; the reconciler wakes waiting worlds through it.
   const wake: { runner?: ControllerRunner } = {};
 
+  const waivers = new WaiverSpender({ grantStorePath: store.layout.grants, nodeName: cfg.nodeName, now: () => clock.now(), ...(cfg.trustPolicy ? { trustPolicyPath: cfg.trustPolicy } : {}) });
   const nodeWorlds = new NodeWorlds({
     informer: worlds,
     rootPath: (name) => roots.get(name)?.spec.path,
     store,
     kubeConfig: kc,
     config: cfg,
-    launch: { store, kubeConfig: kc, config: cfg, cgroups, agentNs: native.nsIds('self') },
+    launch: { store, kubeConfig: kc, config: cfg, cgroups, agentNs: native.nsIds('self'), policyNetwork: (names) => governingPolicy(policies.list(), names)?.spec.network },
     status,
     events,
     deleter,
@@ -191,7 +201,9 @@ async function main(): Promise<void> {
       const roots = w.spec.roots;
       const governing = governingPolicy(policies.list(), roots);
       const view = { ...w.spec.isolation, roots, network: plan.network.policy, base };
-      return { policy: agentPolicyRecord(governing, view), request: agentRequestRecord(view), sharedAuthorized: governing?.spec.network?.policy === 'Shared' };
+      const envelope = w.spec.isolation?.waiver;
+      const world = { namespace: w.metadata.namespace ?? '', name: w.metadata.name ?? '', uid: w.metadata.uid ?? '' };
+      return { policy: agentPolicyRecord(governing, view), request: agentRequestRecord(view), ...(envelope !== undefined ? { waiver: (decision: IsolationDecision) => waivers.spend(envelope, world, decision) } : {}) };
     },
     requeue: (key) => wake.runner?.enqueue(key),
   });

@@ -22,6 +22,7 @@ export interface AgentMetrics {
   readonly admissionCapacity: Gauge<'resource'>;
   readonly networkRefusals: Counter;
   readonly isolationDecisions: Counter<'stage' | 'outcome' | 'reason'>;
+  readonly isolationWaivers: Counter<'outcome'>;
   readonly worlds: Gauge<'phase'>;
   readonly forkDuration: Histogram;
   readonly captureDuration: Histogram;
@@ -38,6 +39,8 @@ export interface AgentMetrics {
   setCapacity(ceilings: NodeCeilings): void;
   /** Count one isolation decision; `reason` must be a code (free text is counted as 'other'). */
   isolation(stage: AdmissionStage, outcome: IsolationOutcome, reason: string): void;
+  /** Count one isolation waiver presented at launch: SPENT, or the code it was refused with. */
+  waiver(outcome: string): void;
   /** Set how many worlds on this node are in each phase (phases left out are set to 0). */
   setWorlds(counts: Partial<Record<WorldPhase, number>>): void;
   /** Time a fork (or capture): call the returned function when it ends; it records seconds. */
@@ -97,6 +100,9 @@ export function createAgentMetrics(registry: Registry): AgentMetrics {
   const collapseDuration = getOrCreate(registry, 'worldline_collapse_duration_seconds', () =>
     new Histogram({ name: 'worldline_collapse_duration_seconds', help: 'Time from taking a Collapse to its final state, by state.', labelNames: ['state'] as const, buckets: DURATION_BUCKETS, registers }),
   );
+  const isolationWaivers = getOrCreate(registry, 'worldline_isolation_waivers_total', () =>
+    new Counter({ name: 'worldline_isolation_waivers_total', help: 'Isolation waivers presented at launch, by outcome: SPENT or the refusal code.', labelNames: ['outcome'] as const, registers }),
+  );
   const receiptLedgerVerified = getOrCreate(registry, 'worldline_receipt_ledger_verified', () =>
     new Gauge({ name: 'worldline_receipt_ledger_verified', help: '1 when the receipt ledger passed verification as the agent opened it, 0 when it failed (no Collapse is served until it is repaired).', registers }),
   );
@@ -106,6 +112,7 @@ export function createAgentMetrics(registry: Registry): AgentMetrics {
   for (const resource of NODE_RESOURCES) admissionReserved.set({ resource }, 0);
   for (const phase of WORLD_PHASES) worlds.set({ phase }, 0);
   networkRefusals.inc(0);
+  isolationWaivers.inc({ outcome: 'SPENT' }, 0);
   for (const verdict of ['PASS', 'FAIL', 'REFUSED']) checkVerdicts.inc({ verdict, reason: 'none' }, 0);
   for (const mode of ['Candidate', 'CheckpointReturn']) {
     collapses.inc({ mode, state: 'COMMITTED', reason: 'none' }, 0);
@@ -125,6 +132,7 @@ export function createAgentMetrics(registry: Registry): AgentMetrics {
     admissionCapacity,
     networkRefusals,
     isolationDecisions,
+    isolationWaivers,
     worlds,
     forkDuration,
     captureDuration,
@@ -133,6 +141,7 @@ export function createAgentMetrics(registry: Registry): AgentMetrics {
     setCapacity: (c) => set(admissionCapacity, { cpu_millis: c.cpuMillis, memory_bytes: c.memoryBytes, pids: c.pids, worlds: c.worlds, ephemeral_storage_bytes: c.ephemeralStorageBytes }),
     isolation: (stage, outcome, reason) =>
       isolationDecisions.inc({ stage: stageLabel(stage), outcome, reason: REASON_CODE.test(reason) ? reason : 'other' }),
+    waiver: (outcome) => isolationWaivers.inc({ outcome: REASON_CODE.test(outcome) ? outcome : 'other' }),
     setWorlds: (counts) => {
       for (const phase of WORLD_PHASES) worlds.set({ phase }, counts[phase] ?? 0);
     },

@@ -7,6 +7,7 @@
 import type { z } from 'zod';
 import { canonicalJson } from '../canonical-json.js';
 import { IsolationDecisionSchema, IsolationObservationSchema } from '../isolation/records.js';
+import { IsolationWaiverSchema, worldRefSubject, type IsolationWaiver } from './isolation-waiver.js';
 import { parseStrictJson, StrictJsonError } from './strict-json.js';
 
 export const STATEMENT_TYPE = 'https://in-toto.io/Statement/v1';
@@ -14,6 +15,7 @@ export const STATEMENT_TYPE = 'https://in-toto.io/Statement/v1';
 export const PREDICATE_TYPES = {
   isolationObservation: 'https://worldline.dev/attestations/isolation-observation/v1',
   isolationDecision: 'https://worldline.dev/attestations/isolation-decision/v1',
+  isolationWaiver: 'https://worldline.dev/attestations/isolation-waiver/v1',
 } as const;
 export type PredicateType = (typeof PREDICATE_TYPES)[keyof typeof PREDICATE_TYPES];
 
@@ -41,11 +43,14 @@ interface PredicateRule {
   schema: z.ZodType;
   /** The digest the predicate says it is about (what the subject must be). */
   about: (predicate: never) => string | null;
+  /** When the predicate also fixes the subject's size and media type (its bytes are known). */
+  exact?: (predicate: never) => Subject;
 }
 
 const RULES: Record<PredicateType, PredicateRule> = {
   [PREDICATE_TYPES.isolationObservation]: { schema: IsolationObservationSchema, about: (p: { subject: string }) => p.subject },
   [PREDICATE_TYPES.isolationDecision]: { schema: IsolationDecisionSchema, about: (p: { observationIdentity: string | null }) => p.observationIdentity },
+  [PREDICATE_TYPES.isolationWaiver]: { schema: IsolationWaiverSchema, about: (p: IsolationWaiver) => worldRefSubject(p.world).digest, exact: (p: IsolationWaiver) => worldRefSubject(p.world) },
 };
 
 const LIMITS = { maxLength: 256 << 10, maxDepth: 16 };
@@ -108,5 +113,9 @@ export function parseStatement<T>(payload: Uint8Array, expected: PredicateType):
   if (!parsed.success) throw new StatementError('PREDICATE_INVALID', `the predicate does not match ${expected}: ${parsed.error.issues.map((i) => `${i.path.join('.') || '$'}: ${i.message}`).join('; ')}`);
   const about = rule.about(parsed.data as never);
   if (about !== subject.digest) throw new StatementError('SUBJECT_MISMATCH', `the subject ${subject.digest} is not what the predicate is about (${about ?? 'nothing'})`);
+  const exact = rule.exact?.(parsed.data as never);
+  if (exact && (exact.size !== subject.size || exact.mediaType !== subject.mediaType)) {
+    throw new StatementError('SUBJECT_MISMATCH', `the subject says ${subject.size} bytes of ${subject.mediaType}; what the predicate is about is ${exact.size} bytes of ${exact.mediaType}`);
+  }
   return { subject, predicate: parsed.data as T };
 }

@@ -26,6 +26,8 @@ export const RevocationSnapshotSchema = z.strictObject({
   issuedAt: instant,
   maxAgeSeconds: z.int().min(1).max(7 * 24 * 3600),
   revokedPublicKeys: z.array(z.string().regex(/^[0-9a-f]{64}$/)),
+  /** Grant ids (of waivers and collapse grants) that may no longer be spent. */
+  revokedGrants: z.array(z.string().min(1).max(128)).max(4096).optional(),
 });
 
 export const TrustPolicySchema = z.strictObject({

@@ -355,7 +355,6 @@ function checkGate(
       {
         worldUid: `check-${g.runId}`,
         network: { policy: 'None', allow: [] },
-        sharedAuthorized: false,
         policy: checkPolicyRecord(g.policy),
         request: checkRequestRecord(g.subject),
         rootPaths: g.rootPaths,

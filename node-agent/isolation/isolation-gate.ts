@@ -1,9 +1,9 @@
 // The gate a world passes between "sandbox ready" and "workload runs": the Allowlist proxy is
 // attached inside the world's network namespace, the isolation observation is built from measured
 // facts and evaluated against the Policy and the World's request; only `reported-sufficient` opens
-// the gate (or, for network policy Shared, an operator's Policy that sets spec.network.policy
-// Shared, recorded on status). The environment is the one the sandbox reports handing to execve,
-// checked against the plan before the workload runs.
+// the gate, or else an isolation waiver the World carries, verified and spent once here (its missing
+// controls only, each named by the waiver; recorded on status). The environment is the one the sandbox
+// reports handing to execve, checked against the plan before the workload runs.
 import { evaluate } from '../../core/isolation/evaluate.js';
 import type { IsolationDecision, IsolationObservation, IsolationPolicy, IsolationRequest } from '../../core/isolation/records.js';
 import { identityOf } from '../../core/isolation/identity.js';
@@ -15,6 +15,7 @@ import type { AgentMetrics } from '../metrics.js';
 import { attachAllowlist } from '../network/world-network.js';
 import type { CgroupReadback } from '../sandbox/cgroup.js';
 import { StartRefused, type StartHooks } from '../sandbox/supervise.js';
+import { WaiverRefused, type SpentWaiver } from '../evidence/waiver-spender.js';
 
 const envName = (kv: string): string => kv.slice(0, kv.indexOf('='));
 
@@ -25,15 +26,18 @@ export interface NetworkRefusal {
 }
 
 export interface GateEvents {
-  isolation(e: { decision: IsolationDecision; observation: IsolationObservation; notes: string[]; sharedAuthorized: boolean }): Promise<void>;
+  isolation(e: { decision: IsolationDecision; observation: IsolationObservation; notes: string[]; waiver?: SpentWaiver; waiverRefused?: { code: string; message: string } }): Promise<void>;
   networkRefusal(r: NetworkRefusal): void;
 }
 
 export interface GatePlan {
   worldUid: string;
   network: { policy: 'None' | 'Allowlist' | 'Shared'; allow: string[] };
-  /** Operator authorization for Shared: the governing Policy's spec.network.policy is Shared. */
-  sharedAuthorized: boolean;
+  /**
+   * Spends the World's isolation waiver for a decision that is not reported-sufficient (throws
+   * WaiverRefused); absent when the World carries none.
+   */
+  waiver?: (decision: IsolationDecision) => SpentWaiver;
   policy: IsolationPolicy;
   request: IsolationRequest;
   rootPaths: string[];
@@ -83,11 +87,23 @@ export function worldGate(plan: GatePlan, cgroup: CgroupReadback, events: GateEv
       );
       const decision = evaluate(plan.policy, plan.request, observation);
       metrics?.isolation(plan.request.stage, decision.outcome, decision.reasons[0] ?? 'NONE');
-      const sharedRuns = plan.network.policy === 'Shared' && plan.sharedAuthorized;
-      await events.isolation({ decision, observation, notes, sharedAuthorized: sharedRuns });
-      if (decision.outcome !== 'reported-sufficient' && !sharedRuns) {
-        throw new StartRefused('ISOLATION_INSUFFICIENT', `isolation decision ${decision.outcome} (${decision.reasons.join(', ')})${decision.missingControls.length ? `; missing controls: ${decision.missingControls.join(', ')}` : ''}`);
+      const insufficient = `isolation decision ${decision.outcome} (${decision.reasons.join(', ')})${decision.missingControls.length ? `; missing controls: ${decision.missingControls.join(', ')}` : ''}`;
+      if (decision.outcome === 'reported-sufficient' || !plan.waiver) {
+        await events.isolation({ decision, observation, notes });
+        if (decision.outcome !== 'reported-sufficient') throw new StartRefused('ISOLATION_INSUFFICIENT', insufficient);
+        return;
       }
+      let waiver: SpentWaiver;
+      try {
+        waiver = plan.waiver(decision);
+      } catch (e) {
+        if (!(e instanceof WaiverRefused)) throw e;
+        metrics?.waiver(e.code);
+        await events.isolation({ decision, observation, notes, waiverRefused: { code: e.code, message: e.message } });
+        throw new StartRefused(e.code, `${insufficient}; the World's waiver is refused: ${e.message}`);
+      }
+      metrics?.waiver('SPENT');
+      await events.isolation({ decision, observation, notes, waiver });
     },
     onEnd: async () => {
       await proxy?.close();

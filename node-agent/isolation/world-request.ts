@@ -1,6 +1,7 @@
 // The isolation policy and request for a World's agent stage (and, at the end, a check's stage), from the Policy governing its Roots
 // and the World's own spec.isolation. A World under no Policy gets the built-in rule: os-sandboxed,
-// plus the network control that its own network policy promises.
+// plus the network control that its own network policy promises — network-denied for Shared, which
+// promises none: the host network is then a missing control, which only an isolation waiver lets run.
 import { canonicalControls, type IsolationControl, type TargetArch } from '../../core/isolation/vocabulary.js';
 import type { IsolationPolicy, IsolationRequest, StageRule } from '../../core/isolation/records.js';
 import { digestOf } from '../../core/digest.js';
@@ -18,15 +19,15 @@ export interface WorldIsolationView extends Partial<WorldIsolation> {
   base: BaseEntry[];
 }
 
-export function networkControl(policy: WorldIsolationView['network']): IsolationControl | undefined {
-  return policy === 'None' ? 'network-denied' : policy === 'Allowlist' ? 'network-egress-restricted' : undefined;
+/** The network control the built-in rule requires of a World with this network policy. */
+export function networkControl(policy: WorldIsolationView['network']): IsolationControl {
+  return policy === 'Allowlist' ? 'network-egress-restricted' : 'network-denied';
 }
 
 export function agentPolicyRecord(policy: PolicyView | undefined, world: WorldIsolationView): IsolationPolicy {
   let rule: StageRule | undefined;
   if (!policy) {
-    const net = networkControl(world.network);
-    rule = { stage: 'agent', minimumLevel: 'os-sandboxed', requiredControls: net ? [net] : [], allowHostYolo: false };
+    rule = { stage: 'agent', minimumLevel: 'os-sandboxed', requiredControls: [networkControl(world.network)], allowHostYolo: false };
   } else if (policy.spec.isolation?.agent) {
     const a = policy.spec.isolation.agent;
     rule = {

@@ -1,6 +1,7 @@
 // Opening the node store: create its layout, take its lock, bring its schema up to date and finish or
 // undo any adoption a crash interrupted.
 import type { Database } from 'better-sqlite3';
+import { existsSync } from 'node:fs';
 import { mkdir, realpath } from 'node:fs/promises';
 import { recoverAdoptions, type RecoveryOutcome } from './recover-adoptions.js';
 import { DEFAULT_STORE_DIR, ensureLayout, ensurePrivateDir, layoutOf, type StoreLayout } from './store-layout.js';
@@ -25,6 +26,8 @@ export interface OpenedStore {
   store: Store;
   /** What recovery did with adoptions a crash interrupted (empty when there were none). */
   recovered: RecoveryOutcome[];
+  /** True when this call made the store (it had no database): what is provisioned with a store is made now. */
+  created: boolean;
 }
 
 export async function openStore(options: OpenStoreOptions = {}): Promise<OpenedStore> {
@@ -32,6 +35,7 @@ export async function openStore(options: OpenStoreOptions = {}): Promise<OpenedS
   const dir = await realpath(options.dir ?? DEFAULT_STORE_DIR);
   const layout = layoutOf(dir);
   await ensurePrivateDir(dir);
+  const created = !existsSync(layout.database);
   // Lock before touching anything else, so a refused second agent changes nothing of a running one's.
   const db = openLockedDatabase(layout.database, dir);
   const store: Store = { dir, layout, db, now: options.now ?? (() => new Date()), close: () => db.close() };
@@ -39,7 +43,7 @@ export async function openStore(options: OpenStoreOptions = {}): Promise<OpenedS
     await ensureLayout(layout);
     migrate(db);
     const recovered = await recoverAdoptions(store);
-    return { store, recovered };
+    return { store, recovered, created };
   } catch (e) {
     db.close();
     throw e;

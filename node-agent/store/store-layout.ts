@@ -13,6 +13,8 @@ export interface StoreLayout {
   worlds: string;
   candidates: string;
   database: string;
+  /** The single-use grant store (node-agent/evidence/grant-store.ts), provisioned with the store. */
+  grants: string;
 }
 
 export function layoutOf(dir: string): StoreLayout {
@@ -24,6 +26,7 @@ export function layoutOf(dir: string): StoreLayout {
     worlds: join(dir, 'worlds'),
     candidates: join(dir, 'candidates'),
     database: join(dir, 'state.db'),
+    grants: join(dir, 'grants.db'),
   };
 }
 

@@ -2,7 +2,7 @@
 // who the agent runs as, its environment, credential, network and limits. Refusals carry a code.
 import { lstatSync } from 'node:fs';
 import type { KubeConfig } from '@kubernetes/client-node';
-import type { World } from '../../crds/index.js';
+import type { World, WorldSpec } from '../../crds/index.js';
 import { parseDuration, parseQuantity } from '../../crds/common.js';
 import { Refusal } from '../../core/errors.js';
 import { isNotFound } from '../../kube/api-error.js';
@@ -39,6 +39,8 @@ export interface LaunchContext {
   cgroups: CgroupLayout;
   agentNs: Record<NsName, string>;
   rootPaths: (rootName: string) => string | undefined;
+  /** The network the Policy governing these Roots gives Worlds that set no spec.network (none without a Policy). */
+  policyNetwork?: (roots: string[]) => WorldSpec['network'];
 }
 
 const BASE_ENV = ['PATH=/usr/local/bin:/usr/bin:/bin', 'LANG=C.UTF-8'];
@@ -106,13 +108,15 @@ export async function buildRunSpec(world: Pick<World, 'metadata' | 'spec'>, ctx:
   if (disk !== undefined && disk < MIN_EPHEMERAL_STORAGE_BYTES) {
     throw new LaunchRefused('RESOURCE_POLICY_INVALID', `spec.resources.ephemeralStorage "${String(r.ephemeralStorage)}" is below the smallest run disk of 1Mi`);
   }
-  const policy = spec.network?.policy ?? 'None';
+  // spec.network, else the governing Policy's default, else None.
+  const network = spec.network ?? ctx.policyNetwork?.(spec.roots);
+  const policy = network?.policy ?? 'None';
   let env = [...BASE_ENV, `HOME=${HOME}`, ...(spec.agent.env ?? []).map((e) => `${e.name}=${e.value}`)];
   let allow: string[] = [];
   if (policy === 'Allowlist') {
     try {
-      parseAllowlist(spec.network?.allow ?? []);
-      allow = [...(spec.network?.allow ?? [])];
+      parseAllowlist(network?.allow ?? []);
+      allow = [...(network?.allow ?? [])];
     } catch (err) {
       if (err instanceof AllowlistEntryError) throw new LaunchRefused('NETWORK_POLICY_INVALID', `spec.network.allow: ${err.message}`);
       throw err;

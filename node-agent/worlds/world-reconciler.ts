@@ -51,7 +51,7 @@ export interface WorldReconcilerDeps {
   admission: RunAdmission;
   metrics?: AgentMetrics;
   /** The isolation policy and request for a World's agent stage (from its governing Policy and spec). */
-  isolationPlan: (w: World, plan: LaunchPlan, base: { root: string; generation: number; digest: string }[]) => Pick<GatePlan, 'policy' | 'request' | 'sharedAuthorized'>;
+  isolationPlan: (w: World, plan: LaunchPlan, base: { root: string; generation: number; digest: string }[]) => Pick<GatePlan, 'policy' | 'request' | 'waiver'>;
   /** Puts a key back on the work queue now. */
   requeue: (key: string) => void;
 }
@@ -206,7 +206,7 @@ export class NodeWorlds {
         step(async () => {
           status = withIsolation(status, e, ctxNow());
           await publish(stateOf(status));
-          if (e.decision.outcome !== 'reported-sufficient') this.d.events.warning(w, e.sharedAuthorized ? 'SharedNetworkAuthorized' : 'ISOLATION_INSUFFICIENT', isolationMessage(e));
+          if (e.decision.outcome !== 'reported-sufficient') this.d.events.warning(w, e.waiver ? 'IsolationWaived' : (e.waiverRefused?.code ?? 'ISOLATION_INSUFFICIENT'), isolationMessage(e));
         }),
       networkRefusal: (r) => {
         status = withNetworkRefusal(status, r);

@@ -4,6 +4,7 @@ import type { IsolationDecisionOutcome, WorldPhase, WorldStatus } from '../../cr
 import { setCondition, type Condition } from '../../kube/conditions.js';
 import type { SandboxObservation } from '../../native/index.js';
 import type { CgroupReadback } from '../sandbox/cgroup.js';
+import type { SpentWaiver } from '../evidence/waiver-spender.js';
 import type { WorldEvent } from './run-world.js';
 
 /** The node-agent's part of World.status (the fields it owns), as the World schema types them. */
@@ -146,20 +147,25 @@ export interface IsolationEvent {
   decision: { outcome: IsolationDecisionOutcome; reasons: string[]; missingControls: string[]; effectiveMinimum: string };
   observation: { achievedLevel: string; enforcedControls: string[]; target: { os: string; arch: string }; complete: boolean };
   notes: string[];
-  sharedAuthorized: boolean;
+  /** The isolation waiver spent for this run (it runs although the decision is not reported-sufficient). */
+  waiver?: SpentWaiver;
+  /** Why the World's waiver was refused (the World then does not run). */
+  waiverRefused?: { code: string; message: string };
 }
 
 export function isolationMessage(e: IsolationEvent): string {
   const d = e.decision;
   if (d.outcome === 'reported-sufficient') return `isolation ${d.effectiveMinimum} reported sufficient (achieved ${e.observation.achievedLevel})`;
   const base = `isolation decision ${d.outcome}: ${d.reasons.join(', ')}${d.missingControls.length ? `; missing ${d.missingControls.join(', ')}` : ''}`;
-  return e.sharedAuthorized ? `${base}; the World runs anyway on the host network because its Policy sets spec.network.policy Shared` : base;
+  if (e.waiver) return `${base}; the World runs under isolation waiver ${e.waiver.grantId} (signed by ${e.waiver.signers.join(', ')}), which waives ${e.waiver.waivedControls.join(', ')}: ${e.waiver.reason}`;
+  if (e.waiverRefused) return `${base}; its isolation waiver is refused (${e.waiverRefused.code}): ${e.waiverRefused.message}`;
+  return base;
 }
 
 /** Records the isolation decision (and the measured level and controls) on status and the Isolated condition. */
 export function withIsolation(s: AgentWorldStatus, e: IsolationEvent, ctx: { generation?: number; now: Date }): AgentWorldStatus {
   const ok = e.decision.outcome === 'reported-sufficient';
-  const reason = ok ? 'ReportedSufficient' : e.sharedAuthorized ? 'SharedNetworkAuthorized' : 'IsolationInsufficient';
+  const reason = ok ? 'ReportedSufficient' : e.waiver ? 'IsolationWaived' : 'IsolationInsufficient';
   const observation = {
     ...(s.isolation?.observation ?? {}),
     achievedLevel: e.observation.achievedLevel,
@@ -170,7 +176,7 @@ export function withIsolation(s: AgentWorldStatus, e: IsolationEvent, ctx: { gen
   };
   return {
     ...s,
-    isolation: { observation, decision: { outcome: e.decision.outcome, reasons: e.decision.reasons } },
+    isolation: { observation, decision: { outcome: e.decision.outcome, reasons: e.decision.reasons }, ...(e.waiver ? { waiver: { ...e.waiver } } : {}) },
     conditions: setCondition(s.conditions, { type: 'Isolated', status: ok ? 'True' : 'False', reason, message: isolationMessage(e) }, ctx.generation, ctx.now),
   };
 }

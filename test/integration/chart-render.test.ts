@@ -307,3 +307,28 @@ void test('values.schema.json refuses bad values with an error naming the value'
     assert.match(r.stderr, names, r.stderr);
   }
 });
+
+void test('the trust policy: off by default; when set, a ConfigMap holding it as JSON, mounted read-only into the node-agent and named by --trust-policy', async () => {
+  const none = await renderChart();
+  assert.ok(!none.some((o) => o.kind === 'ConfigMap' && o.metadata.name === 'worldline-trust-policy'));
+  const [bare] = podSpec(findObject(none, 'DaemonSet', 'worldline-node-agent')).containers;
+  assert.ok(!bare?.args.some((a) => a.startsWith('--trust-policy')), bare?.args.join(' '));
+
+  const trustPolicy = {
+    signers: [{ issuer: 'platform-team', publicKey: 'ab'.repeat(32), predicateTypes: ['https://worldline.dev/attestations/isolation-waiver/v1'], validFrom: '2026-12-01T00:00:00Z', validUntil: '2027-12-01T00:00:00Z' }],
+    revocations: { issuedAt: '2026-12-03T00:00:00Z', maxAgeSeconds: 604800, revokedPublicKeys: [], revokedGrants: ['grant-1'] },
+  };
+  const objects = await renderChart({ values: { trustPolicy } });
+  const cm = findObject(objects, 'ConfigMap', 'worldline-trust-policy') as unknown as K8sObject & { data: Record<string, string> };
+  // What the node-agent reads parses back to exactly the values given.
+  assert.deepEqual(JSON.parse(cm.data['policy.json'] ?? ''), trustPolicy);
+  const spec = podSpec(findObject(objects, 'DaemonSet', 'worldline-node-agent'));
+  const [c] = spec.containers;
+  assert.ok(c?.args.includes('--trust-policy=/etc/worldline/trust/policy.json'), c?.args.join(' '));
+  assert.deepEqual(c?.volumeMounts.find((m) => m.name === 'trust-policy'), { name: 'trust-policy', mountPath: '/etc/worldline/trust', readOnly: true });
+  assert.deepEqual((spec.volumes.find((v) => v.name === 'trust-policy') as unknown as { configMap: unknown }).configMap, { name: 'worldline-trust-policy', defaultMode: 0o444 });
+
+  const bad = await helmTemplate({ values: { trustPolicy: { signer: [] } } });
+  assert.notEqual(bad.code, 0);
+  assert.match(bad.stderr, /additional properties 'signer' not allowed/, bad.stderr);
+});

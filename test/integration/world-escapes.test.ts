@@ -8,8 +8,10 @@ import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { chownSync, existsSync, lstatSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { connect as netConnect, createServer, type Server, type Socket } from 'node:net';
+import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { startStack, type Stack } from '../support/stack.js';
+import { issuerKey, signerRule, signWaiver, writeTrustPolicy } from '../support/waivers.js';
 import { createTestHostAddress } from '../support/test-host-address.js';
 import { condition, kc } from '../support/wait.js';
 import {
@@ -111,6 +113,9 @@ async function sampleWhileRunning<T>(s: Stack, name: string, fn: () => T, everyM
   }
 }
 
+const WAIVER_ISSUER = issuerKey();
+const TRUST_POLICY = join(tmpdir(), `worldline-escape-trust-${process.pid}.json`);
+
 describe('escape attempts from a world on a real stack', () => {
   let s: Stack;
   let projPath: string;
@@ -120,7 +125,9 @@ describe('escape attempts from a world on a real stack', () => {
     process.env[SECRET_VAR] = SECRET_VALUE; // inherited by the node-agent started below
     writeFileSync(CANARY_PATH, `${CANARY}\n`, { mode: 0o644 });
     for (const t of WRITE_TARGETS) assert.ok(!existsSync(t), `${t} exists before the test`);
-    s = await startStack({ nodeName: 'escape-node', ...(KEYRING_WRAPPER ? { agentWrapper: KEYRING_WRAPPER } : {}) });
+    // The node trusts one waiver issuer: the Shared World below runs under its waiver.
+    writeTrustPolicy(TRUST_POLICY, [signerRule('escape-tests', WAIVER_ISSUER)]);
+    s = await startStack({ nodeName: 'escape-node', agentArgs: ['--trust-policy', TRUST_POLICY], ...(KEYRING_WRAPPER ? { agentWrapper: KEYRING_WRAPPER } : {}) });
     projPath = join(s.scratch, 'proj');
     mkdirSync(projPath, { mode: 0o755 });
     writeFileSync(join(projPath, 'a.txt'), 'alpha\n');
@@ -135,6 +142,7 @@ describe('escape attempts from a world on a real stack', () => {
   after(async () => {
     await s?.stop();
     rmSync(CANARY_PATH, { force: true });
+    rmSync(TRUST_POLICY, { force: true });
     delete process.env[SECRET_VAR];
   });
 
@@ -462,8 +470,8 @@ describe('escape attempts from a world on a real stack', () => {
         assert.equal(srv.connections(), 0, 'the world under None reached a host loopback port');
         assert.equal(abs.connections(), 0, 'the world under None reached a host abstract socket');
 
-        // Shared is the host network: it runs only under a Policy that sets spec.network.policy Shared. The
-        // Policy's agent rule is the built-in one for None worlds, so other tests on 'proj' see no change.
+        // Shared is the host network: it runs only with an isolation waiver of network-denied. The Policy's
+        // agent rule is the built-in one for None worlds, so other tests on 'proj' see no change.
         await s.apply(JSON.stringify({
           apiVersion: 'worldline.dev/v1alpha1',
           kind: 'Policy',
@@ -472,10 +480,10 @@ describe('escape attempts from a world on a real stack', () => {
         }));
         policyApplied = true;
         await s.waitFor('Policy proj-shared Accepted', async () => condition(await s.get('policy', 'proj-shared'), 'Accepted')?.status === 'True');
-        const shared = await runWorld(s, 'net-shared', shWorld(['proj'], probes, { network: { policy: 'Shared' } }));
+        const shared = await runWorld(s, 'net-shared', shWorld(['proj'], probes, { network: { policy: 'Shared' }, isolation: { waiver: signWaiver('net-shared', WAIVER_ISSUER.privateKey) } }));
         assert.equal(shared.status.phase, 'Captured', describeRun(shared));
         assert.equal(condition(shared.world, 'Isolated')?.status, 'False', JSON.stringify(shared.status.isolation));
-        assert.equal(condition(shared.world, 'Isolated')?.reason, 'SharedNetworkAuthorized');
+        assert.equal(condition(shared.world, 'Isolated')?.reason, 'IsolationWaived');
         assert.notEqual(shared.status.isolation.decision.outcome, 'reported-sufficient');
         assert.match(shared.output, /^HOST-PORT CONNECTED$/m, shared.output);
         assert.match(shared.output, /^ABSTRACT CONNECTED$/m, shared.output);

@@ -18,7 +18,7 @@ export interface WorldSpec {
     credentials?: { secretName: string; key: string; path: string };
   };
   network?: { policy: 'None' | 'Shared' | 'Allowlist'; allow?: string[] };
-  isolation?: { minimumLevel?: string; controls?: string[]; acknowledgeHostYolo?: boolean };
+  isolation?: { minimumLevel?: string; controls?: string[]; acknowledgeHostYolo?: boolean; waiver?: string };
   resources?: { cpu?: string; memory?: string; pids?: number; wallTime?: string; outputBytes?: string; ephemeralStorage?: string };
 }
 
