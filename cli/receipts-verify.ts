@@ -10,8 +10,30 @@ import { ChainVerifier } from '../core/receipts/chain.js';
 import { describeError } from '../core/errors.js';
 import { keyIdOf, parseLedgerLine, signatureMessage } from '../core/receipts/ledger-line.js';
 import { parseLedgerHead, type LedgerHead } from '../core/receipts/ledger-head.js';
+import { trustReceipt } from '../core/receipts/receipt-trust.js';
+import type { TrustPolicy } from '../core/evidence/trust-policy.js';
+import { readTrustPolicyFile } from '../kube/trust-policy-file.js';
 
-export type VerifyProblem = 'LINE_INVALID' | 'BODY_INVALID' | 'ID_MISMATCH' | 'SEQUENCE_BROKEN' | 'PREVIOUS_BROKEN' | 'KEY_MISMATCH' | 'SIGNATURE_INVALID';
+export type VerifyProblem = 'LINE_INVALID' | 'BODY_INVALID' | 'ID_MISMATCH' | 'SEQUENCE_BROKEN' | 'PREVIOUS_BROKEN' | 'KEY_MISMATCH' | 'KEY_UNTRUSTED' | 'SIGNATURE_INVALID';
+
+/**
+ * Who may have signed a ledger's receipts: one given public key, or the keys a trust policy pins for the
+ * node at each receipt's own time (rotation: consecutive rules; revocation: the snapshot), judged `now`.
+ */
+export type LedgerSigners = { key: KeyObject; keyId: string } | { policy: TrustPolicy; node: string; now: Date };
+
+/** Why a signature by `keyId` over receipt `id` (issued `issuedAt`) does not count, or null when it does. */
+function signerProblem(signers: LedgerSigners, r: { id: string; keyId: string; signature: string; issuedAt: string }): { problem: VerifyProblem; message: string } | null {
+  if ('policy' in signers) {
+    const t = trustReceipt(signers.policy, { node: signers.node, id: r.id, keyId: r.keyId, signature: r.signature, at: new Date(r.issuedAt) }, signers.now);
+    return t.ok ? null : { problem: t.code, message: t.message };
+  }
+  if (r.keyId !== signers.keyId) return { problem: 'KEY_MISMATCH', message: `signed by ${r.keyId}, not by the given key ${signers.keyId}` };
+  if (!verify(null, signatureMessage(r.id), signers.key, Buffer.from(r.signature, 'hex'))) return { problem: 'SIGNATURE_INVALID', message: `the Ed25519 signature over ${r.id} does not verify with ${signers.keyId}` };
+  return null;
+}
+
+const signersName = (s: LedgerSigners): string => ('policy' in s ? `the keys the trust policy pins for node ${s.node}` : s.keyId);
 
 /** How a ledger that verifies on its own disagrees with the head the cluster recorded for its node. */
 export type HeadProblem = 'HEAD_INVALID' | 'HEAD_KEY_MISMATCH' | 'HEAD_SIGNATURE_INVALID' | 'HEAD_MISSING' | 'HEAD_MISMATCH';
@@ -25,16 +47,18 @@ export interface Output {
   err(text: string): void;
 }
 
-export const VERIFY_USAGE = `usage: worldline receipts verify --ledger FILE --public-key KEY [--heads FILE --node NODE]
+export const VERIFY_USAGE = `usage: worldline receipts verify --ledger FILE (--public-key KEY | --trust-policy FILE --node NODE) [--heads FILE]
 
 Verifies a signed receipt ledger: every line's form, the hash chain (ids, sequence, previous links)
 and every Ed25519 signature, with Node's OpenSSL-backed crypto.
   --ledger FILE       the ledger (JSON lines) to verify
   --public-key KEY    the signer's public key: a PEM file (SPKI) or a file holding 64 hex characters
+  --trust-policy FILE the trust policy (the chart's trustPolicy as JSON): every receipt must be signed by a
+                      key it pins for --node at the receipt's time (rotation), not revoked (KEY_UNTRUSTED)
   --heads FILE        the cluster's record of ledger heads: the ConfigMap worldline-ledger-heads as
                       \`kubectl get -o json\` prints it (with --node), or one head's JSON; the ledger must
                       hold that receipt at that sequence, so history rewritten or cut since is refused
-  --node NODE         whose head to take from the ConfigMap
+  --node NODE         whose head to take from the ConfigMap, and whose pinned keys count
 Exit status: 0 all entries verify; 1 an entry is bad (the first one is named); 2 usage or read error.
 `;
 
@@ -53,8 +77,8 @@ export function loadPublicKey(text: string): { key: KeyObject; keyId: string } {
   return { key, keyId: keyIdOf(raw) };
 }
 
-/** Verify ledger bytes against a public key. Stops at the first bad line. */
-export function verifyLedger(data: Buffer, publicKey: { key: KeyObject; keyId: string }): LedgerVerdict {
+/** Verify ledger bytes against a public key, or the keys a trust policy pins. Stops at the first bad line. */
+export function verifyLedger(data: Buffer, signers: LedgerSigners): LedgerVerdict {
   const chain = new ChainVerifier();
   let lineNo = 0;
   let pos = 0;
@@ -79,27 +103,25 @@ export function verifyLedger(data: Buffer, publicKey: { key: KeyObject; keyId: s
     const fault = chain.next({ body: line.receipt, id: line.id });
     if (fault) return bad(fault.problem, fault.message, fault.sequence);
     const sequence = chain.count; // the chain just accepted this entry, so its sequence is its position
-    if (line.keyId !== publicKey.keyId) {
-      return bad('KEY_MISMATCH', `signed by ${line.keyId}, not by the given key ${publicKey.keyId}`, sequence);
-    }
-    if (!verify(null, signatureMessage(line.id), publicKey.key, Buffer.from(line.signature, 'hex'))) {
-      return bad('SIGNATURE_INVALID', `the Ed25519 signature over ${line.id} does not verify with ${publicKey.keyId}`, sequence);
-    }
+    const issuedAt = String((line.receipt as { issuedAt?: unknown }).issuedAt);
+    const fault2 = signerProblem(signers, { id: line.id, keyId: line.keyId, signature: line.signature, issuedAt });
+    if (fault2) return bad(fault2.problem, fault2.message, sequence);
   }
-  return { ok: true, count: chain.count, head: chain.head, keyId: publicKey.keyId };
+  return { ok: true, count: chain.count, head: chain.head, keyId: signersName(signers) };
 }
 
 /**
  * Whether a ledger that verified (`verdict`) still holds the head the cluster recorded: the head is signed
  * by the given key, the ledger reaches its sequence, and the receipt there is the recorded one.
  */
-export function checkHead(data: Buffer, publicKey: { key: KeyObject; keyId: string }, headText: string): { ok: true; head: LedgerHead } | { ok: false; problem: HeadProblem; message: string } {
+export function checkHead(data: Buffer, signers: LedgerSigners, headText: string): { ok: true; head: LedgerHead } | { ok: false; problem: HeadProblem; message: string } {
   const parsed = parseLedgerHead(headText);
   if (!parsed.ok) return { ok: false, problem: 'HEAD_INVALID', message: parsed.message };
   const head = parsed.head;
-  if (head.keyId !== publicKey.keyId) return { ok: false, problem: 'HEAD_KEY_MISMATCH', message: `the recorded head of ${head.node} is signed by ${head.keyId}, not by the given key ${publicKey.keyId}` };
-  if (!verify(null, signatureMessage(head.receipt), publicKey.key, Buffer.from(head.signature, 'hex'))) {
-    return { ok: false, problem: 'HEAD_SIGNATURE_INVALID', message: `the recorded head's signature over ${head.receipt} does not verify with ${publicKey.keyId}` };
+  const signed = signerProblem(signers, { id: head.receipt, keyId: head.keyId, signature: head.signature, issuedAt: head.recordedAt });
+  if (signed) {
+    const problem: HeadProblem = signed.problem === 'SIGNATURE_INVALID' ? 'HEAD_SIGNATURE_INVALID' : 'HEAD_KEY_MISMATCH';
+    return { ok: false, problem, message: `the recorded head of ${head.node}: ${signed.message}` };
   }
   // Sequences start at 1 and a verified ledger has no gap: the head's receipt is on line `sequence`.
   const lines = data.toString('utf8').split('\n');
@@ -137,6 +159,7 @@ function sequenceOf(text: string): number | null {
 export function runReceiptsVerify(args: readonly string[], io: Output): number {
   let ledger: string | undefined;
   let keyPath: string | undefined;
+  let trustPath: string | undefined;
   let headsPath: string | undefined;
   let node: string | undefined;
   for (let i = 0; i < args.length; i++) {
@@ -146,9 +169,10 @@ export function runReceiptsVerify(args: readonly string[], io: Output): number {
       return 0;
     }
     const value = args[i + 1];
-    if ((a === '--ledger' || a === '--public-key' || a === '--heads' || a === '--node') && value !== undefined) {
+    if ((a === '--ledger' || a === '--public-key' || a === '--trust-policy' || a === '--heads' || a === '--node') && value !== undefined) {
       if (a === '--ledger') ledger = value;
       else if (a === '--public-key') keyPath = value;
+      else if (a === '--trust-policy') trustPath = value;
       else if (a === '--heads') headsPath = value;
       else node = value;
       i++;
@@ -157,16 +181,20 @@ export function runReceiptsVerify(args: readonly string[], io: Output): number {
     io.err(`worldline receipts verify: unexpected argument ${JSON.stringify(a)}\n${VERIFY_USAGE}`);
     return 2;
   }
-  if (ledger === undefined || keyPath === undefined) {
-    io.err(`worldline receipts verify: --ledger and --public-key are both required\n${VERIFY_USAGE}`);
+  if (ledger === undefined || (keyPath === undefined) === (trustPath === undefined)) {
+    io.err(`worldline receipts verify: --ledger and one of --public-key or --trust-policy are required\n${VERIFY_USAGE}`);
     return 2;
   }
-  let publicKey: { key: KeyObject; keyId: string };
+  if (trustPath !== undefined && node === undefined) {
+    io.err(`worldline receipts verify: --trust-policy needs --node (whose pinned keys count)\n${VERIFY_USAGE}`);
+    return 2;
+  }
+  let signers: LedgerSigners;
   let data: Buffer;
   try {
-    publicKey = loadPublicKey(readFileSync(keyPath, 'utf8'));
+    signers = trustPath !== undefined ? { policy: readTrustPolicyFile(trustPath), node: node ?? '', now: new Date() } : loadPublicKey(readFileSync(keyPath ?? '', 'utf8'));
   } catch (e) {
-    io.err(`worldline receipts verify: cannot use ${keyPath} as a public key: ${describeError(e)}\n`);
+    io.err(`worldline receipts verify: cannot use ${trustPath ?? keyPath ?? ''}: ${describeError(e)}\n`);
     return 2;
   }
   try {
@@ -185,10 +213,10 @@ export function runReceiptsVerify(args: readonly string[], io: Output): number {
     }
   }
   const started = process.hrtime.bigint();
-  const v = verifyLedger(data, publicKey);
+  const v = verifyLedger(data, signers);
   const seconds = Number(process.hrtime.bigint() - started) / 1e9;
   if (v.ok && headText !== undefined) {
-    const h = checkHead(data, publicKey, headText);
+    const h = checkHead(data, signers, headText);
     if (!h.ok) {
       io.err(`FAIL ${ledger}: ${h.problem}: ${h.message}\n(the ledger itself verifies: ${v.count} receipts, head ${v.head ?? 'none'})\n`);
       return 1;

@@ -20,6 +20,11 @@ export interface ControllerConfig {
    * for) and `linkTlsDir` (ca.crt, tls.crt, tls.key: the controller's end of the node link).
    */
   view?: { host: string; port: number; servingTlsDir: string; linkTlsDir: string };
+  /**
+   * The trust policy file (JSON; the chart mounts ConfigMap <release>-trust-policy): with it, a node's
+   * ledger head is recorded only when its receipt verifies under a key the policy pins for that node.
+   */
+  trustPolicy?: string;
 }
 
 /**
@@ -30,7 +35,9 @@ export const DEFAULT_WORKERS = 8;
 
 export const USAGE = `usage: worldline-controller [--kubeconfig PATH] [--namespace NS] [--metrics-bind HOST:PORT]
        [--identity ID] [--leader-elect=true|false] [--lease-duration SECONDS] [--workers N] [--log-level LEVEL]
-       [--view-bind HOST:PORT --view-tls-dir DIR --link-tls-dir DIR]
+       [--view-bind HOST:PORT --view-tls-dir DIR --link-tls-dir DIR] [--trust-policy PATH]
+  --trust-policy PATH  record a node's ledger head only when its receipt is signed by a key this trust policy
+                       pins for the node (env WORLDLINE_TRUST_POLICY; docs/operations.md, "Receipt keys")
   --view-tls-dir DIR   serve the aggregated API view.worldline.dev (Worlds' logs and diffs) with tls.crt and
                        tls.key from DIR (env WORLDLINE_VIEW_TLS_DIR); needs --link-tls-dir
   --link-tls-dir DIR   the node link: ca.crt, tls.crt and tls.key the controller presents to node-agents
@@ -73,6 +80,7 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Co
       'view-bind': { type: 'string' },
       'view-tls-dir': { type: 'string' },
       'link-tls-dir': { type: 'string' },
+      'trust-policy': { type: 'string' },
     },
     strict: true,
   });
@@ -85,9 +93,12 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Co
   if (!['debug', 'info', 'warn', 'error'].includes(level)) throw new Error(`--log-level must be debug, info, warn or error, got "${level}"`);
   const kubeconfig = values.kubeconfig ?? env.KUBECONFIG;
   const view = viewConfig(values['view-bind'] ?? env.WORLDLINE_VIEW_BIND, values['view-tls-dir'] ?? (env.WORLDLINE_VIEW_TLS_DIR || undefined), values['link-tls-dir'] ?? (env.WORLDLINE_LINK_TLS_DIR || undefined));
+  const trustPolicy = values['trust-policy'] ?? (env.WORLDLINE_TRUST_POLICY || undefined);
+  if (trustPolicy !== undefined && (!isAbsolute(trustPolicy) || trustPolicy.includes('\0'))) throw new Error(`--trust-policy must be an absolute file path, got "${trustPolicy}"\n${USAGE}`);
   return {
     ...(kubeconfig ? { kubeconfig } : {}),
     ...(view ? { view } : {}),
+    ...(trustPolicy !== undefined ? { trustPolicy } : {}),
     namespace: values.namespace ?? env.WORLDLINE_NAMESPACE ?? env.POD_NAMESPACE ?? 'worldline-system',
     metricsHost: m[1] ?? '0.0.0.0',
     metricsPort: intFlag('metrics-bind port', m[2] ?? '', 0, 65535),

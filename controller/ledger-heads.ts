@@ -7,10 +7,17 @@
 // a conflict (another receipt at the recorded sequence, another key) is never recorded over the head: it
 // is logged and announced as a Warning Event on the Collapse that showed it.
 //
+// With a trust policy (--trust-policy), a receipt is recorded only when its signature verifies under a
+// key the policy pins for that node (receipt-trust.ts): a node that starts signing with a key of its own
+// making is refused KEY_UNTRUSTED, and a pinned new key moves the head on (rotation).
+//
 // Observed Collapses are batched: one read and one apply of the ConfigMap per flush (a short delay after
 // the first change), and a failed flush is tried again later with what was pending.
 import type { Collapse } from '../crds/index.js';
 import { nextHead, parseLedgerHead, type LedgerHead, type SeenReceipt } from '../core/receipts/ledger-head.js';
+import { trustReceipt } from '../core/receipts/receipt-trust.js';
+import type { TrustMemory, TrustPolicy } from '../core/evidence/trust-policy.js';
+import { readTrustPolicyFile } from '../kube/trust-policy-file.js';
 import { isNotFound } from '../kube/api-error.js';
 import { objectPath } from '../kube/api-paths.js';
 import type { Clock } from '../kube/clock.js';
@@ -39,6 +46,8 @@ export interface LedgerHeadsDeps {
   clock: Clock;
   logger: Logger;
   flushDelayMs?: number;
+  /** The trust policy file pinning each node's receipt keys (read afresh at each flush). */
+  trustPolicy?: string;
 }
 
 export class LedgerHeads {
@@ -46,6 +55,7 @@ export class LedgerHeads {
   private timer: NodeJS.Timeout | undefined;
   private flushing: Promise<void> = Promise.resolve();
   private stopped = false;
+  private trustMemory: TrustMemory = {};
 
   constructor(private readonly d: LedgerHeadsDeps) {}
 
@@ -93,7 +103,30 @@ export class LedgerHeads {
       if (!isNotFound(e)) throw e;
     }
     let changed = false;
+    let policy: TrustPolicy | undefined;
+    let policyError: string | undefined;
+    if (this.d.trustPolicy !== undefined) {
+      try {
+        policy = readTrustPolicyFile(this.d.trustPolicy);
+      } catch (e) {
+        policyError = (e as Error).message;
+      }
+    }
     for (const [node, seen] of batch) {
+      let keyPinned = false;
+      if (this.d.trustPolicy !== undefined) {
+        if (!policy) {
+          this.conflict(seen.collapse, 'KEY_UNTRUSTED', `receipt ${seen.sequence} of node ${node} is not recorded: ${policyError ?? 'no trust policy'}`);
+          continue;
+        }
+        const trust = trustReceipt(policy, { node, id: seen.id, signature: seen.signature, keyId: seen.keyId, at: this.d.clock.now() }, this.d.clock.now(), this.trustMemory);
+        if (!trust.ok) {
+          this.conflict(seen.collapse, trust.code === 'SIGNATURE_INVALID' ? 'HEAD_CONFLICT' : trust.code, `receipt ${seen.sequence} of node ${node} is not recorded: ${trust.message}`);
+          continue;
+        }
+        this.trustMemory = trust.memory;
+        keyPinned = true;
+      }
       const text = data[node];
       let recorded: LedgerHead | undefined;
       if (text !== undefined) {
@@ -105,7 +138,7 @@ export class LedgerHeads {
         }
         recorded = parsed.head;
       }
-      const step = nextHead(recorded, seen, node, this.d.clock.now());
+      const step = nextHead(recorded, seen, node, this.d.clock.now(), { keyPinned });
       if (step.kind === 'conflict') this.conflict(seen.collapse, step.code, step.message);
       if (step.kind !== 'advance') continue;
       data[node] = JSON.stringify(step.head);

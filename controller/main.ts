@@ -25,7 +25,7 @@ async function main(): Promise<void> {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
   const events = new EventRecorder(kc, { component: 'worldline-controller', instance: cfg.identity, logger });
-  const manager = new Manager({ kubeConfig: kc, namespace: cfg.namespace, registry, events, logger, workers: cfg.workers });
+  const manager = new Manager({ kubeConfig: kc, namespace: cfg.namespace, registry, events, logger, workers: cfg.workers, ...(cfg.trustPolicy ? { trustPolicy: cfg.trustPolicy } : {}) });
 
   let leading = false;
   const server = await startHttpServer({

@@ -46,6 +46,8 @@ export interface ManagerOptions {
   logger: Logger;
   clock?: Clock;
   workers?: number;
+  /** The trust policy file: ledger heads are then recorded only under keys it pins for each node. */
+  trustPolicy?: string;
 }
 
 export class Manager {
@@ -74,7 +76,7 @@ export class Manager {
       Check: runner('Check', makeDependentReconciler({ kind: 'Check', ref: refs.Check, informer: caches.checks, caches, status, refusals, events, deleter, clock })),
       Collapse: runner('Collapse', makeDependentReconciler({ kind: 'Collapse', ref: refs.Collapse, informer: caches.collapses, caches, status, refusals, events, deleter, clock, createCheck: checkCreator(opts.kubeConfig) })),
     };
-    this.heads = new LedgerHeads({ kubeConfig: opts.kubeConfig, namespace: opts.namespace, writer: status, events, clock, logger: logger.child({ part: 'ledger-heads' }) });
+    this.heads = new LedgerHeads({ kubeConfig: opts.kubeConfig, namespace: opts.namespace, writer: status, events, clock, logger: logger.child({ part: 'ledger-heads' }), ...(opts.trustPolicy ? { trustPolicy: opts.trustPolicy } : {}) });
     this.presence = new NodePresence(() => caches.leases.list(), clock, (node) => {
       for (const w of caches.worldsOnNode(node)) this.runners.World.enqueue(w);
     });

@@ -44,6 +44,12 @@ export interface TrustQuestion {
   /** The interval the evidence asserts (its run), which every key's validity must cover. */
   run: { start: Date; end: Date };
   now: Date;
+  /**
+   * Whether a key must also be valid now (default true: fresh evidence). False for a record made in the
+   * past — a receipt signed before its key was rotated out stays verifiable; revocation and the
+   * snapshot's age are still judged now.
+   */
+  validNow?: boolean;
 }
 
 /** What the verifier has already seen; a later question may not go back on it. */
@@ -71,7 +77,7 @@ export function trustedKeys(policy: TrustPolicy, q: TrustQuestion, memory: Trust
   const covers = (r: TrustPolicy['signers'][number]): boolean => {
     const from = Date.parse(r.validFrom);
     const until = Date.parse(r.validUntil);
-    return from <= now && now < until && from <= q.run.start.getTime() && q.run.end.getTime() < until;
+    return (q.validNow === false || (from <= now && now < until)) && from <= q.run.start.getTime() && q.run.end.getTime() < until;
   };
   const keys = new Map<string, TrustedKey>();
   for (const r of policy.signers) {

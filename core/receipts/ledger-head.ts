@@ -7,7 +7,8 @@
 //
 // nextHead() is the recording rule: a head only moves forward, under the key first seen for the node. A
 // different id at the recorded sequence, or a new key, is never recorded over the old head: it is a
-// conflict for an operator to look at (a key rotation is an operator's edit of the ConfigMap).
+// conflict for an operator to look at — unless the recorder verified the new receipt under a key the
+// trust policy pins for the node (receipt-trust.ts): that is a rotation, and the head moves on.
 import { z } from 'zod';
 
 export const LEDGER_HEAD_FORMAT = 'worldline.ledger-head/v1';
@@ -54,17 +55,20 @@ export function parseLedgerHead(text: string): { ok: true; head: LedgerHead } | 
 }
 
 /** What recording `seen` does to the head recorded for `node` (undefined: none yet). */
-export function nextHead(recorded: LedgerHead | undefined, seen: SeenReceipt, node: string, now: Date): HeadStep {
+export function nextHead(recorded: LedgerHead | undefined, seen: SeenReceipt, node: string, now: Date, o: { keyPinned?: boolean } = {}): HeadStep {
   const head = (): LedgerHead => ({ format: LEDGER_HEAD_FORMAT, node, sequence: seen.sequence, receipt: seen.id, keyId: seen.keyId, signature: seen.signature, recordedAt: now.toISOString() });
   if (!ledgerHeadSchema.shape.receipt.safeParse(seen.id).success || !ledgerHeadSchema.shape.signature.safeParse(seen.signature).success || !Number.isInteger(seen.sequence) || seen.sequence < 1) {
     return { kind: 'conflict', code: 'HEAD_CONFLICT', message: `node ${node} reported a receipt that is not well formed (sequence ${seen.sequence}, id ${seen.id})` };
   }
   if (!recorded) return { kind: 'advance', head: head() };
-  if (seen.keyId !== recorded.keyId) {
+  if (seen.keyId !== recorded.keyId && !o.keyPinned) {
     return { kind: 'conflict', code: 'KEY_CHANGED', message: `node ${node} reported receipt ${seen.sequence} signed by ${seen.keyId}; its recorded head is signed by ${recorded.keyId} (a rotated key is recorded only by an operator)` };
   }
   if (seen.sequence === recorded.sequence && seen.id !== recorded.receipt) {
     return { kind: 'conflict', code: 'HEAD_CONFLICT', message: `node ${node} reported receipt ${seen.id} at sequence ${seen.sequence}, where the cluster recorded ${recorded.receipt}: its ledger was rewritten` };
+  }
+  if (seen.keyId !== recorded.keyId && seen.sequence <= recorded.sequence) {
+    return { kind: 'conflict', code: 'HEAD_CONFLICT', message: `node ${node} reported receipt ${seen.sequence} under ${seen.keyId}, not after its recorded head ${recorded.sequence} (${recorded.keyId}): a rotated key continues the ledger, it does not sign its past` };
   }
   return seen.sequence > recorded.sequence ? { kind: 'advance', head: head() } : { kind: 'keep' };
 }

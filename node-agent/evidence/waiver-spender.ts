@@ -6,14 +6,13 @@
 // (missing controls only, each named); then the grant spent in the node's SQLite grant store, where its
 // validity and revocation are checked before and after. Any step that fails refuses by name, and only the
 // last one spends.
-import { readFileSync } from 'node:fs';
 import { canonicalJson } from '../../core/canonical-json.js';
 import { digestOf } from '../../core/digest.js';
 import { DsseError, IN_TOTO_PAYLOAD_TYPE, verifyEnvelope, type TrustedKey } from '../../core/evidence/dsse.js';
 import { waiverCovers, type IsolationWaiver } from '../../core/evidence/isolation-waiver.js';
 import { PREDICATE_TYPES, parseStatement, StatementError } from '../../core/evidence/statement.js';
-import { parseStrictJson } from '../../core/evidence/strict-json.js';
-import { TrustPolicySchema, trustedKeys, type TrustMemory, type TrustPolicy } from '../../core/evidence/trust-policy.js';
+import { trustedKeys, type TrustMemory, type TrustPolicy } from '../../core/evidence/trust-policy.js';
+import { readTrustPolicyFile, TrustPolicyFileError } from '../../kube/trust-policy-file.js';
 import type { IsolationDecision } from '../../core/isolation/records.js';
 import type { IsolationControl } from '../../core/isolation/vocabulary.js';
 import { GrantError, GrantStore, type GrantRefusal } from './grant-store.js';
@@ -49,8 +48,6 @@ export interface WaiverSpenderOptions {
   nodeName: string;
   now: () => Date;
 }
-
-const MAX_POLICY_BYTES = 1 << 20;
 
 export class WaiverSpender {
   private memory: TrustMemory = {};
@@ -107,17 +104,12 @@ export class WaiverSpender {
   private policy(): TrustPolicy {
     const path = this.o.trustPolicyPath;
     if (path === undefined) throw new WaiverRefused('GRANT_UNTRUSTED', 'this node-agent has no trust policy (--trust-policy): no waiver can be verified');
-    let parsed: unknown;
     try {
-      const text = readFileSync(path, 'utf8');
-      if (Buffer.byteLength(text) > MAX_POLICY_BYTES) throw new Error(`larger than ${MAX_POLICY_BYTES} bytes`);
-      parsed = parseStrictJson(text, { maxLength: MAX_POLICY_BYTES, maxDepth: 8 });
+      return readTrustPolicyFile(path);
     } catch (e) {
-      throw new WaiverRefused('GRANT_UNTRUSTED', `the trust policy ${path} cannot be read: ${(e as Error).message}`);
+      if (e instanceof TrustPolicyFileError) throw new WaiverRefused('GRANT_UNTRUSTED', e.message);
+      throw e;
     }
-    const policy = TrustPolicySchema.safeParse(parsed);
-    if (!policy.success) throw new WaiverRefused('GRANT_UNTRUSTED', `the trust policy ${path} is not valid: ${policy.error.issues.map((i) => `${i.path.join('.') || '$'}: ${i.message}`).join('; ')}`);
-    return policy.data;
   }
 
   private store(): GrantStore {

@@ -308,7 +308,7 @@ void test('values.schema.json refuses bad values with an error naming the value'
   }
 });
 
-void test('the trust policy: off by default; when set, a ConfigMap holding it as JSON, mounted read-only into the node-agent and named by --trust-policy', async () => {
+void test('the trust policy: off by default; when set, a ConfigMap holding it as JSON, mounted read-only into the node-agent and the controller and named by --trust-policy', async () => {
   const none = await renderChart();
   assert.ok(!none.some((o) => o.kind === 'ConfigMap' && o.metadata.name === 'worldline-trust-policy'));
   const [bare] = podSpec(findObject(none, 'DaemonSet', 'worldline-node-agent')).containers;
@@ -327,6 +327,11 @@ void test('the trust policy: off by default; when set, a ConfigMap holding it as
   assert.ok(c?.args.includes('--trust-policy=/etc/worldline/trust/policy.json'), c?.args.join(' '));
   assert.deepEqual(c?.volumeMounts.find((m) => m.name === 'trust-policy'), { name: 'trust-policy', mountPath: '/etc/worldline/trust', readOnly: true });
   assert.deepEqual((spec.volumes.find((v) => v.name === 'trust-policy') as unknown as { configMap: unknown }).configMap, { name: 'worldline-trust-policy', defaultMode: 0o444 });
+  // The controller reads it too: it pins the nodes' receipt keys when it records ledger heads.
+  const ctl = podSpec(findObject(objects, 'Deployment', 'worldline-controller'));
+  assert.ok(ctl.containers[0]?.args.includes('--trust-policy=/etc/worldline/trust/policy.json'), ctl.containers[0]?.args.join(' '));
+  assert.deepEqual(ctl.containers[0]?.volumeMounts.find((m) => m.name === 'trust-policy'), { name: 'trust-policy', mountPath: '/etc/worldline/trust', readOnly: true });
+  assert.deepEqual((ctl.volumes.find((v) => v.name === 'trust-policy') as unknown as { configMap: unknown }).configMap, { name: 'worldline-trust-policy', defaultMode: 0o444 });
 
   const bad = await helmTemplate({ values: { trustPolicy: { signer: [] } } });
   assert.notEqual(bad.code, 0);

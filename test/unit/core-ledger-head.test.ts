@@ -38,6 +38,20 @@ test('another receipt at the recorded sequence, a new key or a malformed receipt
   }
 });
 
+test('a new key the recorder verified as pinned for the node (a rotation) moves the head on, but never over its past', () => {
+  const h = advanced(nextHead(undefined, seen(4, 'a'), 'node-1', NOW));
+  const rotated = advanced(nextHead(h, seen(5, 'b', 'key-b'), 'node-1', NOW, { keyPinned: true }));
+  assert.equal(rotated.keyId, 'key-b');
+  assert.equal(rotated.sequence, 5);
+  // A pinned key that signs at or below the recorded sequence re-signs history: a conflict.
+  for (const sequence of [3, 4]) {
+    const back = nextHead(h, seen(sequence, 'c', 'key-b'), 'node-1', NOW, { keyPinned: true });
+    assert.equal((back as { code?: string }).code, 'HEAD_CONFLICT', String(sequence));
+  }
+  // Without the recorder's say-so, the same receipt is KEY_CHANGED.
+  assert.equal((nextHead(h, seen(5, 'b', 'key-b'), 'node-1', NOW) as { code?: string }).code, 'KEY_CHANGED');
+});
+
 test('a recorded head parses back exactly; a head with an unknown field, a bad digest or no JSON at all is refused by field', () => {
   const h = advanced(nextHead(undefined, seen(2, 'a'), 'node-1', NOW));
   assert.deepEqual(parseLedgerHead(JSON.stringify(h)), { ok: true, head: h });
