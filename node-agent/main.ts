@@ -50,6 +50,8 @@ import { VIEW_ADDRESS_ANNOTATION } from '../crds/labels.js';
 import { startViewServer } from './view/view-server.js';
 import { GrantStore } from './evidence/grant-store.js';
 import { WaiverSpender } from './evidence/waiver-spender.js';
+import { worldProducers } from './isolation/world-producers.js';
+import { layerPaths } from './sandbox/run-paths.js';
 import type { IsolationDecision } from '../core/isolation/records.js';
 import { EXEC_FIELD_MANAGER, WorldExecs } from './view/world-exec.js';
 
@@ -203,7 +205,9 @@ async function main(): Promise<void> {
       const view = { ...w.spec.isolation, roots, network: plan.network.policy, base };
       const envelope = w.spec.isolation?.waiver;
       const world = { namespace: w.metadata.namespace ?? '', name: w.metadata.name ?? '', uid: w.metadata.uid ?? '' };
-      return { policy: agentPolicyRecord(governing, view), request: agentRequestRecord(view), ...(envelope !== undefined ? { waiver: (decision: IsolationDecision) => waivers.spend(envelope, world, decision) } : {}) };
+      const lowers = plan.spec.roots.map((r) => ({ root: r.name, rootKey: r.rootKey, path: layerPaths(plan.spec.paths, r.rootKey).lower }));
+      const producers = worldProducers({ kubeConfig: kc, store, world, network: plan.network.policy, base, lowers });
+      return { policy: agentPolicyRecord(governing, view), request: agentRequestRecord(view), producers, ...(envelope !== undefined ? { waiver: (decision: IsolationDecision) => waivers.spend(envelope, world, decision) } : {}) };
     },
     requeue: (key) => wake.runner?.enqueue(key),
   });

@@ -9,7 +9,9 @@ import type { IsolationDecision, IsolationObservation, IsolationPolicy, Isolatio
 import { identityOf } from '../../core/isolation/identity.js';
 import type { Logger } from '../../kube/logger.js';
 import type { NsName } from '../../native/index.js';
-import { measureWorld } from './measure-world.js';
+import { measureWorld, type WorldFacts } from './measure-world.js';
+import type { ObservationProducers } from './world-producers.js';
+import { observationHooks } from '../sandbox/observation-hooks.js';
 import { buildObservation } from './world-observation.js';
 import type { AgentMetrics } from '../metrics.js';
 import { attachAllowlist } from '../network/world-network.js';
@@ -38,6 +40,11 @@ export interface GatePlan {
    * WaiverRefused); absent when the World carries none.
    */
   waiver?: (decision: IsolationDecision) => SpentWaiver;
+  /**
+   * Where the observation's request and subject come from (world-producers.ts). Without them (a check's
+   * stage) the plan's own request binds the observation.
+   */
+  producers?: ObservationProducers;
   policy: IsolationPolicy;
   request: IsolationRequest;
   rootPaths: string[];
@@ -59,7 +66,31 @@ export function worldGate(plan: GatePlan, cgroup: CgroupReadback, events: GateEv
           events.networkRefusal({ host: r.host, port: r.port, time: r.time });
         }, { pidfd, logger });
       }
-      const facts = measureWorld(pid);
+      await observationHooks().beforeGate?.(plan.worldUid);
+      // Each binding and measurement from what produced it; one that cannot be taken leaves the
+      // observation incomplete (the plan's value then fills a field of a record that authorizes nothing).
+      const unmeasured: string[] = [];
+      const why = (e: unknown): string => (e instanceof Error ? e.message : String(e));
+      let facts: WorldFacts = { mounts: [], interfaces: [] };
+      try {
+        facts = measureWorld(pid);
+      } catch (e) {
+        unmeasured.push(`the World's mounts and interfaces (/proc/${pid}): ${why(e)}`);
+      }
+      let requestIdentity = identityOf(plan.request);
+      let subject = plan.request.subject;
+      if (plan.producers) {
+        try {
+          requestIdentity = identityOf(await plan.producers.request());
+        } catch (e) {
+          unmeasured.push(`the request, from the World as the API server holds it: ${why(e)}`);
+        }
+        try {
+          subject = plan.producers.subject();
+        } catch (e) {
+          unmeasured.push(`the subject, from the generations mounted as the World's lower layers: ${why(e)}`);
+        }
+      }
       const { observation, notes } = buildObservation(
         {
           frameProblems: problems,
@@ -75,15 +106,16 @@ export function worldGate(plan: GatePlan, cgroup: CgroupReadback, events: GateEv
           outputLimitArmed: plan.outputLimitArmed,
         },
         {
-          requestIdentity: identityOf(plan.request),
+          requestIdentity,
           policyIdentity: identityOf(plan.policy),
-          subject: plan.request.subject,
+          subject,
           requestTarget: plan.request.target,
           executionId: plan.worldUid,
           backendVersion: plan.backendVersion,
         },
         // minimal-environment: every variable the sandbox reports handing to execve is one the plan gave.
         frame.environ.every((kv) => plan.envNames.includes(envName(kv))),
+        unmeasured,
       );
       const decision = evaluate(plan.policy, plan.request, observation);
       metrics?.isolation(plan.request.stage, decision.outcome, decision.reasons[0] ?? 'NONE');

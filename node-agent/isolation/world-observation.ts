@@ -80,8 +80,11 @@ export function buildObservation(
   i: ObservationInputs,
   ids: { requestIdentity: string; policyIdentity: string; subject: string; requestTarget: IsolationObservation['target']; executionId: string; backendVersion: string },
   minimalEnvironment: boolean,
+  /** Measurements or bindings that could not be taken (each a note): the observation is then incomplete. */
+  unmeasured: readonly string[] = [],
 ): { observation: IsolationObservation; notes: string[] } {
   const { controls, notes } = measuredControls(i);
+  notes.push(...unmeasured.map((u) => `not measured: ${u}`));
   // The target is what the kernel tells the workload. A machine the contract has no name for leaves the
   // observation incomplete (ENFORCEMENT_INCOMPLETE); the request's target then only fills the field of a
   // record that authorizes nothing.
@@ -102,7 +105,7 @@ export function buildObservation(
       target: measured ?? ids.requestTarget,
       achievedLevel: level,
       enforcedControls: level === 'host-yolo' ? [] : all,
-      complete: measured !== undefined,
+      complete: measured !== undefined && unmeasured.length === 0,
     },
     notes,
   };

@@ -77,12 +77,17 @@ export function hostTarget(): IsolationRequest['target'] {
   return { os: 'linux', arch: PROCESS_ARCH[process.arch] ?? 'amd64' };
 }
 
+/** The subject of a World's agent stage: the identity of the generations it forked, one per Root. */
+export function baseSubject(base: readonly BaseEntry[]): string {
+  return digestOf({ format: 'worldline.world-base/v1', base: [...base].sort((a, b) => (a.root < b.root ? -1 : 1)) });
+}
+
 export function agentRequestRecord(world: WorldIsolationView): IsolationRequest {
   return {
     schemaVersion: 1,
     kind: 'IsolationRequest',
     stage: 'agent',
-    subject: digestOf({ format: 'worldline.world-base/v1', base: [...world.base].sort((a, b) => (a.root < b.root ? -1 : 1)) }),
+    subject: baseSubject(world.base),
     target: hostTarget(),
     requestedMinimum: world.minimumLevel ?? 'os-sandboxed',
     extraControls: canonicalControls(world.controls ?? []),

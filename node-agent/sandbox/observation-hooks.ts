@@ -1,5 +1,6 @@
-// The one point where an observer may see (and, in a test, alter) a World's sandbox observation frame
-// between its arrival from the sandbox and the agent's check of it. In production nothing observes it:
+// The points where an observer may see (and, in a test, alter) a World's sandbox observation frame
+// between its arrival from the sandbox and the agent's check of it, or wait at the isolation gate before
+// anything is measured. In production nothing observes it:
 // the frame passes unchanged. Only code already running inside the agent's process before it starts can
 // register an observer (the observation test preloads one with `node --import`, see
 // test/support/observation-hooks.ts), as for collapse steps (node-agent/collapses/step-hooks.ts); the
@@ -9,6 +10,8 @@ import type { SandboxObservation } from '../../native/index.js';
 export interface ObservationHooks {
   /** The frame the agent checks, given the frame the sandbox reported. */
   received(observation: SandboxObservation): SandboxObservation;
+  /** Called at a World's (or check run's) isolation gate, before anything is measured. */
+  beforeGate?(runId: string): Promise<void>;
 }
 
 const REGISTRY = Symbol.for('worldline.observationHooks');

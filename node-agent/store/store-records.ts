@@ -105,6 +105,11 @@ export function getGeneration(db: Database, rootKey: string, number: number): Ge
     .get(rootKey, number) as GenerationRecord | undefined;
 }
 
+/** The generation of `rootKey` whose payload directory is (device, inode), if any: what a mount shows. */
+export function generationByPayload(db: Database, rootKey: string, dev: string, ino: string): { number: number; digest: string } | undefined {
+  return db.prepare('SELECT number, digest FROM generations WHERE root_key = ? AND payload_dev = ? AND payload_ino = ?').get(rootKey, dev, ino) as { number: number; digest: string } | undefined;
+}
+
 /**
  * The generation row and, in the same transaction as the caller's, its manifest entries as rows of
  * generation_entries (the root directory's attributes under path ''). Idempotent: a generation already

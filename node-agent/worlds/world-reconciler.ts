@@ -51,7 +51,7 @@ export interface WorldReconcilerDeps {
   admission: RunAdmission;
   metrics?: AgentMetrics;
   /** The isolation policy and request for a World's agent stage (from its governing Policy and spec). */
-  isolationPlan: (w: World, plan: LaunchPlan, base: { root: string; generation: number; digest: string }[]) => Pick<GatePlan, 'policy' | 'request' | 'waiver'>;
+  isolationPlan: (w: World, plan: LaunchPlan, base: { root: string; generation: number; digest: string }[]) => Pick<GatePlan, 'policy' | 'request' | 'waiver' | 'producers'>;
   /** Puts a key back on the work queue now. */
   requeue: (key: string) => void;
 }

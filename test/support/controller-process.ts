@@ -62,11 +62,12 @@ export async function startNodeAgent(opts: { kubeconfig: string; nodeName: strin
 const TEST_PRELOADS: [env: string, module: string][] = [
   ['WORLDLINE_TEST_COLLAPSE_HOOK', 'collapse-crash-hooks.js'],
   ['WORLDLINE_TEST_OBSERVATION_CORRUPT', 'observation-hooks.js'],
+  ['WORLDLINE_TEST_GATE_PAUSE', 'observation-hooks.js'],
 ];
 
 /** A test that asks for fault injection (collapse steps, observation frames) gets it preloaded into the agent. */
 function withCrashHooks(env: Record<string, string>): Record<string, string> {
-  const imports = TEST_PRELOADS.filter(([name]) => env[name] !== undefined).map(([, mod]) => `--import=${pathToFileURL(resolve(import.meta.dirname, mod)).href}`);
+  const imports = [...new Set(TEST_PRELOADS.filter(([name]) => env[name] !== undefined).map(([, mod]) => `--import=${pathToFileURL(resolve(import.meta.dirname, mod)).href}`))];
   if (imports.length === 0) return env;
   return { ...env, NODE_OPTIONS: [process.env['NODE_OPTIONS'] ?? '', ...imports].join(' ').trim() };
 }

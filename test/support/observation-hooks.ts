@@ -5,6 +5,8 @@
 // it, so the real gate in node-agent/sandbox/supervise.ts sees a wrong frame. Fields: OBSERVATION_FIELDS.
 // None of this is in the agent: it registers through node-agent/sandbox/observation-hooks.ts, which passes
 // every frame unchanged unless something registered an observer.
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import type { SandboxObservation } from '../../native/index.js';
 import { registerObservationHooks, type ObservationHooks } from '../../node-agent/sandbox/observation-hooks.js';
 
@@ -26,6 +28,25 @@ export function observationTestHooks(field: string): ObservationHooks {
   return { received: corrupt };
 }
 
+/**
+ * WORLDLINE_TEST_GATE_PAUSE=1: at every isolation gate, write <store>/test-hooks/gate-<run id>.paused and
+ * wait until a test removes it (to change what the observation is bound to between plan and gate).
+ */
+export const GATE_PAUSE_ENV = 'WORLDLINE_TEST_GATE_PAUSE';
+
+function pauseAtGate(storeDir: string): (runId: string) => Promise<void> {
+  return async (runId) => {
+    const dir = join(storeDir, 'test-hooks');
+    mkdirSync(dir, { recursive: true });
+    const flag = join(dir, `gate-${runId}.paused`);
+    writeFileSync(flag, String(process.pid));
+    while (existsSync(flag)) await new Promise((r) => setTimeout(r, 50));
+  };
+}
+
 // As a preload: register for this process when the environment asks for it.
 const field = process.env[OBSERVATION_CORRUPT_ENV];
-if (field) registerObservationHooks(observationTestHooks(field));
+const storeAt = process.argv.indexOf('--store');
+const store = storeAt > 0 ? process.argv[storeAt + 1] : undefined;
+const pause = process.env[GATE_PAUSE_ENV] === '1' && store ? pauseAtGate(store) : undefined;
+if (field || pause) registerObservationHooks({ ...(field ? observationTestHooks(field) : { received: (o) => o }), ...(pause ? { beforeGate: pause } : {}) });

@@ -1,0 +1,111 @@
+// The isolation observation's bindings come from the records that produced them (issue 13, item 7), on
+// a real stack: the request from the World as the API server holds it at the gate, the subject from the
+// generations the kernel shows mounted as the World's lower layers, completeness from what could be
+// measured. The node-agent is started with a pause at every isolation gate (test/support/observation-
+// hooks.ts, GATE_PAUSE_ENV), so a test changes what one producer reads between the launch plan and the
+// gate: an edit of spec.isolation is REQUEST_MISMATCH; the Root's older generation mounted at the lower
+// layer's path is SUBJECT_MISMATCH; nothing mounted there leaves the observation incomplete
+// (ENFORCEMENT_INCOMPLETE). Each refuses before the workload runs; a World nobody touches passes the same
+// paused gate and runs.
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { chownSync, existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { execFileSync } from 'node:child_process';
+import { readdirSync, statSync } from 'node:fs';
+import { startStack, type Stack } from '../support/stack.js';
+import { condition, kc } from '../support/wait.js';
+import { GATE_PAUSE_ENV } from '../support/observation-hooks.js';
+import { applyRoot, describeRun, runWorld, shWorld, worldManifest, type WorldResult } from '../support/worlds.js';
+import { collapseManifest, waitCollapse } from '../support/collapses.js';
+
+const WORKLOAD = 'echo WORKLOAD-RAN';
+
+describe('isolation observations bound by their producers', () => {
+  let s: Stack;
+
+  before(async () => {
+    s = await startStack({ nodeName: 'producers-node' });
+    const p = join(s.scratch, 'prod');
+    mkdirSync(p, { mode: 0o755 });
+    writeFileSync(join(p, 'a.txt'), 'alpha\n');
+    chownSync(p, 1000, 1000);
+    chownSync(join(p, 'a.txt'), 1000, 1000);
+    assert.equal((await applyRoot(s, 'prod', p)).status.phase, 'Ready');
+    // Generation 2 of the Root, so that generation 1 is an older generation of the same Root.
+    const w = await runWorld(s, 'gen2', shWorld(['prod'], 'echo two > b.txt'));
+    assert.equal(w.status.phase, 'Captured', describeRun(w));
+    await s.apply(collapseManifest('gen2-c', 'gen2'));
+    assert.equal((await waitCollapse(s, 'gen2-c', 30_000)).status.phase, 'Committed');
+    await s.restartAgent({ env: { [GATE_PAUSE_ENV]: '1' } });
+  });
+  after(async () => {
+    await s?.stop();
+  });
+
+  /** Runs a World that stops at its gate, lets `between` act there, then lets it go on; its final state. */
+  async function pausedRun(name: string, between: (uid: string) => void | Promise<void>): Promise<WorldResult> {
+    await s.apply(worldManifest(name, shWorld(['prod'], WORKLOAD)));
+    const uid = await s.waitFor<string>(`World ${name} has a uid`, async () => (await s.get('world', name))?.metadata?.uid as string | undefined);
+    const flag = join(s.storeDir, 'test-hooks', `gate-${uid}.paused`);
+    await s.waitFor(`World ${name} paused at its gate`, async () => existsSync(flag), 30_000);
+    await between(uid);
+    rmSync(flag);
+    const world = await s.waitWorld(name, ['Captured', 'Failed', 'Refused', 'Collapsed']);
+    const logs = s.agent.logs.map((r) => JSON.stringify(r)).join('\n');
+    return { world, status: world.status, uid, output: logs.includes('WORKLOAD-RAN') ? 'WORKLOAD-RAN' : '' };
+  }
+
+  function refused(r: WorldResult, reason: string): void {
+    assert.equal(r.status.reason, 'ISOLATION_INSUFFICIENT', describeRun(r));
+    assert.ok(r.status.isolation.decision.reasons.includes(reason), JSON.stringify(r.status.isolation));
+    assert.equal(r.status.candidate, undefined, 'a refused World has a candidate');
+    assert.equal(r.status.exit?.code, undefined, 'the workload of a refused World ran');
+    assert.equal(condition(r.world, 'Isolated')?.status, 'False');
+  }
+
+  test('a World nobody touches at its gate is bound to the same request and subject and runs', async () => {
+    const r = await pausedRun('untouched', () => undefined);
+    assert.equal(r.status.phase, 'Captured', describeRun(r));
+    assert.equal(r.status.isolation.decision.outcome, 'reported-sufficient');
+    assert.equal(r.status.isolation.observation.complete, true);
+  });
+
+  test('spec.isolation edited between the plan and the gate: the request the API server holds is another one (REQUEST_MISMATCH)', async () => {
+    const r = await pausedRun('edited', async () => {
+      await kc(s.cp, ['patch', 'world', 'edited', '-n', 'default', '--type', 'merge', '-p', JSON.stringify({ spec: { isolation: { controls: ['no-devices'] } } })]);
+    });
+    refused(r, 'REQUEST_MISMATCH');
+    assert.ok(!r.status.isolation.decision.reasons.includes('SUBJECT_MISMATCH'));
+  });
+
+  /** The lower layer of the World's only Root (<store>/worlds/<uid>/layers/<root key>/lower). */
+  const lowerOf = (uid: string): string => {
+    const layers = join(s.storeDir, 'worlds', uid, 'layers');
+    const [key] = readdirSync(layers).filter((n) => n !== 'lost+found');
+    return join(layers, key!, 'lower');
+  };
+
+  test('the Root\'s older generation mounted as the lower layer: the subject measured is not the plan\'s (SUBJECT_MISMATCH)', async () => {
+    const r = await pausedRun('other-base', (uid) => {
+      const lower = lowerOf(uid);
+      const mounted = statSync(lower);
+      // The generation payload that is not the one mounted: generation 1 (the World forked 2).
+      const older = readdirSync(join(s.storeDir, 'generations')).map((g) => join(s.storeDir, 'generations', g, 'payload')).find((p) => statSync(p).ino !== mounted.ino);
+      assert.ok(older, 'no older generation payload in the store');
+      execFileSync('umount', ['-l', lower]);
+      execFileSync('mount', ['--bind', '-o', 'ro', older, lower]);
+    });
+    refused(r, 'SUBJECT_MISMATCH');
+    assert.ok(!r.status.isolation.decision.reasons.includes('REQUEST_MISMATCH'));
+  });
+
+  test('no generation mounted as the lower layer: the subject cannot be measured, the observation is incomplete (ENFORCEMENT_INCOMPLETE)', async () => {
+    const r = await pausedRun('no-lower', (uid) => {
+      execFileSync('umount', ['-l', lowerOf(uid)]);
+    });
+    refused(r, 'ENFORCEMENT_INCOMPLETE');
+    assert.equal(r.status.isolation.observation.complete, false);
+    assert.ok((r.status.isolation.observation.notes as string[]).some((n) => /^not measured: the subject, from the generations mounted as the World's lower layers: the lower layer of Root prod .* is no generation of it the store knows/.test(n)), JSON.stringify(r.status.isolation.observation.notes));
+  });
+});
