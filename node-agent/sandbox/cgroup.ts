@@ -4,6 +4,8 @@
 import { existsSync, mkdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Refusal } from '../../core/errors.js';
+import type { V2Budget } from './cgroup-v2-budget.js';
+import { inspectV2Leaf } from './cgroup-v2-preflight.js';
 
 export type CgroupVersion = 'v1' | 'v2';
 
@@ -30,6 +32,12 @@ export class CgroupError extends Refusal {
 }
 
 const CPU_PERIOD_US = 100_000;
+const PAGE_BYTES = 4096;
+
+/** The v2 budget the preflight expects of limits written by applyLimits (memory as the kernel rounds it to pages). */
+export function v2Budget(l: Required<CgroupLimits>): V2Budget {
+  return { cpuQuotaMicros: Math.max(1000, Math.round((l.cpuMillis * CPU_PERIOD_US) / 1000)), cpuPeriodMicros: CPU_PERIOD_US, memoryBytes: Math.floor(l.memoryBytes / PAGE_BYTES) * PAGE_BYTES, pids: l.pids };
+}
 const V1_CONTROLLERS = ['cpu', 'memory', 'pids'] as const;
 
 export interface CgroupLayout {
@@ -113,6 +121,9 @@ export class WorldCgroup {
       writeFileSync(this.file('memory', 'memory.max'), l.memoryBytes === undefined ? 'max' : String(l.memoryBytes));
       if (existsSync(this.file('memory', 'memory.swap.max'))) writeFileSync(this.file('memory', 'memory.swap.max'), '0');
       writeFileSync(this.file('pids', 'pids.max'), l.pids === undefined ? 'max' : String(l.pids));
+      // No burst above the quota, and an OOM kill takes the whole run (the preflight requires both).
+      if (existsSync(this.file('cpu', 'cpu.max.burst'))) writeFileSync(this.file('cpu', 'cpu.max.burst'), '0');
+      writeFileSync(this.file('memory', 'memory.oom.group'), '1');
       return;
     }
     writeFileSync(this.file('cpu', 'cpu.cfs_period_us'), String(CPU_PERIOD_US));
@@ -159,6 +170,11 @@ export class WorldCgroup {
     const wantPids = l.pids ?? 'max';
     if (got.pids !== wantPids) problems.push(`pids ${String(got.pids)}, asked ${String(wantPids)}`);
     if (problems.length > 0) throw new CgroupError('CGROUP_LIMIT_MISMATCH', `cgroup ${this.relPath} reads back ${problems.join('; ')}`);
+    // On v2, the whole budget once more as the preflight reads it: the leaf by descriptor on the cgroup2
+    // mount, every control file twice, exact values, empty and unfrozen (cgroup-v2-preflight.ts).
+    if (this.layout.version === 'v2' && l.cpuMillis !== undefined && l.memoryBytes !== undefined && l.pids !== undefined) {
+      inspectV2Leaf({ mountPoint: this.layout.mount, leaf: this.relPath, want: v2Budget({ cpuMillis: l.cpuMillis, memoryBytes: l.memoryBytes, pids: l.pids }) });
+    }
     return got;
   }
 

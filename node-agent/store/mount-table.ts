@@ -4,6 +4,8 @@
 import { readFileSync } from 'node:fs';
 
 export interface MountFact {
+  /** The mount id (mountinfo's first field; statx's STATX_MNT_ID). */
+  mountId: number;
   mountPoint: string;
   options: string[];
   fsType: string;
@@ -22,7 +24,7 @@ export function parseMountinfo(text: string): MountFact[] {
     const [left, right] = line.split(' - ');
     const f = (left ?? '').split(' ');
     const r = (right ?? '').split(' ');
-    out.push({ mountPoint: unescape(f[4] ?? ''), options: (f[5] ?? '').split(','), fsType: r[0] ?? '', superOptions: (r[2] ?? '').split(',') });
+    out.push({ mountId: Number(f[0]), mountPoint: unescape(f[4] ?? ''), options: (f[5] ?? '').split(','), fsType: r[0] ?? '', superOptions: (r[2] ?? '').split(',') });
   }
   return out;
 }
