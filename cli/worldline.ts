@@ -7,6 +7,7 @@ import { runReceiptsVerifyStatus } from './receipts-verify-status.js';
 import { runWorldView } from './world-view.js';
 import { runWorldExec } from './world-exec.js';
 import { runWaiver } from './waiver.js';
+import { runEvidenceVerify } from './evidence-verify.js';
 
 export const USAGE = `usage: worldline <command> [options]
 
@@ -21,6 +22,8 @@ Commands:
                   verify a signed receipt ledger: hash chain and every Ed25519 signature
   receipts verify-status --collapse FILE --public-key KEY [--ledger FILE]
                   verify the receipt a Collapse shows in its status (kubectl get collapse -o json)
+  evidence verify --world FILE --trust-policy FILE
+                  re-verify, offline, the signed isolation observation and decision on a World's status
   waiver keygen --private-key FILE
                   make an Ed25519 key pair for signing isolation waivers (prints the public key's hex)
   waiver sign --key FILE --world NS/NAME --controls C[,C...] --reason TEXT [--for 1h] [--node NODE]
@@ -46,6 +49,11 @@ export function main(args: readonly string[], io: Output & { write?: (chunk: Buf
     return runWorldView(first, [second, ...rest].filter((a): a is string => a !== undefined), { ...io, write });
   }
   if (first === 'exec') return runWorldExec([second, ...rest].filter((a): a is string => a !== undefined), { stdin: process.stdin, stdout: process.stdout, stderr: process.stderr });
+  if (first === 'evidence') {
+    if (second === 'verify') return runEvidenceVerify(rest, io);
+    io.err(`worldline evidence: unknown subcommand ${JSON.stringify(second ?? '')}\n${USAGE}`);
+    return 2;
+  }
   if (first === 'waiver') return runWaiver([second, ...rest].filter((a): a is string => a !== undefined), io);
   if (first === 'receipts') {
     if (second === 'verify') return runReceiptsVerify(rest, io);

@@ -39,7 +39,7 @@ import type { RunAdmission } from './admission/admission-authority.js';
 import { AdmissionAuthority, checkResourcesOf } from './admission/admission-authority.js';
 import { loadAdmissionPolicy } from './admission/admission-host.js';
 import { observeNode } from './admission/observe-node.js';
-import { agentPolicyRecord, agentRequestRecord } from './isolation/world-request.js';
+import { agentPolicyRecord, agentRequestRecord, baseSubject } from './isolation/world-request.js';
 import { createAgentMetrics, type AgentMetrics } from './metrics.js';
 import { NodeChecks } from './checks/check-reconciler.js';
 import { receiptPaths } from './receipts/open-ledger.js';
@@ -48,12 +48,32 @@ import { formatHostPort } from '../kube/host-port.js';
 import { readTlsDir } from '../kube/tls-dir.js';
 import { VIEW_ADDRESS_ANNOTATION } from '../crds/labels.js';
 import { startViewServer } from './view/view-server.js';
-import { GrantStore } from './evidence/grant-store.js';
+import { GrantStore, lazyGrantStore } from './evidence/grant-store.js';
+import { readTrustPolicyFile } from '../kube/trust-policy-file.js';
 import { WaiverSpender } from './evidence/waiver-spender.js';
 import { worldProducers } from './isolation/world-producers.js';
 import { layerPaths } from './sandbox/run-paths.js';
-import type { IsolationDecision } from '../core/isolation/records.js';
+import type { IsolationDecision, IsolationObservation } from '../core/isolation/records.js';
+import { observationSubject, worldBaseSubject } from '../core/evidence/isolation-attestation.js';
+import { PREDICATE_TYPES } from '../core/evidence/statement.js';
+import { EvidenceStore } from './evidence/evidence-store.js';
+import { StatementSigner } from './evidence/statement-signer.js';
+import { loadOrCreateSigningKey } from './receipts/signing-key.js';
+import type { Attestations } from './isolation/isolation-gate.js';
 import { EXEC_FIELD_MANAGER, WorldExecs } from './view/world-exec.js';
+
+/**
+ * Whether the trust policy revokes a grant id. Without a trust policy nothing is revoked; an unreadable
+ * one revokes everything (fail closed: a revocation that cannot be read may be one that applies).
+ */
+function grantRevoked(trustPolicy: string | undefined, id: string): boolean {
+  if (trustPolicy === undefined) return false;
+  try {
+    return (readTrustPolicyFile(trustPolicy).revocations.revokedGrants ?? []).includes(id);
+  } catch {
+    return true;
+  }
+}
 
 /** Opens (and locks) the store, settles what a crash interrupted, removes leftovers of unrecorded worlds. */
 async function openNodeStore(cfg: AgentConfig, logger: Logger): Promise<{ store: Store; cgroups: CgroupLayout }> {
@@ -184,7 +204,9 @@ async function main(): Promise<void> {
   // The world runner is made after the reconciler it drives; the reconciler wakes waiting worlds through it.
   const wake: { runner?: ControllerRunner } = {};
 
-  const waivers = new WaiverSpender({ grantStorePath: store.layout.grants, nodeName: cfg.nodeName, now: () => clock.now(), ...(cfg.trustPolicy ? { trustPolicyPath: cfg.trustPolicy } : {}) });
+  const statements = new StatementSigner(loadOrCreateSigningKey(receiptPaths(store).keyDir), new EvidenceStore(store.dir));
+  const grants = lazyGrantStore(store.layout.grants);
+  const waivers = new WaiverSpender({ grants, nodeName: cfg.nodeName, now: () => clock.now(), ...(cfg.trustPolicy ? { trustPolicyPath: cfg.trustPolicy } : {}) });
   const nodeWorlds = new NodeWorlds({
     informer: worlds,
     rootPath: (name) => roots.get(name)?.spec.path,
@@ -207,7 +229,13 @@ async function main(): Promise<void> {
       const world = { namespace: w.metadata.namespace ?? '', name: w.metadata.name ?? '', uid: w.metadata.uid ?? '' };
       const lowers = plan.spec.roots.map((r) => ({ root: r.name, rootKey: r.rootKey, path: layerPaths(plan.spec.paths, r.rootKey).lower }));
       const producers = worldProducers({ kubeConfig: kc, store, world, network: plan.network.policy, base, lowers });
-      return { policy: agentPolicyRecord(governing, view), request: agentRequestRecord(view), producers, ...(envelope !== undefined ? { waiver: (decision: IsolationDecision) => waivers.spend(envelope, world, decision) } : {}) };
+      const ref = `worlds/${world.namespace}/${world.name}`;
+      // Signed only when the observation is about the base the plan forked (else the World is refused anyway).
+      const attest = (observation: IsolationObservation, decision: IsolationDecision): Attestations | undefined =>
+        observation.subject === baseSubject(base)
+          ? { observation: statements.sign(worldBaseSubject(ref, base), PREDICATE_TYPES.isolationObservation, observation), decision: statements.sign(observationSubject(ref, observation), PREDICATE_TYPES.isolationDecision, decision) }
+          : undefined;
+      return { policy: agentPolicyRecord(governing, view), request: agentRequestRecord(view), producers, attest, ...(envelope !== undefined ? { waiver: (decision: IsolationDecision) => waivers.spend(envelope, world, decision) } : {}) };
     },
     requeue: (key) => wake.runner?.enqueue(key),
   });
@@ -225,7 +253,7 @@ async function main(): Promise<void> {
   const heartbeat = new Heartbeat({ kubeConfig: kc, namespace: cfg.namespace, nodeName: cfg.nodeName, identity: `${cfg.nodeName}-${process.pid}`, clock, logger, ...(viewAddress ? { annotations: () => ({ [VIEW_ADDRESS_ANNOTATION]: viewAddress }) } : {}) });
 
   // Collapse (issue 5): run this node's Collapses once, with receipts in <store>/receipts/ledger.jsonl.
-  const collapses = startNodeCollapses({ kubeConfig: kc, store, worlds, roots: (name) => roots.get(name), policies, status, refusals, events, clock, nodeName: cfg.nodeName, logger, metrics, requeueRoot: (name) => rootRunner.enqueue(name), requeueWorld: (key) => worldRunner.enqueue(key), agentMetrics, checkResources: () => admission.checkResources(), ...(cfg.receiptsExport ? { receiptsExport: cfg.receiptsExport } : {}) });
+  const collapses = startNodeCollapses({ kubeConfig: kc, store, worlds, roots: (name) => roots.get(name), policies, status, refusals, events, clock, nodeName: cfg.nodeName, logger, metrics, requeueRoot: (name) => rootRunner.enqueue(name), requeueWorld: (key) => worldRunner.enqueue(key), agentMetrics, checkResources: () => admission.checkResources(), grants, grantRevoked: (id) => grantRevoked(cfg.trustPolicy, id), ...(cfg.receiptsExport ? { receiptsExport: cfg.receiptsExport } : {}) });
   void collapses.start().catch((err: unknown) => logger.error('collapse reconciler failed to start', { error: (err as Error).message }));
   // Receipts: publish the public key as ConfigMap worldline-receipts-<node>, retried in the background, never fatal.
   const receiptsKey = publishReceiptsPublicKey({ kubeConfig: kc, namespace: cfg.namespace, nodeName: cfg.nodeName, keyDir: receiptPaths(store).keyDir, clock, logger });

@@ -50,6 +50,8 @@ import { collapsedStatus, type AgentWorldStatus } from '../worlds/world-status.j
 import { rootCollapseRefusal, type GateRootView } from '../roots/root-collapse-gate.js';
 import { queuePosition, type QueueEntry } from './collapse-queue.js';
 import { checksPending, rebaseStep, type RebaseRecord } from './rebase-step.js';
+import { GrantError, type GrantStore } from '../evidence/grant-store.js';
+import { mintCollapseGrant, spendCollapseGrant } from '../evidence/collapse-grant.js';
 
 /** How often a Queued or Rebasing Collapse looks again (a finishing Collapse also wakes those behind it). */
 const WAIT_POLL_MS = 1_000;
@@ -91,6 +93,10 @@ export interface CollapseReconcilerDeps {
   agentMetrics?: AgentMetrics;
   /** The resources a check runs with on this node now (part of the requirement; null: unknown). */
   checkResources: () => CheckResources | null;
+  /** The node's grant store: each authorization is spent there once, before its exchange. */
+  grants: () => GrantStore;
+  /** Whether a grant id is revoked (the trust policy's revokedGrants; none without one). */
+  grantRevoked: (id: string) => boolean;
 }
 
 /** A refusal before the decision or at the commit boundary: the reasons and a message. */
@@ -395,6 +401,8 @@ class NodeCollapseReconciler {
     putTransaction(this.db, t, this.d.clock.now());
     await this.applyStatus(c, t.data.status);
     await this.hooks.at('after-authorized');
+    // The authorization as a single-use grant, spent at the boundary right before the exchange.
+    const grant = mintCollapseGrant({ transactionId: id, collapse: { namespace: ns, name: c.metadata.name ?? '', uid }, worldUid: world.metadata.uid ?? '', mode, roots: m.before.map((r) => ({ name: r.name, generation: r.fromGeneration, digest: r.beforeDigest })) }, this.d.clock.now());
 
     // At the serialized commit boundary: the collapse decision again, on the commit's own re-hashes and everything else read again.
     const atBoundary = async (h: BoundaryHashes): Promise<void> => {
@@ -406,6 +414,13 @@ class NodeCollapseReconciler {
       const final = judged(again.input, again.moved);
       this.markForeignWrites(c, again.input);
       if (!final.authorized) throw new Denial([...final.reasons], `denied at the commit boundary: ${final.reasons.join(', ')}`);
+      try {
+        spendCollapseGrant(this.d.grants(), grant, h, { now: () => this.d.clock.now(), revoked: this.d.grantRevoked });
+      } catch (e) {
+        if (e instanceof GrantError) throw new Denial([e.code], `the authorization could not be spent: ${e.message}`);
+        throw e;
+      }
+      await this.hooks.at('after-grant-spent');
     };
     let committedRoots: Awaited<ReturnType<typeof collapseRoots>>;
     try {

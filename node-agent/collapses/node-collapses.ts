@@ -20,6 +20,7 @@ import type { Store } from '../store/open-store.js';
 import type { AgentMetrics } from '../metrics.js';
 import type { GateRootView } from '../roots/root-collapse-gate.js';
 import { makeNodeCollapseReconciler, type CollapsePolicyView } from './collapse-reconciler.js';
+import type { GrantStore } from '../evidence/grant-store.js';
 
 export interface NodeCollapsesOptions {
   kubeConfig: KubeConfig;
@@ -42,6 +43,9 @@ export interface NodeCollapsesOptions {
   checkResources: () => CheckResources | null;
   /** Where the ledger is mirrored (--receipts-export). */
   receiptsExport?: string;
+  /** The node's grant store, and whether a grant id is revoked. */
+  grants: () => GrantStore;
+  grantRevoked: (id: string) => boolean;
 }
 
 /**
@@ -81,6 +85,8 @@ export function startNodeCollapses(o: NodeCollapsesOptions): { start(): Promise<
     requeueWorld: o.requeueWorld,
     requeueCollapse: (key) => runner.enqueue(key),
     checkResources: o.checkResources,
+    grants: o.grants,
+    grantRevoked: o.grantRevoked,
     hooks: collapseStepHooks(),
     ...(o.agentMetrics ? { agentMetrics: o.agentMetrics } : {}),
   });

@@ -10,7 +10,10 @@ export const COLLAPSE_OBSERVED_STEPS = [
   'after-rebase-formed',
   'after-prepared',
   'after-authorized',
-  ...COLLAPSE_STEPS,
+  ...COLLAPSE_STEPS.slice(0, COLLAPSE_STEPS.indexOf('before-exchange')),
+  // At the commit boundary: the authorization spent in the grant store, the exchange not yet made.
+  'after-grant-spent',
+  ...COLLAPSE_STEPS.slice(COLLAPSE_STEPS.indexOf('before-exchange')),
   'after-committed-row',
   'after-receipt',
   'after-receipt-row',

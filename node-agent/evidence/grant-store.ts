@@ -121,3 +121,12 @@ export class GrantStore {
     return row ? { bytesDigest: row.bytes_digest, requestDigest: row.request_digest, spentAt: row.spent_at } : undefined;
   }
 }
+
+/**
+ * One grant store per process, opened on first use and kept; a store that cannot be opened (missing,
+ * corrupt) throws its GrantError and is tried again on the next use.
+ */
+export function lazyGrantStore(path: string): () => GrantStore {
+  let store: GrantStore | undefined;
+  return () => (store ??= GrantStore.open(path));
+}

@@ -44,21 +44,16 @@ export interface SpentWaiver {
 export interface WaiverSpenderOptions {
   /** The trust policy file (JSON, core/evidence/trust-policy.ts); without one no waiver verifies. */
   trustPolicyPath?: string;
-  grantStorePath: string;
+  /** The node's grant store (lazyGrantStore), shared with collapse grants. */
+  grants: () => GrantStore;
   nodeName: string;
   now: () => Date;
 }
 
 export class WaiverSpender {
   private memory: TrustMemory = {};
-  private grants?: GrantStore;
 
   constructor(private readonly o: WaiverSpenderOptions) {}
-
-  close(): void {
-    this.grants?.close();
-    this.grants = undefined;
-  }
 
   /** Spends `envelope` for the World `world` whose decision is `decision`, or refuses by name. */
   spend(envelope: string, world: { namespace: string; name: string; uid: string }, decision: IsolationDecision): SpentWaiver {
@@ -93,7 +88,7 @@ export class WaiverSpender {
     const revoked = new Set(policy.revocations.revokedGrants ?? []);
     let spentAt: Date;
     try {
-      spentAt = this.store().spend({ id: waiver.grantId, bytes, request, notBefore, notAfter }, { now: this.o.now, revoked: (id) => revoked.has(id) });
+      spentAt = this.o.grants().spend({ id: waiver.grantId, bytes, request, notBefore, notAfter }, { now: this.o.now, revoked: (id) => revoked.has(id) });
     } catch (e) {
       if (e instanceof GrantError) throw new WaiverRefused(e.code, e.message);
       throw e;
@@ -110,12 +105,6 @@ export class WaiverSpender {
       if (e instanceof TrustPolicyFileError) throw new WaiverRefused('GRANT_UNTRUSTED', e.message);
       throw e;
     }
-  }
-
-  private store(): GrantStore {
-    // Opened on first use and kept; a store that cannot be opened is tried again next time.
-    this.grants ??= GrantStore.open(this.o.grantStorePath);
-    return this.grants;
   }
 }
 

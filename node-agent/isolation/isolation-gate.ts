@@ -18,6 +18,13 @@ import { attachAllowlist } from '../network/world-network.js';
 import type { CgroupReadback } from '../sandbox/cgroup.js';
 import { StartRefused, type StartHooks } from '../sandbox/supervise.js';
 import { WaiverRefused, type SpentWaiver } from '../evidence/waiver-spender.js';
+import type { SignedStatement } from '../evidence/statement-signer.js';
+
+/** The signed observation and decision of a run's gate. */
+export interface Attestations {
+  observation: SignedStatement;
+  decision: SignedStatement;
+}
 
 const envName = (kv: string): string => kv.slice(0, kv.indexOf('='));
 
@@ -28,7 +35,7 @@ export interface NetworkRefusal {
 }
 
 export interface GateEvents {
-  isolation(e: { decision: IsolationDecision; observation: IsolationObservation; notes: string[]; waiver?: SpentWaiver; waiverRefused?: { code: string; message: string } }): Promise<void>;
+  isolation(e: { decision: IsolationDecision; observation: IsolationObservation; notes: string[]; waiver?: SpentWaiver; waiverRefused?: { code: string; message: string }; attestations?: Attestations }): Promise<void>;
   networkRefusal(r: NetworkRefusal): void;
 }
 
@@ -45,6 +52,8 @@ export interface GatePlan {
    * stage) the plan's own request binds the observation.
    */
   producers?: ObservationProducers;
+  /** Signs the observation and the decision as statements (statement-signer.ts); absent: none are made. */
+  attest?: (observation: IsolationObservation, decision: IsolationDecision) => Attestations | undefined;
   policy: IsolationPolicy;
   request: IsolationRequest;
   rootPaths: string[];
@@ -119,9 +128,17 @@ export function worldGate(plan: GatePlan, cgroup: CgroupReadback, events: GateEv
       );
       const decision = evaluate(plan.policy, plan.request, observation);
       metrics?.isolation(plan.request.stage, decision.outcome, decision.reasons[0] ?? 'NONE');
+      let attestations: Attestations | undefined;
+      try {
+        attestations = plan.attest?.(observation, decision);
+      } catch (e) {
+        // The run goes on as decided; it has no signed record of the decision, and its status says none.
+        logger.warn('could not sign the isolation observation and decision', { world: plan.worldUid, error: why(e) });
+      }
+      const signed = attestations ? { attestations } : {};
       const insufficient = `isolation decision ${decision.outcome} (${decision.reasons.join(', ')})${decision.missingControls.length ? `; missing controls: ${decision.missingControls.join(', ')}` : ''}`;
       if (decision.outcome === 'reported-sufficient' || !plan.waiver) {
-        await events.isolation({ decision, observation, notes });
+        await events.isolation({ decision, observation, notes, ...signed });
         if (decision.outcome !== 'reported-sufficient') throw new StartRefused('ISOLATION_INSUFFICIENT', insufficient);
         return;
       }
@@ -131,11 +148,11 @@ export function worldGate(plan: GatePlan, cgroup: CgroupReadback, events: GateEv
       } catch (e) {
         if (!(e instanceof WaiverRefused)) throw e;
         metrics?.waiver(e.code);
-        await events.isolation({ decision, observation, notes, waiverRefused: { code: e.code, message: e.message } });
+        await events.isolation({ decision, observation, notes, waiverRefused: { code: e.code, message: e.message }, ...signed });
         throw new StartRefused(e.code, `${insufficient}; the World's waiver is refused: ${e.message}`);
       }
       metrics?.waiver('SPENT');
-      await events.isolation({ decision, observation, notes, waiver });
+      await events.isolation({ decision, observation, notes, waiver, ...signed });
     },
     onEnd: async () => {
       await proxy?.close();

@@ -4,7 +4,8 @@
 // promises none: the host network is then a missing control, which only an isolation waiver lets run.
 import { canonicalControls, type IsolationControl, type TargetArch } from '../../core/isolation/vocabulary.js';
 import type { IsolationPolicy, IsolationRequest, StageRule } from '../../core/isolation/records.js';
-import { digestOf } from '../../core/digest.js';
+import { DIGEST_PREFIX, sha256Hex } from '../../core/digest.js';
+import { worldBaseBytes } from '../../core/evidence/isolation-attestation.js';
 import type { BaseEntry, NetworkPolicy, PolicySpec, WorldIsolation } from '../../crds/index.js';
 
 /** What the isolation records read of the governing Policy (a Pick of the parsed Policy). */
@@ -79,7 +80,7 @@ export function hostTarget(): IsolationRequest['target'] {
 
 /** The subject of a World's agent stage: the identity of the generations it forked, one per Root. */
 export function baseSubject(base: readonly BaseEntry[]): string {
-  return digestOf({ format: 'worldline.world-base/v1', base: [...base].sort((a, b) => (a.root < b.root ? -1 : 1)) });
+  return DIGEST_PREFIX + sha256Hex(worldBaseBytes(base));
 }
 
 export function agentRequestRecord(world: WorldIsolationView): IsolationRequest {

@@ -151,6 +151,8 @@ export interface IsolationEvent {
   waiver?: SpentWaiver;
   /** Why the World's waiver was refused (the World then does not run). */
   waiverRefused?: { code: string; message: string };
+  /** The signed observation and decision (DSSE envelopes, in the node's evidence store). */
+  attestations?: { observation: { digest: string; envelope: string }; decision: { digest: string; envelope: string } };
 }
 
 export function isolationMessage(e: IsolationEvent): string {
@@ -176,7 +178,12 @@ export function withIsolation(s: AgentWorldStatus, e: IsolationEvent, ctx: { gen
   };
   return {
     ...s,
-    isolation: { observation, decision: { outcome: e.decision.outcome, reasons: e.decision.reasons }, ...(e.waiver ? { waiver: { ...e.waiver } } : {}) },
+    isolation: {
+      observation,
+      decision: { outcome: e.decision.outcome, reasons: e.decision.reasons },
+      ...(e.waiver ? { waiver: { ...e.waiver } } : {}),
+      ...(e.attestations ? { attestations: { observation: { ...e.attestations.observation }, decision: { ...e.attestations.decision } } } : {}),
+    },
     conditions: setCondition(s.conditions, { type: 'Isolated', status: ok ? 'True' : 'False', reason, message: isolationMessage(e) }, ctx.generation, ctx.now),
   };
 }

@@ -28,6 +28,7 @@ import Database from 'better-sqlite3';
 import { COLLAPSE_OBSERVED_STEPS, type CollapseObservedStep as CollapseTestStep } from '../../node-agent/collapses/step-hooks.js';
 import { collapseManifest, waitCollapse } from '../support/collapses.js';
 import { startStack, type Stack } from '../support/stack.js';
+import { GrantStore } from '../../node-agent/evidence/grant-store.js';
 import { getJson } from '../support/wait.js';
 import { FINAL_PHASES, outputOf, rootKeyOf, rootManifest, shWorld, worldManifest } from '../support/worlds.js';
 
@@ -37,18 +38,29 @@ const COLLAPSE_TEST_STEPS = COLLAPSE_OBSERVED_STEPS.filter((x) => x !== 'after-r
 const RUNS_PER_STEP = 2;
 const CLI = fileURLToPath(new URL('../../cli/worldline.js', import.meta.url));
 /** The steps before the single exchange: a kill there must leave PRIME at its base. */
-const BEFORE_EXCHANGE: readonly CollapseTestStep[] = ['after-prepared', 'after-authorized', 'after-intent', 'after-stage', 'after-verify', 'after-marker-sync', 'before-exchange'];
+const BEFORE_EXCHANGE: readonly CollapseTestStep[] = ['after-prepared', 'after-authorized', 'after-intent', 'after-stage', 'after-verify', 'after-marker-sync', 'after-grant-spent', 'before-exchange'];
 /** The steps that leave a collapse intent for startup recovery, and what recovery must make of it. */
 const RECOVERY: Partial<Record<CollapseTestStep, 'rolled-back' | 'committed'>> = {
   'after-intent': 'rolled-back',
   'after-stage': 'rolled-back',
   'after-verify': 'rolled-back',
   'after-marker-sync': 'rolled-back',
+  'after-grant-spent': 'rolled-back',
   'before-exchange': 'rolled-back',
   'after-exchange': 'committed',
 };
 
 type Tree = Record<string, string>;
+
+/** Whether the node's grant store holds the grant `id` as spent (read while no agent runs is not needed: WAL). */
+function grantSpent(storeDir: string, id: string): boolean {
+  const g = GrantStore.open(join(storeDir, 'grants.db'));
+  try {
+    return g.spent(id) !== undefined;
+  } finally {
+    g.close();
+  }
+}
 
 /** path -> "type mode uid:gid content-sha256" for every entry below `top` (the top followed if a link). */
 function contentTree(top: string): Tree {
@@ -227,6 +239,11 @@ describe('collapse crash injection on a real stack', () => {
     assert.ok(now === oldHash || now === newHash, `the host tree is neither the old nor the new one: ${JSON.stringify(contentTree(hostPath))}`);
     assert.ok(lstatSync(hostPath).isSymbolicLink(), 'the host path is still a link');
     assert.equal(readlinkSync(hostPath), join(s.storeDir, 'live', rootKey), 'the host path still routes through its live link');
+    // The authorization is spent at the commit boundary, before the exchange, and stays spent: a kill
+    // after the spend leaves it spent although PRIME is rolled back (there is no refund).
+    const spent = grantSpent(s.storeDir, c.status.transaction.id as string);
+    const spentBy = COLLAPSE_TEST_STEPS.indexOf('after-grant-spent');
+    assert.equal(spent, (COLLAPSE_TEST_STEPS as readonly string[]).indexOf(step) >= spentBy, `grant ${c.status.transaction.id as string} spent after a kill at ${step}: ${String(spent)}`);
     if (BEFORE_EXCHANGE.includes(step)) {
       assert.equal(phase, 'Denied', JSON.stringify(c.status));
       assert.deepEqual(c.status.decision, { authorized: false, reasons: ['COLLAPSE_INTERRUPTED'] });
