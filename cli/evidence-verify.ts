@@ -13,12 +13,18 @@ import { parseStatement, PREDICATE_TYPES, StatementError, type PredicateType, ty
 import { trustedKeys, type TrustPolicy } from '../core/evidence/trust-policy.js';
 import type { IsolationDecision, IsolationObservation } from '../core/isolation/records.js';
 import { readTrustPolicyFile } from '../kube/trust-policy-file.js';
+import { CANDIDATE_MEDIA_TYPE, type CheckExecution } from '../core/evidence/check-execution.js';
+import type { ReceiptBody } from '../core/receipts/receipt.js';
+import { receiptDifferences } from './receipts-verify-status.js';
 import type { Output } from './receipts-verify.js';
 
-export const EVIDENCE_VERIFY_USAGE = `usage: worldline evidence verify --world FILE --trust-policy FILE
+export const EVIDENCE_VERIFY_USAGE = `usage: worldline evidence verify (--world FILE | --check FILE | --collapse FILE) --trust-policy FILE
 
-Re-verifies the signed isolation observation and decision on a World's status, offline.
+Re-verifies, offline, the signed isolation observation and decision on a World's status, the signed
+execution record on a Check's status, or the signed receipt on a Collapse's status.
   --world FILE         the World as \`kubectl get world NAME -o json\` prints it
+  --check FILE         the Check as \`kubectl get check NAME -o json\` prints it
+  --collapse FILE      the Collapse as \`kubectl get collapse NAME -o json\` prints it
   --trust-policy FILE  the trust policy (the chart's trustPolicy as JSON): the keys it trusts for
                        isolation observations and decisions on the World's node, now
 Exit status: 0 both verify; 1 a statement does not (its problem is named); 2 usage or read error.
@@ -95,8 +101,67 @@ export function verifyWorldEvidence(world: WorldView, policy: TrustPolicy, now: 
   return { ref, node, outcome: dec.predicate.outcome, signers: [...new Set([...obs.signers, ...dec.signers])].sort() };
 }
 
+interface CheckView {
+  metadata?: { namespace?: string; name?: string; uid?: string };
+  status?: {
+    nodeName?: string;
+    subject?: string;
+    verdict?: string;
+    requirementHash?: string;
+    verifierIdentity?: string;
+    executedVerifierIdentity?: string;
+    exit?: { code?: number; signal?: string; reason?: string };
+    startedAt?: string;
+    finishedAt?: string;
+    attestation?: { envelope?: string };
+  };
+}
+
+/** Verifies a Check's signed execution record; returns what it found, or throws Failed. */
+export function verifyCheckEvidence(check: CheckView, policy: TrustPolicy, now: Date): { ref: string; node: string; outcome: string; signers: string[] } {
+  const ref = `checks/${check.metadata?.namespace ?? ''}/${check.metadata?.name ?? ''}`;
+  const st = check.status;
+  const node = st?.nodeName;
+  if (!node || !st.subject) throw new Failed('ATTESTATION_MISSING', `${ref} has no node or subject on its status`);
+  const rec = verified<CheckExecution>(st.attestation?.envelope, 'check execution record', PREDICATE_TYPES.checkExecution, policy, node, now);
+  if (rec.subject.digest !== st.subject || rec.subject.mediaType !== CANDIDATE_MEDIA_TYPE) {
+    throw new Failed('SUBJECT_MISMATCH', `the record is about ${rec.subject.digest} (${rec.subject.mediaType}), not the candidate ${st.subject} on status`);
+  }
+  const p = rec.predicate;
+  const shown = {
+    check: { namespace: check.metadata?.namespace, name: check.metadata?.name, uid: check.metadata?.uid },
+    verdict: st.verdict,
+    requirementHash: st.requirementHash,
+    verifierIdentity: st.verifierIdentity,
+    executedVerifierIdentity: st.executedVerifierIdentity,
+    exit: { code: st.exit?.code ?? null, signal: st.exit?.signal ?? null, reason: st.exit?.reason ?? '' },
+    startedAt: st.startedAt,
+    finishedAt: st.finishedAt,
+  };
+  const signed = { check: p.check, verdict: p.verdict, requirementHash: p.requirementHash, verifierIdentity: p.verifierIdentity, executedVerifierIdentity: p.executedVerifierIdentity, exit: p.exit, startedAt: p.startedAt, finishedAt: p.finishedAt };
+  for (const k of Object.keys(signed) as (keyof typeof signed)[]) {
+    if (!same(shown[k], signed[k])) throw new Failed('STATUS_MISMATCH', `status says ${k} ${JSON.stringify(shown[k])}; the signed record says ${JSON.stringify(signed[k])}`);
+  }
+  return { ref, node, outcome: p.verdict, signers: rec.signers };
+}
+
+/** Verifies a Collapse's receipt statement; returns what it found, or throws Failed. */
+export function verifyCollapseEvidence(collapse: Record<string, unknown> & { metadata?: { namespace?: string; name?: string }; status?: { nodeName?: string; receipt?: { id?: string }; attestation?: { envelope?: string } } }, policy: TrustPolicy, now: Date): { ref: string; node: string; outcome: string; signers: string[] } {
+  const ref = `collapses/${collapse.metadata?.namespace ?? ''}/${collapse.metadata?.name ?? ''}`;
+  const st = collapse.status;
+  const node = st?.nodeName;
+  if (!node || !st.receipt?.id) throw new Failed('ATTESTATION_MISSING', `${ref} has no node or receipt on its status`);
+  const rec = verified<ReceiptBody>(st.attestation?.envelope, 'receipt', PREDICATE_TYPES.collapseReceipt, policy, node, now);
+  if (rec.subject.digest !== st.receipt.id) throw new Failed('SUBJECT_MISMATCH', `the signed receipt is ${rec.subject.digest}, not the receipt ${st.receipt.id} on status`);
+  const diff = receiptDifferences(collapse, rec.predicate);
+  if (diff.length > 0) throw new Failed('STATUS_MISMATCH', diff.join('; '));
+  return { ref, node, outcome: rec.predicate.transaction.state, signers: rec.signers };
+}
+
 export function runEvidenceVerify(args: readonly string[], io: Output, now: Date = new Date()): number {
   let worldPath: string | undefined;
+  let checkPath: string | undefined;
+  let collapsePath: string | undefined;
   let trustPath: string | undefined;
   for (let i = 0; i < args.length; i++) {
     const a = args[i];
@@ -105,8 +170,10 @@ export function runEvidenceVerify(args: readonly string[], io: Output, now: Date
       return 0;
     }
     const value = args[i + 1];
-    if ((a === '--world' || a === '--trust-policy') && value !== undefined) {
+    if ((a === '--world' || a === '--check' || a === '--collapse' || a === '--trust-policy') && value !== undefined) {
       if (a === '--world') worldPath = value;
+      else if (a === '--check') checkPath = value;
+      else if (a === '--collapse') collapsePath = value;
       else trustPath = value;
       i++;
       continue;
@@ -114,26 +181,36 @@ export function runEvidenceVerify(args: readonly string[], io: Output, now: Date
     io.err(`worldline evidence verify: unexpected argument ${JSON.stringify(a)}\n${EVIDENCE_VERIFY_USAGE}`);
     return 2;
   }
-  if (worldPath === undefined || trustPath === undefined) {
-    io.err(`worldline evidence verify: --world and --trust-policy are both required\n${EVIDENCE_VERIFY_USAGE}`);
+  const given = [worldPath, checkPath, collapsePath].filter((p) => p !== undefined);
+  const objectPath = given[0];
+  if (objectPath === undefined || given.length > 1 || trustPath === undefined) {
+    io.err(`worldline evidence verify: one of --world, --check or --collapse, and --trust-policy, are required\n${EVIDENCE_VERIFY_USAGE}`);
     return 2;
   }
-  let world: WorldView;
+  let object: WorldView & CheckView;
   let policy: TrustPolicy;
   try {
-    world = JSON.parse(readFileSync(worldPath, 'utf8')) as WorldView;
+    object = JSON.parse(readFileSync(objectPath, 'utf8')) as WorldView & CheckView;
     policy = readTrustPolicyFile(trustPath);
   } catch (e) {
     io.err(`worldline evidence verify: ${describeError(e)}\n`);
     return 2;
   }
   try {
-    const r = verifyWorldEvidence(world, policy, now);
-    io.out(`OK ${r.ref}: the isolation observation and decision (${r.outcome}) are signed by ${r.signers.join(', ')}, trusted for node ${r.node}, about the World's base, and say what its status says\n`);
+    if (collapsePath !== undefined) {
+      const r = verifyCollapseEvidence(object as unknown as Parameters<typeof verifyCollapseEvidence>[0], policy, now);
+      io.out(`OK ${r.ref}: the receipt (${r.outcome}) is signed by ${r.signers.join(', ')}, trusted for node ${r.node}, is the receipt on status, and says what its status says\n`);
+    } else if (checkPath !== undefined) {
+      const r = verifyCheckEvidence(object, policy, now);
+      io.out(`OK ${r.ref}: the execution record (${r.outcome}) is signed by ${r.signers.join(', ')}, trusted for node ${r.node}, about the candidate on status, and says what its status says\n`);
+    } else {
+      const r = verifyWorldEvidence(object, policy, now);
+      io.out(`OK ${r.ref}: the isolation observation and decision (${r.outcome}) are signed by ${r.signers.join(', ')}, trusted for node ${r.node}, about the World's base, and say what its status says\n`);
+    }
     return 0;
   } catch (e) {
     if (!(e instanceof Failed)) throw e;
-    io.err(`FAIL ${world.metadata?.namespace ?? ''}/${world.metadata?.name ?? ''}: ${e.problem}: ${e.message}\n`);
+    io.err(`FAIL ${object.metadata?.namespace ?? ''}/${object.metadata?.name ?? ''}: ${e.problem}: ${e.message}\n`);
     return 1;
   }
 }

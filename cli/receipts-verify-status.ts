@@ -58,7 +58,7 @@ function statusReceipt(collapse: unknown): StatusReceipt | string {
 }
 
 /** Differences between a receipt body and the Collapse whose status names it, as "field: status … receipt …". */
-function differences(collapse: Obj, body: Obj): string[] {
+export function receiptDifferences(collapse: Obj, body: Obj): string[] {
   const out: string[] = [];
   const same = (field: string, status: unknown, receipt: unknown): void => {
     if (JSON.stringify(status) !== JSON.stringify(receipt)) out.push(`${field}: status ${JSON.stringify(status)}, receipt ${JSON.stringify(receipt)}`);
@@ -119,7 +119,7 @@ export function verifyStatusReceipt(collapse: unknown, publicKey: { key: KeyObje
   const diffs: string[] = [];
   if (body.sequence !== r.sequence) diffs.push(`sequence: status ${r.sequence}, receipt ${String(body.sequence)}`);
   if ((body.previous ?? undefined) !== r.previous) diffs.push(`previous: status ${r.previous ?? 'none'}, receipt ${JSON.stringify(body.previous ?? 'none')}`);
-  diffs.push(...differences(collapse as Obj, body));
+  diffs.push(...receiptDifferences(collapse as Obj, body));
   if (diffs.length > 0) return { ok: false, problem: 'STATUS_MISMATCH', message: `the receipt at ledger line ${at + 1} says otherwise: ${diffs.join('; ')}` };
   return { ok: true, id: r.id, sequence: r.sequence, keyId: r.keyId, ledgerLine: at + 1 };
 }

@@ -3,6 +3,7 @@
 // revalidate against the current PRIME.
 import { z } from 'zod';
 import {
+  signedStatement,
   AGE_COLUMN,
   cel,
   conditions,
@@ -57,6 +58,10 @@ export const CheckStatusSchema = z
     executedVerifierIdentity: identity('Identity of the verifier files actually executed; must equal verifierIdentity.').optional(),
     exit: exitStatus('How the check process ended.').optional(),
     nodeName: z.string().max(253).optional().describe('Node that runs the check (copied from the World\'s status.nodeName).'),
+    attestation: signedStatement(
+      'The run as a statement signed by the node (predicate https://worldline.dev/attestations/check-execution/v1; subject: ' +
+        'the candidate): re-verifiable offline with `kubectl worldline evidence verify --check` and the keys the trust policy pins for the node.',
+    ).optional(),
     reason: outcomeCode('UPPER_SNAKE outcome (e.g. VERIFIER_MODIFIED_BY_CANDIDATE, EVIDENCE_STALE).').optional(),
     message: message('Human-readable explanation.').optional(),
     startedAt: timestamp('When the check started.').optional(),

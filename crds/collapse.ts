@@ -3,6 +3,7 @@
 // and the evidence is fresh, and a signed receipt is appended to the ledger.
 import { z } from 'zod';
 import {
+  signedStatement,
   AGE_COLUMN,
   cel,
   conditions,
@@ -128,6 +129,10 @@ export const CollapseStatusSchema = z
       })
       .optional()
       .describe('Signed receipt appended to the tamper-evident ledger.'),
+    attestation: signedStatement(
+      'The receipt as a statement signed by the node (predicate https://worldline.dev/attestations/collapse-receipt/v1; the ' +
+        'receipt body, about its own canonical bytes, whose digest is the receipt id).',
+    ).optional(),
     nodeName: z.string().max(253).optional().describe('Node executing the collapse (copied from the World\'s status.nodeName).'),
     reason: outcomeCode('UPPER_SNAKE outcome of the current phase.').optional(),
     message: message('Human-readable explanation.').optional(),

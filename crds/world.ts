@@ -2,6 +2,7 @@
 // runs inside a sandbox. Its changes are captured as a content-addressed candidate.
 import { z } from 'zod';
 import {
+  signedStatement,
   AGE_COLUMN,
   absolutePath,
   cel,
@@ -239,18 +240,8 @@ export const WorldStatusSchema = z
           .describe('The isolation waiver this World ran under, when its decision was not reported-sufficient.'),
         attestations: z
           .object({
-            observation: z
-              .object({
-                digest: z.string().max(71).describe('The envelope\'s digest in the node\'s evidence store (sha256:<hex>).'),
-                envelope: z.string().max(65536).describe('The DSSE envelope (JSON text): an in-toto statement signed with the node\'s key.'),
-              })
-              .describe('The signed isolation observation (predicate https://worldline.dev/attestations/isolation-observation/v1; subject: the World\'s base).'),
-            decision: z
-              .object({
-                digest: z.string().max(71).describe('The envelope\'s digest in the node\'s evidence store (sha256:<hex>).'),
-                envelope: z.string().max(65536).describe('The DSSE envelope (JSON text): an in-toto statement signed with the node\'s key.'),
-              })
-              .describe('The signed isolation decision (predicate https://worldline.dev/attestations/isolation-decision/v1; subject: the observation).'),
+            observation: signedStatement('The signed isolation observation (predicate https://worldline.dev/attestations/isolation-observation/v1; subject: the World\'s base).'),
+            decision: signedStatement('The signed isolation decision (predicate https://worldline.dev/attestations/isolation-decision/v1; subject: the observation).'),
           })
           .optional()
           .describe('The observation and decision as statements signed by the node, re-verifiable offline with `kubectl worldline evidence verify` and the keys the trust policy pins for the node.'),

@@ -253,7 +253,7 @@ async function main(): Promise<void> {
   const heartbeat = new Heartbeat({ kubeConfig: kc, namespace: cfg.namespace, nodeName: cfg.nodeName, identity: `${cfg.nodeName}-${process.pid}`, clock, logger, ...(viewAddress ? { annotations: () => ({ [VIEW_ADDRESS_ANNOTATION]: viewAddress }) } : {}) });
 
   // Collapse (issue 5): run this node's Collapses once, with receipts in <store>/receipts/ledger.jsonl.
-  const collapses = startNodeCollapses({ kubeConfig: kc, store, worlds, roots: (name) => roots.get(name), policies, status, refusals, events, clock, nodeName: cfg.nodeName, logger, metrics, requeueRoot: (name) => rootRunner.enqueue(name), requeueWorld: (key) => worldRunner.enqueue(key), agentMetrics, checkResources: () => admission.checkResources(), grants, grantRevoked: (id) => grantRevoked(cfg.trustPolicy, id), ...(cfg.receiptsExport ? { receiptsExport: cfg.receiptsExport } : {}) });
+  const collapses = startNodeCollapses({ kubeConfig: kc, store, worlds, roots: (name) => roots.get(name), policies, status, refusals, events, clock, nodeName: cfg.nodeName, logger, metrics, requeueRoot: (name) => rootRunner.enqueue(name), requeueWorld: (key) => worldRunner.enqueue(key), agentMetrics, checkResources: () => admission.checkResources(), grants, grantRevoked: (id) => grantRevoked(cfg.trustPolicy, id), statements, ...(cfg.receiptsExport ? { receiptsExport: cfg.receiptsExport } : {}) });
   void collapses.start().catch((err: unknown) => logger.error('collapse reconciler failed to start', { error: (err as Error).message }));
   // Receipts: publish the public key as ConfigMap worldline-receipts-<node>, retried in the background, never fatal.
   const receiptsKey = publishReceiptsPublicKey({ kubeConfig: kc, namespace: cfg.namespace, nodeName: cfg.nodeName, keyDir: receiptPaths(store).keyDir, clock, logger });
@@ -283,7 +283,7 @@ async function main(): Promise<void> {
   worldRunner.start();
   // Checks (issue 5): runs the Checks of Worlds bound to this node on their captured candidates. It dies
   // with the process (a Check left Running by a killed agent is not resumed yet).
-  const nodeChecks = new NodeChecks({ kubeConfig: kc, nodeName: cfg.nodeName, worlds, policies, rootPath: (name) => roots.get(name)?.spec.path, store, config: cfg, cgroups, agentNs: native.nsIds('self'), admission, status, refusals, events, clock, logger, metrics, agentMetrics, onEvaluated: () => collapses.wakeRebasing() });
+  const nodeChecks = new NodeChecks({ kubeConfig: kc, nodeName: cfg.nodeName, worlds, policies, rootPath: (name) => roots.get(name)?.spec.path, store, config: cfg, cgroups, agentNs: native.nsIds('self'), admission, status, refusals, events, clock, logger, metrics, agentMetrics, onEvaluated: () => collapses.wakeRebasing(), statements });
   await nodeChecks.start();
   await heartbeat.start();
   ready = true;

@@ -8,6 +8,8 @@ import type { z } from 'zod';
 import { canonicalJson } from '../canonical-json.js';
 import { IsolationDecisionSchema, IsolationObservationSchema } from '../isolation/records.js';
 import { IsolationWaiverSchema, worldRefSubject, type IsolationWaiver } from './isolation-waiver.js';
+import { CheckExecutionSchema } from './check-execution.js';
+import { receiptBodySchema, receiptId, type ReceiptBody } from '../receipts/receipt.js';
 import { parseStrictJson, StrictJsonError } from './strict-json.js';
 
 export const STATEMENT_TYPE = 'https://in-toto.io/Statement/v1';
@@ -16,6 +18,8 @@ export const PREDICATE_TYPES = {
   isolationObservation: 'https://worldline.dev/attestations/isolation-observation/v1',
   isolationDecision: 'https://worldline.dev/attestations/isolation-decision/v1',
   isolationWaiver: 'https://worldline.dev/attestations/isolation-waiver/v1',
+  checkExecution: 'https://worldline.dev/attestations/check-execution/v1',
+  collapseReceipt: 'https://worldline.dev/attestations/collapse-receipt/v1',
 } as const;
 export type PredicateType = (typeof PREDICATE_TYPES)[keyof typeof PREDICATE_TYPES];
 
@@ -50,6 +54,12 @@ interface PredicateRule {
 const RULES: Record<PredicateType, PredicateRule> = {
   [PREDICATE_TYPES.isolationObservation]: { schema: IsolationObservationSchema, about: (p: { subject: string }) => p.subject },
   [PREDICATE_TYPES.isolationDecision]: { schema: IsolationDecisionSchema, about: (p: { observationIdentity: string | null }) => p.observationIdentity },
+  [PREDICATE_TYPES.checkExecution]: { schema: CheckExecutionSchema, about: (p: { subject: string }) => p.subject },
+  [PREDICATE_TYPES.collapseReceipt]: {
+    schema: receiptBodySchema,
+    about: (p: ReceiptBody) => receiptId(p),
+    exact: (p: ReceiptBody) => receiptSubject(p),
+  },
   [PREDICATE_TYPES.isolationWaiver]: { schema: IsolationWaiverSchema, about: (p: IsolationWaiver) => worldRefSubject(p.world).digest, exact: (p: IsolationWaiver) => worldRefSubject(p.world) },
 };
 
@@ -77,6 +87,13 @@ function subjectOf(raw: unknown): Subject {
   const size = s.annotations.size;
   if (typeof size !== 'number' || !Number.isSafeInteger(size) || size < 0) throw new StatementError('SUBJECT_INVALID', 'annotations.size must be a byte count');
   return { name: s.name, digest: `sha256:${s.digest.sha256}`, size, mediaType: s.mediaType };
+}
+
+export const RECEIPT_MEDIA_TYPE = 'application/vnd.worldline.receipt+json';
+
+/** The subject of a collapse receipt's statement: the receipt body's canonical bytes (their digest is its id). */
+export function receiptSubject(body: ReceiptBody): Subject {
+  return { name: `receipts/${receiptId(body)}`, digest: receiptId(body), size: Buffer.byteLength(canonicalJson(body)), mediaType: RECEIPT_MEDIA_TYPE };
 }
 
 /** The canonical bytes of a statement about `subject` (what a producer signs). */

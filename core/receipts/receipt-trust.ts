@@ -10,9 +10,10 @@
 import { createPublicKey, verify } from 'node:crypto';
 import { trustedKeys, type TrustMemory, type TrustPolicy } from '../evidence/trust-policy.js';
 import { keyIdOf, signatureMessage } from './ledger-line.js';
+import { PREDICATE_TYPES } from '../evidence/statement.js';
 
-/** The predicate type a signer rule names to trust a key for collapse receipts. */
-export const RECEIPT_SIGNER_SCOPE = 'https://worldline.dev/attestations/collapse-receipt/v1';
+/** The predicate type a signer rule names to trust a key for collapse receipts (ledger lines and statements). */
+export const RECEIPT_SIGNER_SCOPE = PREDICATE_TYPES.collapseReceipt;
 
 export interface ReceiptToTrust {
   node: string;

@@ -48,12 +48,16 @@ import type { RunAdmission } from '../admission/admission-authority.js';
 import { releaseRun, reserveRun, type ReservationDeps } from '../sandbox/run-reservation.js';
 import type { WorldResources } from '../admission/admission-policy.js';
 import { generationManifest } from '../store/world-records.js';
+import { readFileSync } from 'node:fs';
+import { candidateSubject, type CheckExecution } from '../../core/evidence/check-execution.js';
+import { PREDICATE_TYPES } from '../../core/evidence/statement.js';
+import type { StatementSigner } from '../evidence/statement-signer.js';
 
 const HOME = '/home/check';
 const WAIT_MS = 5_000;
 const FINAL = new Set(['Passed', 'Failed', 'Refused']);
 /** Check.status fields the node-agent owns (the controller owns nodeName and the WorldFound condition). */
-const OWNED_KEYS = ['phase', 'verdict', 'subject', 'requirementHash', 'verifierIdentity', 'executedVerifierIdentity', 'exit', 'reason', 'message', 'startedAt', 'finishedAt'] as const;
+const OWNED_KEYS = ['phase', 'verdict', 'subject', 'requirementHash', 'verifierIdentity', 'executedVerifierIdentity', 'exit', 'reason', 'message', 'startedAt', 'finishedAt', 'attestation'] as const;
 
 /** The node-agent's part of a Check's status (undefined clears a field it wrote before). */
 type AgentCheckStatus = { [K in (typeof OWNED_KEYS)[number]]?: CheckStatus[K] };
@@ -79,6 +83,8 @@ export interface NodeChecksDeps {
   agentMetrics?: AgentMetrics;
   /** Called after a run's evaluation is recorded (a Collapse may be waiting for it). */
   onEvaluated?: () => void;
+  /** Signs each finished run as a check execution statement (none without it). */
+  statements?: StatementSigner;
 }
 
 /** The Checks of this node: an informer on status.nodeName, a runner, and re-enqueueing on World changes. */
@@ -192,6 +198,38 @@ export class NodeChecks {
       throw err;
     } finally {
       if (reserved) releaseRun(this.reservations(), holder);
+    }
+  }
+
+  /**
+   * The finished run as a signed check execution statement about its candidate, kept in the evidence store;
+   * none when the candidate's identity document is not there to bind (logged: the run stands as recorded).
+   */
+  private attest(c: Check, world: World, subject: string, s: AgentCheckStatus): { digest: string; envelope: string } | undefined {
+    const d = this.d;
+    if (!d.statements || !s.requirementHash || !s.verifierIdentity || !s.executedVerifierIdentity || !s.verdict || !s.exit || !s.startedAt || !s.finishedAt) return undefined;
+    try {
+      const identity: unknown = JSON.parse(readFileSync(join(d.store.layout.candidates, subject.slice('sha256:'.length), 'candidate.json'), 'utf8'));
+      const about = candidateSubject(identity);
+      if (about.digest !== subject) throw new Error(`the candidate document hashes to ${about.digest}, not ${subject}`);
+      const record: CheckExecution = {
+        check: { namespace: c.metadata.namespace ?? '', name: c.metadata.name ?? '', uid: c.metadata.uid ?? '' },
+        world: { uid: world.metadata.uid ?? '' },
+        checkName: c.spec.name,
+        subject,
+        requirementHash: s.requirementHash,
+        verifierIdentity: s.verifierIdentity,
+        executedVerifierIdentity: s.executedVerifierIdentity,
+        verdict: s.verdict,
+        ...(s.reason ? { reason: s.reason } : {}),
+        exit: { code: s.exit.code ?? null, signal: s.exit.signal ?? null, reason: s.exit.reason ?? '' },
+        startedAt: s.startedAt,
+        finishedAt: s.finishedAt,
+      };
+      return d.statements.sign(about, PREDICATE_TYPES.checkExecution, record);
+    } catch (e) {
+      d.logger.warn('could not sign the check execution record', { check: objectKey(c), error: describeError(e) });
+      return undefined;
     }
   }
 
@@ -319,6 +357,8 @@ export class NodeChecks {
       finishedAt: r.finishedAt,
     };
     recordEvaluation(d.store.db, { checkUid: c.metadata.uid ?? '', worldUid: world.metadata.uid ?? '', checkName: c.spec.name, verdict, subject: r.subject, ...ids(status), ...(mismatch ? { reason: 'VERIFIER_EXECUTION_IDENTITY_MISMATCH' } : {}) }, d.clock.now());
+    const attestation = this.attest(c, world, r.subject, status);
+    if (attestation) status.attestation = attestation;
     d.onEvaluated?.();
     d.agentMetrics?.checkVerdict(verdict, mismatch ? 'VERIFIER_EXECUTION_IDENTITY_MISMATCH' : undefined);
     await this.apply(c, status);

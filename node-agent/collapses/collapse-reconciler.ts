@@ -52,6 +52,9 @@ import { queuePosition, type QueueEntry } from './collapse-queue.js';
 import { checksPending, rebaseStep, type RebaseRecord } from './rebase-step.js';
 import { GrantError, type GrantStore } from '../evidence/grant-store.js';
 import { mintCollapseGrant, spendCollapseGrant } from '../evidence/collapse-grant.js';
+import type { StatementSigner } from '../evidence/statement-signer.js';
+import { PREDICATE_TYPES, receiptSubject } from '../../core/evidence/statement.js';
+import type { ReceiptBody } from '../../core/receipts/receipt.js';
 
 /** How often a Queued or Rebasing Collapse looks again (a finishing Collapse also wakes those behind it). */
 const WAIT_POLL_MS = 1_000;
@@ -64,7 +67,7 @@ function statusReceipt(r: SignedReceipt): StatusReceipt {
   return previous === null ? rest : { ...rest, previous };
 }
 
-const OWNED_KEYS = ['phase', 'queuePosition', 'rebase', 'transaction', 'decision', 'result', 'receipt', 'reason', 'message'] as const;
+const OWNED_KEYS = ['phase', 'queuePosition', 'rebase', 'transaction', 'decision', 'result', 'receipt', 'attestation', 'reason', 'message'] as const;
 const OWNED_CONDITIONS = new Set(['Committed', 'Collapsed']);
 
 export interface CollapseReconcilerDeps {
@@ -97,6 +100,8 @@ export interface CollapseReconcilerDeps {
   grants: () => GrantStore;
   /** Whether a grant id is revoked (the trust policy's revokedGrants; none without one). */
   grantRevoked: (id: string) => boolean;
+  /** Signs each receipt as a statement too (none without it). */
+  statements?: StatementSigner;
 }
 
 /** A refusal before the decision or at the commit boundary: the reasons and a message. */
@@ -214,6 +219,17 @@ class NodeCollapseReconciler {
     });
   }
 
+  /** The receipt as a signed statement in the evidence store (none without a signer, or if signing fails: logged). */
+  private attest(c: Collapse, body: ReceiptBody): { digest: string; envelope: string } | undefined {
+    if (!this.d.statements) return undefined;
+    try {
+      return this.d.statements.sign(receiptSubject(body), PREDICATE_TYPES.collapseReceipt, body);
+    } catch (e) {
+      this.d.logger.warn('could not sign the receipt as a statement', { collapse: this.objectName(c), error: (e as Error).message });
+      return undefined;
+    }
+  }
+
   /** A committed World's record moves to phase Collapsed (idempotent); the World queue applies it. */
   private markWorldCollapsed(t: TransactionRow, c: Collapse): void {
     const rec = getWorldRecord(this.db, t.data.world.uid);
@@ -233,7 +249,8 @@ class NodeCollapseReconciler {
     await this.hooks.at('after-receipt');
     const receipt = 'body' in r ? statusReceipt(r) : r;
     t.data.receipt = receipt;
-    t.data.status = { ...t.data.status, receipt };
+    const attestation = 'body' in r ? this.attest(c, r.body) : t.data.status.attestation;
+    t.data.status = { ...t.data.status, receipt, ...(attestation ? { attestation } : {}) };
     putTransaction(this.db, t, this.d.clock.now());
     await this.hooks.at('after-receipt-row');
     this.d.logger.info('collapse receipt appended', { collapse: this.objectName(c), transaction: t.id, state: t.state, sequence: receipt.sequence, receipt: receipt.id });

@@ -32,6 +32,8 @@ export interface AgentCollapseStatus {
   decision?: { authorized: boolean; reasons: string[] };
   result?: CollapseResultEntry[];
   receipt?: StatusReceipt;
+  /** The receipt as a signed statement (DSSE envelope and its evidence-store digest). */
+  attestation?: { digest: string; envelope: string };
   reason?: string;
   message?: string;
   conditions: Condition[];

@@ -21,6 +21,7 @@ import type { AgentMetrics } from '../metrics.js';
 import type { GateRootView } from '../roots/root-collapse-gate.js';
 import { makeNodeCollapseReconciler, type CollapsePolicyView } from './collapse-reconciler.js';
 import type { GrantStore } from '../evidence/grant-store.js';
+import type { StatementSigner } from '../evidence/statement-signer.js';
 
 export interface NodeCollapsesOptions {
   kubeConfig: KubeConfig;
@@ -46,6 +47,8 @@ export interface NodeCollapsesOptions {
   /** The node's grant store, and whether a grant id is revoked. */
   grants: () => GrantStore;
   grantRevoked: (id: string) => boolean;
+  /** Signs each receipt as a statement too. */
+  statements?: StatementSigner;
 }
 
 /**
@@ -87,6 +90,7 @@ export function startNodeCollapses(o: NodeCollapsesOptions): { start(): Promise<
     checkResources: o.checkResources,
     grants: o.grants,
     grantRevoked: o.grantRevoked,
+    ...(o.statements ? { statements: o.statements } : {}),
     hooks: collapseStepHooks(),
     ...(o.agentMetrics ? { agentMetrics: o.agentMetrics } : {}),
   });
