@@ -9,6 +9,7 @@ import { closeSync, openSync, readFileSync, readSync } from 'node:fs';
 import { Refusal } from '../../core/errors.js';
 import { closeFd, constants, openBeneath, statx } from '../../native/index.js';
 import { parseMountinfo } from '../store/mount-table.js';
+import { errnoCode } from '../store/store-errors.js';
 import { judgeV2Leaf, V2_BUDGET_FILES, type LeafTexts, type V2Budget, type V2BudgetCode, type V2BudgetFile } from './cgroup-v2-budget.js';
 
 export type V2PreflightCode = V2BudgetCode | 'CGROUP_V2_LEAF_INVALID' | 'CGROUP_V2_MOUNT_MISMATCH' | 'CGROUP_V2_NOT_WRITABLE';
@@ -33,14 +34,12 @@ export interface V2LeafSnapshot {
 /** A control file is a line or a short list; more than this is not one. */
 const MAX_FILE_BYTES = 4096;
 
-const errno = (e: unknown): string => (typeof e === 'object' && e !== null && 'code' in e ? String(e.code) : '');
-
 function readBounded(leafFd: number, name: string): string | null {
   let fd: number;
   try {
     fd = openBeneath(leafFd, name, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
   } catch (e) {
-    if (errno(e) === 'ENOENT') return null;
+    if (errnoCode(e) === 'ENOENT') return null;
     throw new V2PreflightError('CGROUP_V2_LEAF_INVALID', `cannot open ${name} in the leaf: ${(e as Error).message}`);
   }
   try {

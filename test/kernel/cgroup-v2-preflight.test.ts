@@ -14,6 +14,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { inspectV2Leaf, V2PreflightError } from '../../node-agent/sandbox/cgroup-v2-preflight.js';
 import type { V2Budget } from '../../node-agent/sandbox/cgroup-v2-budget.js';
+import { outcomeOf } from '../support/error-code.js';
 
 const WANT: V2Budget = { cpuQuotaMicros: 50_000, cpuPeriodMicros: 100_000, memoryBytes: 1 << 29, pids: 256 };
 const base = mkdtempSync(join(tmpdir(), 'wl-cg2-'));
@@ -53,15 +54,7 @@ after(() => {
   rmSync(base, { recursive: true, force: true });
 });
 
-function codeOf(f: () => unknown): string {
-  try {
-    f();
-    return 'OK';
-  } catch (e) {
-    if (e instanceof V2PreflightError) return e.code;
-    throw e;
-  }
-}
+const codeOf = (f: () => unknown): string => outcomeOf(f, V2PreflightError);
 const inspect = (l: string, mountPoint = mnt): string => codeOf(() => inspectV2Leaf({ mountPoint, leaf: l, want: WANT }));
 const message = (l: string, mountPoint = mnt): string => {
   try {
