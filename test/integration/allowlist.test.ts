@@ -46,6 +46,8 @@ describe('the Allowlist network on a real stack', () => {
     const A = allowed.port;
     const B = other.port;
     const r = await runWorld(s, 'allow', shWorld(['proj'], [
+      // One stream: curl's error lines and the markers reach the log in the order written.
+      'exec 2>&1',
       'echo "PROXY=$http_proxy"',
       // curl honours http_proxy: this goes through the proxy at 127.0.0.1:3128.
       `curl -sS -m 10 http://127.0.0.1:${A}/via-proxy && echo VIA-PROXY-OK || echo VIA-PROXY-FAILED`,
@@ -88,6 +90,8 @@ describe('the Allowlist network on a real stack', () => {
     const A = allowed.port;
     const hitsBefore = allowed.hits.length;
     const r = await runWorld(s, 'none', shWorld(['proj'], [
+      // One stream: curl's error lines and the markers reach the log in the order written.
+      'exec 2>&1',
       'echo "PROXY=${http_proxy:-unset}"',
       `curl -sS -m 5 -x http://127.0.0.1:3128 http://127.0.0.1:${A}/none-proxy && echo NONE-PROXY-OK || echo NONE-PROXY-FAILED`,
       `curl -sS -m 5 http://127.0.0.1:${A}/none-direct && echo NONE-DIRECT-OK || echo NONE-DIRECT-FAILED`,
