@@ -25,6 +25,13 @@ export interface ControllerConfig {
    * ledger head is recorded only when its receipt verifies under a key the policy pins for that node.
    */
   trustPolicy?: string;
+  /**
+   * The collapse grant key (a PKCS#8 PEM Ed25519 private key; the chart mounts it from a Secret): with it
+   * and a trust policy, the controller verifies each authorized Collapse's evidence graph and signs a
+   * single-use grant the node-agent spends before the exchange. `grantIssuer` labels it in logs.
+   */
+  grantKey?: string;
+  grantIssuer: string;
 }
 
 /**
@@ -36,8 +43,13 @@ export const DEFAULT_WORKERS = 8;
 export const USAGE = `usage: worldline-controller [--kubeconfig PATH] [--namespace NS] [--metrics-bind HOST:PORT]
        [--identity ID] [--leader-elect=true|false] [--lease-duration SECONDS] [--workers N] [--log-level LEVEL]
        [--view-bind HOST:PORT --view-tls-dir DIR --link-tls-dir DIR] [--trust-policy PATH]
+       [--grant-key PATH [--grant-issuer LABEL]]
   --trust-policy PATH  record a node's ledger head only when its receipt is signed by a key this trust policy
                        pins for the node (env WORLDLINE_TRUST_POLICY; docs/operations.md, "Receipt keys")
+  --grant-key PATH     verify each authorized Collapse's evidence graph against the trust policy and sign its
+                       collapse grant with this Ed25519 key (PKCS#8 PEM; env WORLDLINE_GRANT_KEY; needs
+                       --trust-policy; docs/operations.md, "Collapse grants")
+  --grant-issuer LABEL how logs and Events name the grant key (default worldline-controller)
   --view-tls-dir DIR   serve the aggregated API view.worldline.dev (Worlds' logs and diffs) with tls.crt and
                        tls.key from DIR (env WORLDLINE_VIEW_TLS_DIR); needs --link-tls-dir
   --link-tls-dir DIR   the node link: ca.crt, tls.crt and tls.key the controller presents to node-agents
@@ -81,6 +93,8 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Co
       'view-tls-dir': { type: 'string' },
       'link-tls-dir': { type: 'string' },
       'trust-policy': { type: 'string' },
+      'grant-key': { type: 'string' },
+      'grant-issuer': { type: 'string' },
     },
     strict: true,
   });
@@ -95,8 +109,15 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Co
   const view = viewConfig(values['view-bind'] ?? env.WORLDLINE_VIEW_BIND, values['view-tls-dir'] ?? (env.WORLDLINE_VIEW_TLS_DIR || undefined), values['link-tls-dir'] ?? (env.WORLDLINE_LINK_TLS_DIR || undefined));
   const trustPolicy = values['trust-policy'] ?? (env.WORLDLINE_TRUST_POLICY || undefined);
   if (trustPolicy !== undefined && (!isAbsolute(trustPolicy) || trustPolicy.includes('\0'))) throw new Error(`--trust-policy must be an absolute file path, got "${trustPolicy}"\n${USAGE}`);
+  const grantKey = values['grant-key'] ?? (env.WORLDLINE_GRANT_KEY || undefined);
+  if (grantKey !== undefined && (!isAbsolute(grantKey) || grantKey.includes('\0'))) throw new Error(`--grant-key must be an absolute file path, got "${grantKey}"\n${USAGE}`);
+  if (grantKey !== undefined && trustPolicy === undefined) throw new Error(`--grant-key needs --trust-policy: the evidence graph is verified against it\n${USAGE}`);
+  const grantIssuer = values['grant-issuer'] ?? 'worldline-controller';
+  if (!/^[A-Za-z0-9._-]{1,253}$/.test(grantIssuer)) throw new Error(`--grant-issuer must be 1 to 253 characters of A-Z a-z 0-9 . _ -, got "${grantIssuer}"\n${USAGE}`);
   return {
     ...(kubeconfig ? { kubeconfig } : {}),
+    ...(grantKey !== undefined ? { grantKey } : {}),
+    grantIssuer,
     ...(view ? { view } : {}),
     ...(trustPolicy !== undefined ? { trustPolicy } : {}),
     namespace: values.namespace ?? env.WORLDLINE_NAMESPACE ?? env.POD_NAMESPACE ?? 'worldline-system',

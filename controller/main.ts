@@ -11,6 +11,7 @@ import { onShutdown } from '../kube/shutdown.js';
 import { wantsHelp } from '../kube/cli-help.js';
 import { parseConfig, USAGE } from './config.js';
 import { Manager } from './manager.js';
+import { loadGrantKey } from './evidence/grant-key.js';
 import { startViewFromConfig } from './view/start-view.js';
 
 async function main(): Promise<void> {
@@ -25,7 +26,7 @@ async function main(): Promise<void> {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
   const events = new EventRecorder(kc, { component: 'worldline-controller', instance: cfg.identity, logger });
-  const manager = new Manager({ kubeConfig: kc, namespace: cfg.namespace, registry, events, logger, workers: cfg.workers, ...(cfg.trustPolicy ? { trustPolicy: cfg.trustPolicy } : {}) });
+  const manager = new Manager({ kubeConfig: kc, namespace: cfg.namespace, registry, events, logger, workers: cfg.workers, ...(cfg.trustPolicy ? { trustPolicy: cfg.trustPolicy } : {}), ...(cfg.grantKey ? { grantKey: loadGrantKey(cfg.grantKey, cfg.grantIssuer) } : {}) });
 
   let leading = false;
   const server = await startHttpServer({

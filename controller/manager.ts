@@ -15,6 +15,8 @@ import { StatusWriter } from '../kube/status-writer.js';
 import { Caches } from './caches.js';
 import { DEFAULT_WORKERS } from './config.js';
 import { makeDependentReconciler } from './dependent-reconciler.js';
+import { GrantIssuer } from './evidence/grant-issuer.js';
+import type { GrantKey } from './evidence/grant-key.js';
 import type { WorldRefView } from './dependent-status.js';
 import { ObjectDeleter } from '../kube/object-deleter.js';
 import { makePolicyReconciler } from './policy-reconciler.js';
@@ -48,6 +50,18 @@ export interface ManagerOptions {
   workers?: number;
   /** The trust policy file: ledger heads are then recorded only under keys it pins for each node. */
   trustPolicy?: string;
+  /** With a trust policy: the key that signs collapse grants after each evidence graph verifies. */
+  grantKey?: GrantKey;
+}
+
+/** The Collapse reconciler, then (with a grant issuer) the verification of an Authorized Collapse's evidence graph. */
+function withGrants(reconcile: (key: string) => Promise<ReconcileResult>, grants: GrantIssuer | undefined): (key: string) => Promise<ReconcileResult> {
+  if (!grants) return reconcile;
+  return async (key) => {
+    const result = await reconcile(key);
+    await grants.reconcile(key);
+    return result;
+  };
 }
 
 export class Manager {
@@ -67,6 +81,9 @@ export class Manager {
     const metrics = createReconcileMetrics(opts.registry);
     const events = opts.events;
     const caches = this.caches;
+    const grants = opts.grantKey && opts.trustPolicy
+      ? new GrantIssuer({ kubeConfig: opts.kubeConfig, caches, key: opts.grantKey, trustPolicyPath: opts.trustPolicy, events, clock, logger: logger.child({ part: 'collapse-grants' }), registry: opts.registry })
+      : undefined;
     const runner = (kind: string, reconcile: (key: string) => Promise<ReconcileResult>): ControllerRunner =>
       new ControllerRunner({ kind, reconcile, workers: opts.workers ?? DEFAULT_WORKERS, metrics, logger: logger.child({ reconciler: kind }) });
     this.runners = {
@@ -74,7 +91,7 @@ export class Manager {
       Policy: runner('Policy', makePolicyReconciler({ caches, status, refusals, events, clock })),
       World: runner('World', makeWorldReconciler({ caches, status, refusals, events, deleter, clock, logger, createCheck: checkCreator(opts.kubeConfig) })),
       Check: runner('Check', makeDependentReconciler({ kind: 'Check', ref: refs.Check, informer: caches.checks, caches, status, refusals, events, deleter, clock })),
-      Collapse: runner('Collapse', makeDependentReconciler({ kind: 'Collapse', ref: refs.Collapse, informer: caches.collapses, caches, status, refusals, events, deleter, clock, createCheck: checkCreator(opts.kubeConfig) })),
+      Collapse: runner('Collapse', withGrants(makeDependentReconciler({ kind: 'Collapse', ref: refs.Collapse, informer: caches.collapses, caches, status, refusals, events, deleter, clock, createCheck: checkCreator(opts.kubeConfig) }), grants)),
     };
     this.heads = new LedgerHeads({ kubeConfig: opts.kubeConfig, namespace: opts.namespace, writer: status, events, clock, logger: logger.child({ part: 'ledger-heads' }), ...(opts.trustPolicy ? { trustPolicy: opts.trustPolicy } : {}) });
     this.presence = new NodePresence(() => caches.leases.list(), clock, (node) => {

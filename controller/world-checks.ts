@@ -11,7 +11,7 @@ import type { ObjectCache } from '../kube/informer.js';
 import { API_VERSION, refs } from './api-refs.js';
 
 /** What the required checks read of a Policy. */
-type PolicyChecksView = GoverningCandidate & { spec: Pick<PolicySpec, 'checks'> };
+export type PolicyChecksView = GoverningCandidate & { spec: Pick<PolicySpec, 'checks'> };
 
 /** What the summary reads of a Check. */
 type CheckView = Pick<Check, 'spec' | 'status'>;

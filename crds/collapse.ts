@@ -133,6 +133,38 @@ export const CollapseStatusSchema = z
       'The receipt as a statement signed by the node (predicate https://worldline.dev/attestations/collapse-receipt/v1; the ' +
         'receipt body, about its own canonical bytes, whose digest is the receipt id).',
     ).optional(),
+    grant: z
+      .object({
+        transaction: z.string().max(128).describe('The node-agent transaction this answers (status.transaction.id when the controller read it).'),
+        outcome: z.enum(['Issued', 'Refused']).describe('Issued: the evidence graph verified and a grant was signed. Refused: it did not (see reason).'),
+        reason: outcomeCode('Why the graph was refused (EVIDENCE_MISSING, EVIDENCE_EXTRA, EVIDENCE_DUPLICATE, EVIDENCE_WRONG_ROLE, EVIDENCE_SUBSTITUTED, ...).').optional(),
+        message: message('What was refused, and where.').optional(),
+        roster: listType(z.array(z.string().max(253)).max(64), 'atomic').optional().describe('The checks the governing Policy requires, as the controller read the Policy.'),
+        evidence: listType(
+          z
+            .array(
+              z
+                .object({
+                  role: z.string().max(64).describe('isolation-observation, isolation-decision, isolation-waiver or check-execution.'),
+                  check: z.string().max(253).optional().describe('For a check execution: the check\'s name in the Policy.'),
+                  digest: digest('SHA-256 of the statement\'s envelope as its object showed it.'),
+                  signers: listType(z.array(z.string().max(253)).max(8), 'atomic').describe('Issuer labels of the distinct trusted keys that signed it.'),
+                })
+                .describe('One verified statement of the graph.'),
+            )
+            .max(128),
+          'atomic',
+        )
+          .optional()
+          .describe('The statements the controller verified, by role.'),
+        digest: z.string().max(71).optional().describe('SHA-256 of the grant envelope.'),
+        envelope: z.string().max(65536).optional().describe('The grant: a DSSE envelope of an in-toto statement (predicate https://worldline.dev/attestations/collapse-grant/v1) signed with the controller\'s grant key.'),
+      })
+      .optional()
+      .describe(
+        'Written by the controller when it runs with a grant key: its verification of this Collapse\'s evidence graph (check executions, the World\'s isolation ' +
+          'observation, decision and waiver, the candidate) against the trust policy and the Policy\'s roster, and the single-use grant the node-agent spends before the exchange.',
+      ),
     nodeName: z.string().max(253).optional().describe('Node executing the collapse (copied from the World\'s status.nodeName).'),
     reason: outcomeCode('UPPER_SNAKE outcome of the current phase.').optional(),
     message: message('Human-readable explanation.').optional(),

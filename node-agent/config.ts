@@ -39,6 +39,8 @@ export interface AgentConfig {
   view?: { host: string; port: number; linkTlsDir: string; advertiseHost: string; advertisePort?: number };
   /** The trust policy file (JSON): which keys may sign isolation waivers. Without one, no waiver verifies. */
   trustPolicy?: string;
+  /** How long an authorized Collapse waits for the controller's grant (when the trust policy pins a grant signer for this node). */
+  grantWaitSeconds: number;
 }
 
 export const USAGE = `usage: worldline-node-agent --node-name NAME [--store DIR] [--kubeconfig PATH] [--namespace NS]
@@ -50,7 +52,10 @@ export const USAGE = `usage: worldline-node-agent --node-name NAME [--store DIR]
   --cgroup-root DIR        where the node's cgroup hierarchies are mounted (default /sys/fs/cgroup;
                            env WORLDLINE_CGROUP_ROOT); Worlds' and supervisors' cgroups go under DIR/worldline
   --trust-policy PATH      the trust policy (JSON, see docs/operations.md "Isolation waivers"), re-read for
-                           each waiver (env WORLDLINE_TRUST_POLICY); without it every waiver is refused
+                           each waiver (env WORLDLINE_TRUST_POLICY); without it every waiver is refused.
+                           When it pins a collapse-grant signer for this node, every Collapse waits for the
+                           controller's grant (docs/operations.md, "Collapse grants")
+  --grant-wait-seconds N   how long an authorized Collapse waits for that grant before GRANT_MISSING (default 30)
   --link-tls-dir DIR       serve Worlds' logs and diffs to the controller over TLS with ca.crt, tls.crt and
                            tls.key from DIR (env WORLDLINE_LINK_TLS_DIR); without it nothing is served
   --view-bind HOST:PORT    where that server listens (default 0.0.0.0:9443; env WORLDLINE_VIEW_BIND)
@@ -104,6 +109,7 @@ export function parseAgentConfig(argv: readonly string[], env: NodeJS.ProcessEnv
       'observe-proc-dir': { type: 'string' },
       'receipts-export': { type: 'string' },
       'trust-policy': { type: 'string' },
+      'grant-wait-seconds': { type: 'string' },
       'cgroup-root': { type: 'string' },
       'link-tls-dir': { type: 'string' },
       'view-bind': { type: 'string' },
@@ -132,8 +138,10 @@ export function parseAgentConfig(argv: readonly string[], env: NodeJS.ProcessEnv
   const view = viewConfig(values, env);
   const trustPolicy = values['trust-policy'] ?? (env.WORLDLINE_TRUST_POLICY || undefined);
   if (trustPolicy !== undefined && (!isAbsolute(trustPolicy) || trustPolicy.includes('\0'))) throw new Error(`--trust-policy must be an absolute file path, got "${trustPolicy}"\n${USAGE}`);
+  const grantWaitSeconds = int('grant-wait-seconds', values['grant-wait-seconds'] ?? '30', 1, 600);
   return {
     ...(trustPolicy !== undefined ? { trustPolicy } : {}),
+    grantWaitSeconds,
     ...(kubeconfig ? { kubeconfig } : {}),
     ...(view ? { view } : {}),
     nodeName,

@@ -58,6 +58,7 @@ import { observationSubject, worldBaseSubject } from '../core/evidence/isolation
 import { PREDICATE_TYPES } from '../core/evidence/statement.js';
 import { EvidenceStore } from './evidence/evidence-store.js';
 import { StatementSigner } from './evidence/statement-signer.js';
+import { ControllerGrants } from './evidence/controller-grant.js';
 import { loadOrCreateSigningKey } from './receipts/signing-key.js';
 import type { Attestations } from './isolation/isolation-gate.js';
 import { EXEC_FIELD_MANAGER, WorldExecs } from './view/world-exec.js';
@@ -204,7 +205,9 @@ async function main(): Promise<void> {
   // The world runner is made after the reconciler it drives; the reconciler wakes waiting worlds through it.
   const wake: { runner?: ControllerRunner } = {};
 
-  const statements = new StatementSigner(loadOrCreateSigningKey(receiptPaths(store).keyDir), new EvidenceStore(store.dir));
+  const evidence = new EvidenceStore(store.dir);
+  const statements = new StatementSigner(loadOrCreateSigningKey(receiptPaths(store).keyDir), evidence);
+  const controllerGrants = new ControllerGrants({ nodeName: cfg.nodeName, now: () => clock.now(), evidence, waitMs: cfg.grantWaitSeconds * 1000, ...(cfg.trustPolicy ? { trustPolicyPath: cfg.trustPolicy } : {}) });
   const grants = lazyGrantStore(store.layout.grants);
   const waivers = new WaiverSpender({ grants, nodeName: cfg.nodeName, now: () => clock.now(), ...(cfg.trustPolicy ? { trustPolicyPath: cfg.trustPolicy } : {}) });
   const nodeWorlds = new NodeWorlds({
@@ -253,7 +256,7 @@ async function main(): Promise<void> {
   const heartbeat = new Heartbeat({ kubeConfig: kc, namespace: cfg.namespace, nodeName: cfg.nodeName, identity: `${cfg.nodeName}-${process.pid}`, clock, logger, ...(viewAddress ? { annotations: () => ({ [VIEW_ADDRESS_ANNOTATION]: viewAddress }) } : {}) });
 
   // Collapse (issue 5): run this node's Collapses once, with receipts in <store>/receipts/ledger.jsonl.
-  const collapses = startNodeCollapses({ kubeConfig: kc, store, worlds, roots: (name) => roots.get(name), policies, status, refusals, events, clock, nodeName: cfg.nodeName, logger, metrics, requeueRoot: (name) => rootRunner.enqueue(name), requeueWorld: (key) => worldRunner.enqueue(key), agentMetrics, checkResources: () => admission.checkResources(), grants, grantRevoked: (id) => grantRevoked(cfg.trustPolicy, id), statements, ...(cfg.receiptsExport ? { receiptsExport: cfg.receiptsExport } : {}) });
+  const collapses = startNodeCollapses({ kubeConfig: kc, store, worlds, roots: (name) => roots.get(name), policies, status, refusals, events, clock, nodeName: cfg.nodeName, logger, metrics, requeueRoot: (name) => rootRunner.enqueue(name), requeueWorld: (key) => worldRunner.enqueue(key), agentMetrics, checkResources: () => admission.checkResources(), grants, grantRevoked: (id) => grantRevoked(cfg.trustPolicy, id), statements, controllerGrants, ...(cfg.receiptsExport ? { receiptsExport: cfg.receiptsExport } : {}) });
   void collapses.start().catch((err: unknown) => logger.error('collapse reconciler failed to start', { error: (err as Error).message }));
   // Receipts: publish the public key as ConfigMap worldline-receipts-<node>, retried in the background, never fatal.
   const receiptsKey = publishReceiptsPublicKey({ kubeConfig: kc, namespace: cfg.namespace, nodeName: cfg.nodeName, keyDir: receiptPaths(store).keyDir, clock, logger });

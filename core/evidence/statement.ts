@@ -9,6 +9,7 @@ import { canonicalJson } from '../canonical-json.js';
 import { IsolationDecisionSchema, IsolationObservationSchema } from '../isolation/records.js';
 import { IsolationWaiverSchema, worldRefSubject, type IsolationWaiver } from './isolation-waiver.js';
 import { CheckExecutionSchema } from './check-execution.js';
+import { CollapseGrantSchema, transactionRefSubject, type CollapseGrantPredicate } from './collapse-grant.js';
 import { receiptBodySchema, receiptId, type ReceiptBody } from '../receipts/receipt.js';
 import { parseStrictJson, StrictJsonError } from './strict-json.js';
 
@@ -20,6 +21,7 @@ export const PREDICATE_TYPES = {
   isolationWaiver: 'https://worldline.dev/attestations/isolation-waiver/v1',
   checkExecution: 'https://worldline.dev/attestations/check-execution/v1',
   collapseReceipt: 'https://worldline.dev/attestations/collapse-receipt/v1',
+  collapseGrant: 'https://worldline.dev/attestations/collapse-grant/v1',
 } as const;
 export type PredicateType = (typeof PREDICATE_TYPES)[keyof typeof PREDICATE_TYPES];
 
@@ -60,6 +62,7 @@ const RULES: Record<PredicateType, PredicateRule> = {
     about: (p: ReceiptBody) => receiptId(p),
     exact: (p: ReceiptBody) => receiptSubject(p),
   },
+  [PREDICATE_TYPES.collapseGrant]: { schema: CollapseGrantSchema, about: (p: CollapseGrantPredicate) => transactionRefSubject(p.about).digest, exact: (p: CollapseGrantPredicate) => transactionRefSubject(p.about) },
   [PREDICATE_TYPES.isolationWaiver]: { schema: IsolationWaiverSchema, about: (p: IsolationWaiver) => worldRefSubject(p.world).digest, exact: (p: IsolationWaiver) => worldRefSubject(p.world) },
 };
 

@@ -51,13 +51,17 @@ import { rootCollapseRefusal, type GateRootView } from '../roots/root-collapse-g
 import { queuePosition, type QueueEntry } from './collapse-queue.js';
 import { checksPending, rebaseStep, type RebaseRecord } from './rebase-step.js';
 import { GrantError, type GrantStore } from '../evidence/grant-store.js';
-import { mintCollapseGrant, spendCollapseGrant } from '../evidence/collapse-grant.js';
+import { mintCollapseGrant, spendCollapseGrant, type CollapseGrant } from '../evidence/collapse-grant.js';
+import { ControllerGrantRefused, type ControllerGrants, type VerifiedGrant, type VerifiedRun } from '../evidence/controller-grant.js';
+import { evaluationsFor } from '../store/evaluation-records.js';
 import type { StatementSigner } from '../evidence/statement-signer.js';
 import { PREDICATE_TYPES, receiptSubject } from '../../core/evidence/statement.js';
 import type { ReceiptBody } from '../../core/receipts/receipt.js';
 
 /** How often a Queued or Rebasing Collapse looks again (a finishing Collapse also wakes those behind it). */
 const WAIT_POLL_MS = 1_000;
+/** How often an authorized Collapse looks for the controller's grant on its status. */
+const GRANT_POLL_MS = 25;
 
 /** The part of a Policy the collapse reads: which Roots it governs (and its age), its checks and their isolation. */
 export type CollapsePolicyView = PolicyChecksView & GoverningCandidate;
@@ -102,6 +106,8 @@ export interface CollapseReconcilerDeps {
   grantRevoked: (id: string) => boolean;
   /** Signs each receipt as a statement too (none without it). */
   statements?: StatementSigner;
+  /** The controller's grants: when required, an authorized Collapse waits for one and spends it instead of its own. */
+  controllerGrants?: ControllerGrants;
 }
 
 /** A refusal before the decision or at the commit boundary: the reasons and a message. */
@@ -418,8 +424,19 @@ class NodeCollapseReconciler {
     putTransaction(this.db, t, this.d.clock.now());
     await this.applyStatus(c, t.data.status);
     await this.hooks.at('after-authorized');
-    // The authorization as a single-use grant, spent at the boundary right before the exchange.
-    const grant = mintCollapseGrant({ transactionId: id, collapse: { namespace: ns, name: c.metadata.name ?? '', uid }, worldUid: world.metadata.uid ?? '', mode, roots: m.before.map((r) => ({ name: r.name, generation: r.fromGeneration, digest: r.beforeDigest })) }, this.d.clock.now());
+    // The authorization as a single-use grant, spent at the boundary right before the exchange: the
+    // controller's, after it verified the evidence graph, when the trust policy pins a grant signer for
+    // this node; else the node's own.
+    let grant: CollapseGrant;
+    let verifiedRuns: VerifiedRun[] | undefined;
+    if (this.d.controllerGrants?.required()) {
+      const got = await this.controllerGrant(c, uid, id, world.metadata.uid ?? '', mode, m.evidence.subject, m.input.obligation);
+      if ('refused' in got) return this.finish(c, this.deny(c, t, [got.refused.reason], got.refused.message));
+      grant = got.verified.grant;
+      verifiedRuns = got.verified.runs;
+    } else {
+      grant = mintCollapseGrant({ transactionId: id, collapse: { namespace: ns, name: c.metadata.name ?? '', uid }, worldUid: world.metadata.uid ?? '', mode, roots: m.before.map((r) => ({ name: r.name, generation: r.fromGeneration, digest: r.beforeDigest })) }, this.d.clock.now());
+    }
 
     // At the serialized commit boundary: the collapse decision again, on the commit's own re-hashes and everything else read again.
     const atBoundary = async (h: BoundaryHashes): Promise<void> => {
@@ -428,6 +445,11 @@ class NodeCollapseReconciler {
         if (refused) throw new Denial([refused.code], `denied at the commit boundary: ${refused.message}`);
       }
       const again = await plan.measure(h);
+      // Under a controller's grant the decision relies only on runs the controller verified.
+      if (verifiedRuns) {
+        const unverified = this.unverifiedRuns(world.metadata.uid ?? '', again.evidence.subject, again.input.obligation, verifiedRuns);
+        if (unverified) throw new Denial(['GRANT_EVIDENCE_UNVERIFIED'], `denied at the commit boundary: ${unverified}`);
+      }
       const final = judged(again.input, again.moved);
       this.markForeignWrites(c, again.input);
       if (!final.authorized) throw new Denial([...final.reasons], `denied at the commit boundary: ${final.reasons.join(', ')}`);
@@ -456,6 +478,58 @@ class NodeCollapseReconciler {
     for (const r of result) this.d.requeueRoot(r.root);
     // From here a failure (a status write) is retried by the runner: the row is final and keeps its receipt.
     await this.finish(c, t);
+  }
+
+  /**
+   * Waits (up to the configured time) for the controller's answer to transaction `id` on status.grant,
+   * then verifies the grant; or the named reason the Collapse is denied with: the controller's refusal of
+   * the evidence graph, GRANT_MISSING when no answer came, or why the grant does not verify here.
+   */
+  private async controllerGrant(c: Collapse, uid: string, id: string, worldUid: string, mode: 'Candidate' | 'CheckpointReturn', subject: string | null, obligation: DecisionInput['obligation']): Promise<{ verified: VerifiedGrant } | { refused: { reason: string; message: string } }> {
+    const grants = this.d.controllerGrants!;
+    const key = this.objectName(c);
+    const deadline = Date.now() + grants.o.waitMs;
+    let answer: NonNullable<NonNullable<Collapse['status']>['grant']> | undefined;
+    for (;;) {
+      const g = this.d.informer.get(key)?.status?.grant;
+      if (g?.transaction === id) {
+        answer = g;
+        break;
+      }
+      if (Date.now() >= deadline) break;
+      await new Promise((r) => setTimeout(r, GRANT_POLL_MS));
+    }
+    if (!answer) return { refused: { reason: 'GRANT_MISSING', message: `the controller did not answer transaction ${id} with a grant within ${grants.o.waitMs / 1000} s (is it running with --grant-key?)` } };
+    if (answer.outcome !== 'Issued' || answer.envelope === undefined) {
+      return { refused: { reason: answer.reason ?? 'GRANT_MISSING', message: `the controller refused the evidence graph: ${answer.message ?? answer.reason ?? 'no reason given'}` } };
+    }
+    const roster = obligation.mode === 'Candidate' ? obligation.requiredChecks : [];
+    try {
+      const verified = grants.verify(answer.envelope, { collapse: { namespace: c.metadata.namespace ?? '', name: c.metadata.name ?? '', uid }, transaction: id, world: { uid: worldUid }, mode, candidate: mode === 'Candidate' ? subject : null, roster });
+      this.d.logger.info('controller grant verified', { collapse: key, transaction: id });
+      return { verified };
+    } catch (e) {
+      if (e instanceof ControllerGrantRefused) return { refused: { reason: e.code, message: `the controller's grant does not verify on node ${this.d.nodeName}: ${e.message}` } };
+      throw e;
+    }
+  }
+
+  /**
+   * Why the decision would rely on a check run the controller did not verify: for each required check, the
+   * newest evaluation of this World on the candidate (the one that speaks) must be one of the verified
+   * runs — same Check, verdict and requirement. A run that landed after the grant (a newer failure, a
+   * revalidation) is not. Undefined when every one is.
+   */
+  private unverifiedRuns(worldUid: string, subject: string | null, obligation: DecisionInput['obligation'], runs: readonly VerifiedRun[]): string | undefined {
+    if (obligation.mode !== 'Candidate' || subject === null) return undefined;
+    const rows = evaluationsFor(this.db, worldUid, subject).filter((r) => r.worldUid === worldUid && r.subject === subject);
+    for (const name of obligation.requiredChecks) {
+      const newest = rows.filter((r) => r.checkName === name).reduce<(typeof rows)[number] | undefined>((a, r) => (!a || r.ordinal > a.ordinal ? r : a), undefined);
+      if (!newest) continue; // no run at all: the decision refuses it by itself
+      const ok = runs.some((v) => v.checkUid === newest.checkUid && v.checkName === name && v.verdict === newest.verdict && v.requirementHash === newest.requirementHash && v.subject === subject);
+      if (!ok) return `the newest run of check ${name} (evaluation ${newest.ordinal}, ${newest.verdict}, Check uid ${newest.checkUid}) is not among the runs the controller verified`;
+    }
+    return undefined;
   }
 
   /** Before the one run: another World of the bound one's name refuses it by name, with no transaction (nothing was decided or changed). */

@@ -21,6 +21,7 @@ import type { AgentMetrics } from '../metrics.js';
 import type { GateRootView } from '../roots/root-collapse-gate.js';
 import { makeNodeCollapseReconciler, type CollapsePolicyView } from './collapse-reconciler.js';
 import type { GrantStore } from '../evidence/grant-store.js';
+import type { ControllerGrants } from '../evidence/controller-grant.js';
 import type { StatementSigner } from '../evidence/statement-signer.js';
 
 export interface NodeCollapsesOptions {
@@ -49,6 +50,8 @@ export interface NodeCollapsesOptions {
   grantRevoked: (id: string) => boolean;
   /** Signs each receipt as a statement too. */
   statements?: StatementSigner;
+  /** The controller's grants (when the trust policy pins a grant signer for this node). */
+  controllerGrants?: ControllerGrants;
 }
 
 /**
@@ -91,6 +94,7 @@ export function startNodeCollapses(o: NodeCollapsesOptions): { start(): Promise<
     grants: o.grants,
     grantRevoked: o.grantRevoked,
     ...(o.statements ? { statements: o.statements } : {}),
+    ...(o.controllerGrants ? { controllerGrants: o.controllerGrants } : {}),
     hooks: collapseStepHooks(),
     ...(o.agentMetrics ? { agentMetrics: o.agentMetrics } : {}),
   });

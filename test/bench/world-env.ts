@@ -42,6 +42,7 @@ const AGENT_CONFIG: AgentConfig = {
   admissionRaw: {},
   observeProcDir: '/proc',
   cgroupRoot: '/sys/fs/cgroup',
+  grantWaitSeconds: 30,
   idSlots: 1,
   logLevel: 'error',
   defaultWallTimeSeconds: 600,

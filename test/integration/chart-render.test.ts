@@ -337,3 +337,20 @@ void test('the trust policy: off by default; when set, a ConfigMap holding it as
   assert.notEqual(bad.code, 0);
   assert.match(bad.stderr, /additional properties 'signer' not allowed/, bad.stderr);
 });
+
+void test('the collapse grant key: off by default; from a Secret, mounted into the controller alone and named by --grant-key; refused without a trust policy', async () => {
+  const none = podSpec(findObject(await renderChart(), 'Deployment', 'worldline-controller'));
+  assert.ok(!none.containers[0]?.args.some((a) => a.startsWith('--grant-key')), none.containers[0]?.args.join(' '));
+  const trustPolicy = { signers: [], revocations: { issuedAt: '2026-12-03T00:00:00Z', maxAgeSeconds: 604800, revokedPublicKeys: [] } };
+  const objects = await renderChart({ values: { trustPolicy, controller: { grantKey: { secretName: 'grant-key' } } } });
+  const ctl = podSpec(findObject(objects, 'Deployment', 'worldline-controller'));
+  assert.ok(ctl.containers[0]?.args.includes('--grant-key=/etc/worldline/grant/grant-key.pem'), ctl.containers[0]?.args.join(' '));
+  assert.deepEqual(ctl.containers[0]?.volumeMounts.find((m) => m.name === 'grant-key'), { name: 'grant-key', mountPath: '/etc/worldline/grant', readOnly: true });
+  assert.deepEqual((ctl.volumes.find((v) => v.name === 'grant-key') as unknown as { secret: unknown }).secret, { secretName: 'grant-key', items: [{ key: 'grant-key.pem', path: 'grant-key.pem' }], defaultMode: 0o440 });
+  // The node-agents never see it.
+  const agent = podSpec(findObject(objects, 'DaemonSet', 'worldline-node-agent'));
+  assert.ok(!agent.volumes.some((v) => v.name === 'grant-key'));
+  const bad = await helmTemplate({ values: { controller: { grantKey: { secretName: 'grant-key' } } } });
+  assert.notEqual(bad.code, 0);
+  assert.match(bad.stderr, /controller.grantKey.secretName needs trustPolicy/, bad.stderr);
+});
