@@ -58,6 +58,8 @@ export interface Verified {
   payload: Uint8Array;
   /** The distinct trusted keys that signed (one name per public key), sorted. */
   keyIds: string[];
+  /** The same keys as raw public keys in hex, sorted (names may repeat across keys; these do not). */
+  publicKeys: string[];
 }
 
 /** PAE(type, body) = "DSSEv1" SP LEN(type) SP type SP LEN(body) SP body, lengths in ASCII decimal bytes. */
@@ -150,11 +152,17 @@ export function verifyEnvelope(bytes: Uint8Array, o: { payloadType: string; trus
     if (!keys.has(hex)) keys.set(hex, { keyId: t.keyId, key: rawEd25519Public(t.publicKey) });
   }
   const signers = new Set<string>();
+  const signed = new Set<string>();
   for (const sig of sigs) {
-    for (const k of keys.values()) if (edVerify(null, message, k.key, sig)) signers.add(k.keyId);
+    for (const [hex, k] of keys) {
+      if (!edVerify(null, message, k.key, sig)) continue;
+      signers.add(k.keyId);
+      signed.add(hex);
+    }
   }
   const threshold = o.threshold ?? 1;
   if (signers.size === 0) throw new DsseError('NO_TRUSTED_SIGNATURE', 'no signature verifies under a trusted key');
+  // Counted by name, the stricter count: one key under two names is one entry, two keys under one name one signer.
   if (signers.size < threshold) throw new DsseError('TOO_FEW_SIGNERS', `${signers.size} distinct trusted signer(s), ${threshold} required`);
-  return { payloadType: env.payloadType, payload: new Uint8Array(payload), keyIds: [...signers].sort() };
+  return { payloadType: env.payloadType, payload: new Uint8Array(payload), keyIds: [...signers].sort(), publicKeys: [...signed].sort() };
 }

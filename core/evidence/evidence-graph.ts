@@ -105,7 +105,7 @@ interface Read<T> {
   subject: Subject;
   predicate: T;
   signers: string[];
-  /** The public keys (hex) that signed, to ask again at the refresh. */
+  /** The public keys (hex) that signed, to ask again at the refresh (labels may repeat across keys; these do not). */
   keys: string[];
   run: { start: Date; end: Date };
   validNow: boolean;
@@ -132,7 +132,7 @@ function keysFor(policy: TrustPolicy, role: GraphRole, node: string, run: { star
   return answer.keys;
 }
 
-function verifyBytes(bytes: Buffer, keys: readonly TrustedKey[], what: string): { payload: Uint8Array; keyIds: string[] } {
+function verifyBytes(bytes: Buffer, keys: readonly TrustedKey[], what: string): { payload: Uint8Array; keyIds: string[]; publicKeys: string[] } {
   try {
     return verifyEnvelope(bytes, { payloadType: IN_TOTO_PAYLOAD_TYPE, trusted: keys });
   } catch (e) {
@@ -171,20 +171,6 @@ function anyTimeKeys(policy: TrustPolicy, node: string): TrustedKey[] {
   return [...keys.values()];
 }
 
-/** The public keys (hex) among `keys` whose signature on the envelope verifies (labels may repeat: keys are told apart by their bytes). */
-function signingKeys(bytes: Buffer, keys: readonly TrustedKey[]): string[] {
-  const out: string[] = [];
-  for (const k of keys) {
-    try {
-      verifyEnvelope(bytes, { payloadType: IN_TOTO_PAYLOAD_TYPE, trusted: [k] });
-      out.push(Buffer.from(k.publicKey).toString('hex'));
-    } catch (e) {
-      if (!(e instanceof DsseError)) throw e;
-    }
-  }
-  return out;
-}
-
 function readOne(input: GraphInput, s: ShownStatement, state: { memory: TrustMemory }): Read<unknown> {
   const what = where(s);
   const bytes = Buffer.from(s.envelope, 'utf8');
@@ -208,7 +194,7 @@ function readOne(input: GraphInput, s: ShownStatement, state: { memory: TrustMem
   const { run, validNow } = runOf(s.role, parsed.predicate, input.now);
   const keys = keysFor(input.policy, s.role, node, run, input.now, validNow, state, what);
   const whole = verifyBytes(bytes, keys, `${what} (over the run it asserts)`);
-  return { shown: s, digest, subject: parsed.subject, predicate: parsed.predicate, signers: whole.keyIds, keys: signingKeys(bytes, keys), run, validNow };
+  return { shown: s, digest, subject: parsed.subject, predicate: parsed.predicate, signers: whole.keyIds, keys: whole.publicKeys, run, validNow };
 }
 
 function verify(input: GraphInput, state: { memory: TrustMemory }): GraphNode[] {

@@ -1,5 +1,5 @@
 // npm run bench — runs every benchmark and prints a table. Not a test: nothing here asserts a time.
-//   --only controller,fork,capture,admission,collapse,receipts,fleet   which benchmarks (default: all but fleet)
+//   --only controller,fork,capture,admission,collapse,receipts,evidence,fleet   which benchmarks (default: all but fleet)
 //   --worlds N                        Worlds for the controller benchmark (default 1000)
 //   --sizes 1000,10000,100000         root sizes in files for fork, capture and collapse
 //   --reps N                          rounds per size (default 5, 3 from 100k files up; collapse 10, 3 from 100k up);
@@ -20,6 +20,7 @@ import { noNodeCollapseSamples, nodeCollapseResult, nodeCollapseRound } from './
 import { noStackCollapseSamples, openCollapseStack, stackCollapseResult, type CollapseTarget } from './collapse.bench.js';
 import { benchController, CONTROLLER_TARGETS } from './controller-throughput.bench.js';
 import { benchReceipts } from './receipts.bench.js';
+import { benchEvidence } from './evidence.bench.js';
 import { generateGitRepo } from './tree-fixtures.js';
 import { captureResult, captureRound, noCaptureSamples, type CaptureSamples } from './world-capture.bench.js';
 import { openWorldEnv, TREE_OWNER, type WorldEnv } from './world-env.js';
@@ -27,7 +28,7 @@ import { FORKS_PER_ROUND, forkResult, forkRound, noForkSamples, type ForkSamples
 
 const { values } = parseArgs({
   options: {
-    only: { type: 'string', default: 'controller,fork,capture,admission,collapse,receipts' },
+    only: { type: 'string', default: 'controller,fork,capture,admission,collapse,receipts,evidence' },
     worlds: { type: 'string', default: '1000' },
     sizes: { type: 'string', default: '1000,10000,100000' },
     reps: { type: 'string' },
@@ -42,7 +43,7 @@ const { values } = parseArgs({
   },
 });
 
-const BENCHES = ['controller', 'fork', 'capture', 'admission', 'collapse', 'receipts', 'fleet'] as const;
+const BENCHES = ['controller', 'fork', 'capture', 'admission', 'collapse', 'receipts', 'evidence', 'fleet'] as const;
 type Bench = (typeof BENCHES)[number];
 
 function parseList(flag: string, raw: string): string[] {
@@ -274,6 +275,23 @@ async function receipts(): Promise<void> {
   ]);
 }
 
+function evidence(): void {
+  const rounds = 200;
+  console.log(`evidence: a controller-issued collapse grant for a World with N required checks — the evidence graph verified (verifyEvidenceGraph), the grant signed, and the grant verified on the node (ControllerGrants.verify, statements read back from a real evidence store under ${values.dir}); ${rounds} rounds each, next to Node crypto Ed25519 verify of as many signatures as the graph checks (each statement twice)`);
+  const rows = benchEvidence({ dir: values.dir, checks: [1, 10], rounds });
+  const us = (x: number): string => x.toFixed(0);
+  console.table(rows.map((r) => ({
+    'required checks': r.checks,
+    statements: r.statements,
+    'graph verify, median µs': us(r.graphUs.median),
+    'graph verify, p99 µs': us(r.graphUs.p99),
+    'grant sign µs': us(r.signGrantUs),
+    'node verify, median µs': us(r.nodeVerifyUs.median),
+    'node verify, p99 µs': us(r.nodeVerifyUs.p99),
+    'raw verify of 2×statements µs': us(r.rawVerifyUs),
+  })));
+}
+
 async function fleet(): Promise<void> {
   const worlds = positiveInt('fleet-worlds', values['fleet-worlds']);
   const files = positiveInt('fleet-files', values['fleet-files']);
@@ -323,6 +341,7 @@ async function main(): Promise<void> {
   }
   if (only.has('collapse')) sections.push(collapse);
   if (only.has('receipts')) sections.push(receipts);
+  if (only.has('evidence')) sections.push(evidence);
   if (only.has('fleet')) sections.push(fleet);
   for (const [i, section] of sections.entries()) {
     if (i > 0) console.log('');
