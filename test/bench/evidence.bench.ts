@@ -6,7 +6,7 @@
 // Next to it, in the same run: Node crypto Ed25519 verify of one signature, times the signatures the graph
 // holds. The round trip through the API (the Authorized status, the grant written back) is not here: it is
 // one status write and one watch event each way, which the controller benchmark's raw API write measures.
-import { generateKeyPairSync, sign as nodeSign, verify as nodeVerify, type KeyObject } from 'node:crypto';
+import { generateKeyPairSync, sign as nodeSign, verify as nodeVerify } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { DIGEST_PREFIX, digestOf, sha256Hex } from '../../core/digest.js';
@@ -21,6 +21,7 @@ import { evaluate } from '../../core/isolation/evaluate.js';
 import { ControllerGrants } from '../../node-agent/evidence/controller-grant.js';
 import { EvidenceStore } from '../../node-agent/evidence/evidence-store.js';
 import { observation, policy, request, rule } from '../unit/core-isolation-fixtures.js';
+import { namedKey, type NamedKey } from '../support/evidence-fixtures.js';
 import { median, percentile } from './stats.js';
 
 export interface EvidenceBenchRow {
@@ -33,16 +34,8 @@ export interface EvidenceBenchRow {
   rawVerifyUs: number;
 }
 
-interface Key {
-  issuer: string;
-  privateKey: KeyObject;
-  hex: string;
-}
-
-function key(issuer: string): Key {
-  const { privateKey, publicKey } = generateKeyPairSync('ed25519');
-  return { issuer, privateKey, hex: Buffer.from(publicKey.export({ format: 'jwk' }).x ?? '', 'base64url').toString('hex') };
-}
+type Key = NamedKey;
+const key = namedKey;
 
 const NODE = 'bench-node';
 const WORLD = { namespace: 'default', name: 'w', uid: 'world-uid-1' };

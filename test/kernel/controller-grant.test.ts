@@ -25,6 +25,7 @@ import { EvidenceStore } from '../../node-agent/evidence/evidence-store.js';
 import { ControllerGrantRefused, ControllerGrants, type GrantExpectation } from '../../node-agent/evidence/controller-grant.js';
 import { outcomeOf } from '../support/error-code.js';
 import { HOUR_MS, iso, issuerKey, signerRule, writeTrustPolicy, type IssuerKey } from '../support/waivers.js';
+import { passingRun } from '../support/evidence-fixtures.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'wl-controller-grant-'));
 after(() => rmSync(dir, { recursive: true, force: true }));
@@ -72,19 +73,7 @@ const observationEnvelope = signed(nodeKey, base, PREDICATE_TYPES.isolationObser
   enforcedControls: ['network-denied'],
   complete: true,
 });
-const runEnvelope = signed(nodeKey, { name: `candidates/${CANDIDATE}`, digest: CANDIDATE, size: 512, mediaType: CANDIDATE_MEDIA_TYPE }, PREDICATE_TYPES.checkExecution, {
-  check: { namespace: 'default', name: 'w1-verify', uid: 'c-1' },
-  world: { uid: 'u-1' },
-  checkName: 'verify',
-  subject: CANDIDATE,
-  requirementHash: digestOf({ requirement: 'verify' }),
-  verifierIdentity: digestOf({ verifier: 'npm test' }),
-  executedVerifierIdentity: digestOf({ verifier: 'npm test' }),
-  verdict: 'PASS',
-  exit: { code: 0, signal: null, reason: 'exited' },
-  startedAt: iso(Date.now() - 10 * 60_000),
-  finishedAt: iso(Date.now() - 5 * 60_000),
-});
+const runEnvelope = signed(nodeKey, { name: `candidates/${CANDIDATE}`, digest: CANDIDATE, size: 512, mediaType: CANDIDATE_MEDIA_TYPE }, PREDICATE_TYPES.checkExecution, passingRun(new Date(), CANDIDATE));
 const OBSERVATION = store.put(Buffer.from(observationEnvelope));
 const RUN = store.put(Buffer.from(runEnvelope));
 const ABSENT = DIGEST_PREFIX + sha256Hex('an envelope this node never stored');

@@ -9,7 +9,6 @@
 // refused with its own reason and message, and a refusal returns no nodes at all.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { generateKeyPairSync, type KeyObject } from 'node:crypto';
 import { DIGEST_PREFIX, digestOf, sha256Hex } from '../../core/digest.js';
 import { evaluate } from '../../core/isolation/evaluate.js';
 import type { IsolationObservation, IsolationRequest } from '../../core/isolation/records.js';
@@ -21,6 +20,7 @@ import { worldRefSubject, type IsolationWaiver } from '../../core/evidence/isola
 import type { TrustMemory, TrustPolicy } from '../../core/evidence/trust-policy.js';
 import { verifyEvidenceGraph, type GraphExpectations, type GraphFailure, type GraphInput, type GraphResult, type ShownStatement } from '../../core/evidence/evidence-graph.js';
 import { observation, OS_SANDBOXED_CONTROLS, policy, request, rule } from './core-isolation-fixtures.js';
+import { namedKey, passingRun, type NamedKey } from '../support/evidence-fixtures.js';
 
 // ---- time, keys and trust ---------------------------------------------------------------------------------
 
@@ -31,15 +31,8 @@ const DAY = 24 * HOUR;
 const at = (ms: number): Date => new Date(NOW.getTime() + ms);
 const iso = (ms: number): string => at(ms).toISOString();
 
-interface Key {
-  issuer: string;
-  privateKey: KeyObject;
-  hex: string;
-}
-function key(issuer: string): Key {
-  const { privateKey, publicKey } = generateKeyPairSync('ed25519');
-  return { issuer, privateKey, hex: Buffer.from((publicKey.export({ format: 'jwk' }) as { x: string }).x, 'base64url').toString('hex') };
-}
+type Key = NamedKey;
+const key = namedKey;
 const nodeKey = key('node-n1');
 const waiverKey = key('waiver-issuer');
 const forger = key('forger');
@@ -77,22 +70,7 @@ function isolation(o: { worldRef?: string; base?: BaseEntryRef[]; obs?: Partial<
   return { baseSubject, req, obs, dec: evaluate(isoPolicy, req, obs), obsSubject: observationSubject(worldRef, obs) };
 }
 
-function checkRun(over: Partial<CheckExecution> = {}): CheckExecution {
-  return {
-    check: { namespace: 'default', name: 'w1-verify', uid: 'c-1' },
-    world: { uid: WORLD.uid },
-    checkName: 'verify',
-    subject: CANDIDATE,
-    requirementHash: digestOf({ requirement: 'verify' }),
-    verifierIdentity: digestOf({ verifier: 'npm test' }),
-    executedVerifierIdentity: digestOf({ verifier: 'npm test' }),
-    verdict: 'PASS',
-    exit: { code: 0, signal: null, reason: 'exited' },
-    startedAt: iso(-10 * MINUTE),
-    finishedAt: iso(-5 * MINUTE),
-    ...over,
-  };
-}
+const checkRun = (over: Partial<CheckExecution> = {}): CheckExecution => passingRun(NOW, CANDIDATE, over);
 const candidateSubject = (digest: string): Subject => ({ name: `candidates/${digest}`, digest, size: 512, mediaType: CANDIDATE_MEDIA_TYPE });
 
 // ---- statements as objects show them ----------------------------------------------------------------------
