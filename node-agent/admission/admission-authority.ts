@@ -9,13 +9,15 @@
 // no other process can even open it.
 //   observe    measure the node (observe(); a throw counts as every measurement unknown)
 //   lock       BEGIN IMMEDIATE
-//   account    read the live reservations
+//   account    read the running account of the live reservations (reservation_totals: one row the
+//              store's triggers keep equal to their sum, in the same transaction as each change)
 //   reserve    decide(); when ADMITTED insert the holder's row
-//   authorize  re-sum the rows and check every ceiling still holds, else roll back (an invariant
-//              failure, AdmissionInvariantError); COMMIT
+//   authorize  read the account again and check every ceiling still holds, else roll back (an
+//              invariant failure, AdmissionInvariantError); COMMIT
+// The account is checked against the rows summed once, at start.
 import type { Database, Statement } from 'better-sqlite3';
 import type { CheckResources } from '../../core/evidence/requirement.js';
-import { decide, resolveRequest, type Decision, type ReservedTotals, type ResourceRequest } from './admission-decide.js';
+import { decide, resolveRequest, sumReservations, type Decision, type ReservedTotals, type ResourceRequest } from './admission-decide.js';
 import { WORLD_RESOURCE_FIELDS, type AdmissionOutcome, type AdmissionStage, type NodeCeilings, type PerWorldPolicy, type WorldResources } from './admission-policy.js';
 import { UNKNOWN_STATE, type ObservedState } from './observe-node.js';
 
@@ -141,9 +143,10 @@ export class AdmissionAuthority {
     this.metrics = options.metrics;
     this.selectOne = this.db.prepare<[string], Row>('SELECT holder, stage, cpu_millis, memory_bytes, pids, ephemeral_storage_bytes, created_at FROM reservations WHERE holder = ?');
     this.selectAll = this.db.prepare<[], Row>('SELECT holder, stage, cpu_millis, memory_bytes, pids, ephemeral_storage_bytes, created_at FROM reservations ORDER BY created_at, holder');
-    this.selectTotals = this.db.prepare<[], TotalsRow>(
-      'SELECT COALESCE(SUM(cpu_millis), 0) AS cpu, COALESCE(SUM(memory_bytes), 0) AS mem, COALESCE(SUM(pids), 0) AS pids, COALESCE(SUM(ephemeral_storage_bytes), 0) AS disk, COUNT(*) AS n FROM reservations',
-    );
+    // The running account (reservation_totals, kept by triggers in each reservation's own transaction):
+    // one row, whatever the number of live reservations.
+    this.selectTotals = this.db.prepare<[], TotalsRow>('SELECT cpu_millis AS cpu, memory_bytes AS mem, pids, ephemeral_storage_bytes AS disk, worlds AS n FROM reservation_totals WHERE id = 1');
+    this.checkAccount();
     this.insert = this.db.prepare('INSERT INTO reservations (holder, stage, cpu_millis, memory_bytes, pids, ephemeral_storage_bytes, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)');
     this.remove = this.db.prepare('DELETE FROM reservations WHERE holder = ?');
     this.admitTx = this.db.transaction((req: AdmitRequest) => this.admitLocked(req));
@@ -180,10 +183,24 @@ export class AdmissionAuthority {
     return this.selectAll.all().map(toReservation);
   }
 
-  /** What the live reservations hold together (worlds: how many there are). */
+  /** What the live reservations hold together (worlds: how many there are), from the running account. */
   totals(): ReservedTotals {
-    const t = this.selectTotals.get() ?? { cpu: 0, mem: 0, pids: 0, disk: 0, n: 0 };
+    const t = this.selectTotals.get();
+    if (!t) throw new AdmissionInvariantError('the reservation account (reservation_totals) has no row: the store was changed outside the node-agent');
     return { cpuMillis: t.cpu, memoryBytes: t.mem, pids: t.pids, worlds: t.n, ephemeralStorageBytes: t.disk };
+  }
+
+  /**
+   * At start, the running account must equal the reservations summed (once, O(reservations)): a store
+   * edited outside the node-agent is refused rather than admitted against a wrong account.
+   */
+  private checkAccount(): void {
+    const summed = sumReservations(this.selectAll.all().map(toReservation));
+    const account = this.totals();
+    const off = (['cpuMillis', 'memoryBytes', 'pids', 'worlds', 'ephemeralStorageBytes'] as const).filter((k) => summed[k] !== account[k]);
+    if (off.length > 0) {
+      throw new AdmissionInvariantError(`the reservation account disagrees with the live reservations on ${off.map((k) => `${k} (${account[k]} vs ${summed[k]})`).join(', ')}: the store was changed outside the node-agent`);
+    }
   }
 
   /**
@@ -222,8 +239,7 @@ export class AdmissionAuthority {
     } catch {
       observed = UNKNOWN_STATE;
     }
-    const live = this.selectAll.all().map(toReservation);
-    const decision = decide({ ...(req.resources ?? {}), stage: req.stage }, this.ceilings, this.perWorld, observed, live);
+    const decision = decide({ ...(req.resources ?? {}), stage: req.stage }, this.ceilings, this.perWorld, observed, this.totals());
     if (decision.outcome !== 'ADMITTED' || !decision.reserve) {
       return { result: { ...base, ...decision, existing: false }, totals: this.totals() };
     }

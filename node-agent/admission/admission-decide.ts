@@ -86,6 +86,13 @@ export interface ReservedTotals {
   ephemeralStorageBytes: number;
 }
 
+/** The totals of live reservations, given as the reservations themselves or as their running account. */
+export type LiveReservations = readonly ReservedAmounts[] | ReservedTotals;
+
+function totalsOf(live: LiveReservations): ReservedTotals {
+  return Array.isArray(live) ? sumReservations(live as readonly ReservedAmounts[]) : (live as ReservedTotals);
+}
+
 export function sumReservations(reservations: readonly ReservedAmounts[]): ReservedTotals {
   const t: ReservedTotals = { cpuMillis: 0, memoryBytes: 0, pids: 0, worlds: 0, ephemeralStorageBytes: 0 };
   for (const r of reservations) {
@@ -134,7 +141,7 @@ export function decide(
   ceilings: NodeCeilings,
   perWorld: PerWorldPolicy,
   observed: ObservedState,
-  reservations: readonly ReservedAmounts[],
+  reservations: LiveReservations,
 ): Decision {
   // 1. policy (node and request)
   const policy = policyProblems(ceilings, perWorld).map((p) => p.problem);
@@ -180,7 +187,7 @@ export function decide(
   }
 
   // 4. accounting against the ceilings, then against what the kernel reports free
-  const reserved = sumReservations(reservations);
+  const reserved = totalsOf(reservations);
   const need: Record<NodeResource, number> = { cpu_millis: want.cpuMillis, memory_bytes: want.memoryBytes, pids: want.pids, worlds: 1, ephemeral_storage_bytes: want.ephemeralStorageBytes };
   const shortfalls: Shortfall[] = [];
   for (const resource of NODE_RESOURCES) {
@@ -195,7 +202,7 @@ export function decide(
   if (want.pids > tasksFree) {
     shortfalls.push({ resource: 'pids', basis: 'measured', requested: want.pids, available: tasksFree, short: want.pids - tasksFree });
   }
-  const diskFree = diskFreeForNew(storeFree, reservations, observed.storeUsedByRunsBytes);
+  const diskFree = diskFreeForNew(storeFree, reserved, observed.storeUsedByRunsBytes);
   if (want.ephemeralStorageBytes > diskFree) {
     shortfalls.push({ resource: 'ephemeral_storage_bytes', basis: 'measured', requested: want.ephemeralStorageBytes, available: diskFree, short: want.ephemeralStorageBytes - diskFree });
   }
@@ -224,8 +231,8 @@ export function decide(
  * what the live runs may yet write into their sparse images (their reservations minus what their images
  * hold now, `usedByRuns`; when that is unknown, their whole reservations). Never below 0.
  */
-export function diskFreeForNew(storeFree: number, reservations: readonly ReservedAmounts[], usedByRuns: number | 'unknown' | undefined): number {
-  const reserved = sumReservations(reservations).ephemeralStorageBytes;
+export function diskFreeForNew(storeFree: number, reservations: LiveReservations, usedByRuns: number | 'unknown' | undefined): number {
+  const reserved = totalsOf(reservations).ephemeralStorageBytes;
   const used = typeof usedByRuns === 'number' && Number.isFinite(usedByRuns) && usedByRuns >= 0 ? Math.min(usedByRuns, reserved) : 0;
   return Math.max(0, storeFree - (reserved - used));
 }

@@ -142,6 +142,31 @@ const MIGRATIONS: readonly string[] = [
   // WorldSupervisor): pid, its start time, and what a new agent needs to re-attach and capture. NULL: none
   // recorded (a world from before, or one whose workload had not started).
   `ALTER TABLE worlds ADD COLUMN supervisor_json TEXT;`,
+  // (admission at scale, issue 11) the live reservations' totals as one row, kept by triggers in the same
+  // transaction as every insert, delete or update of a reservation: admission reads one row instead of
+  // summing every live reservation. Seeded from the reservations a store already holds.
+  `CREATE TABLE reservation_totals (
+     id INTEGER PRIMARY KEY CHECK (id = 1),
+     cpu_millis INTEGER NOT NULL,
+     memory_bytes INTEGER NOT NULL,
+     pids INTEGER NOT NULL,
+     ephemeral_storage_bytes INTEGER NOT NULL,
+     worlds INTEGER NOT NULL
+   ) STRICT;
+   INSERT INTO reservation_totals (id, cpu_millis, memory_bytes, pids, ephemeral_storage_bytes, worlds)
+     SELECT 1, COALESCE(SUM(cpu_millis), 0), COALESCE(SUM(memory_bytes), 0), COALESCE(SUM(pids), 0), COALESCE(SUM(ephemeral_storage_bytes), 0), COUNT(*) FROM reservations;
+   CREATE TRIGGER reservation_totals_insert AFTER INSERT ON reservations BEGIN
+     UPDATE reservation_totals SET cpu_millis = cpu_millis + NEW.cpu_millis, memory_bytes = memory_bytes + NEW.memory_bytes, pids = pids + NEW.pids,
+       ephemeral_storage_bytes = ephemeral_storage_bytes + NEW.ephemeral_storage_bytes, worlds = worlds + 1 WHERE id = 1;
+   END;
+   CREATE TRIGGER reservation_totals_delete AFTER DELETE ON reservations BEGIN
+     UPDATE reservation_totals SET cpu_millis = cpu_millis - OLD.cpu_millis, memory_bytes = memory_bytes - OLD.memory_bytes, pids = pids - OLD.pids,
+       ephemeral_storage_bytes = ephemeral_storage_bytes - OLD.ephemeral_storage_bytes, worlds = worlds - 1 WHERE id = 1;
+   END;
+   CREATE TRIGGER reservation_totals_update AFTER UPDATE ON reservations BEGIN
+     UPDATE reservation_totals SET cpu_millis = cpu_millis - OLD.cpu_millis + NEW.cpu_millis, memory_bytes = memory_bytes - OLD.memory_bytes + NEW.memory_bytes,
+       pids = pids - OLD.pids + NEW.pids, ephemeral_storage_bytes = ephemeral_storage_bytes - OLD.ephemeral_storage_bytes + NEW.ephemeral_storage_bytes WHERE id = 1;
+   END;`,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

@@ -1,6 +1,6 @@
 // Benchmark: admission decision latency of the AdmissionAuthority on a real node store (SQLite, the store's
 // schema and locking) at 0, 100 and 1,000 live reservations. One sample = admit() of a new holder (observe
-// → BEGIN IMMEDIATE → read the live reservations → decide → insert → re-sum → COMMIT), then its release()
+// → BEGIN IMMEDIATE → read the account of the live reservations → decide → insert → read it again → COMMIT), then its release()
 // (untimed for the admit column, timed apart). Ceilings are large, so every sample is ADMITTED and the
 // number of live reservations stays at the level. Measured twice: with the node observed from /proc (as
 // the agent does) and with a fixed observation (the authority and SQLite alone).
