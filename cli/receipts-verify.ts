@@ -4,34 +4,20 @@
 // Signatures are checked with Node's OpenSSL-backed crypto.verify, not with the library that signed
 // them, so a bug in the signer's implementation is not repeated by its verifier. This file imports only
 // core/receipts and core/errors (and node:), never node-agent/.
-import { createPublicKey, verify, type KeyObject } from 'node:crypto';
+import { createPublicKey, type KeyObject } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { ChainVerifier } from '../core/receipts/chain.js';
+import { availableParallelism } from 'node:os';
+import { Worker } from 'node:worker_threads';
 import { describeError } from '../core/errors.js';
-import { keyIdOf, parseLedgerLine, signatureMessage } from '../core/receipts/ledger-line.js';
+import { keyIdOf, parseLedgerLine } from '../core/receipts/ledger-line.js';
 import { parseLedgerHead, type LedgerHead } from '../core/receipts/ledger-head.js';
-import { trustReceipt } from '../core/receipts/receipt-trust.js';
-import type { TrustPolicy } from '../core/evidence/trust-policy.js';
 import { readTrustPolicyFile } from '../kube/trust-policy-file.js';
+import { checkLines, linkLines, type ChunkResult, type LineProblem, type LinkVerdict } from './receipts-lines.js';
+import { signerCheck, signerProblem, type LedgerSigners } from './receipts-signers.js';
 
-export type VerifyProblem = 'LINE_INVALID' | 'BODY_INVALID' | 'ID_MISMATCH' | 'SEQUENCE_BROKEN' | 'PREVIOUS_BROKEN' | 'KEY_MISMATCH' | 'KEY_UNTRUSTED' | 'SIGNATURE_INVALID';
+export type { LedgerSigners } from './receipts-signers.js';
 
-/**
- * Who may have signed a ledger's receipts: one given public key, or the keys a trust policy pins for the
- * node at each receipt's own time (rotation: consecutive rules; revocation: the snapshot), judged `now`.
- */
-export type LedgerSigners = { key: KeyObject; keyId: string } | { policy: TrustPolicy; node: string; now: Date };
-
-/** Why a signature by `keyId` over receipt `id` (issued `issuedAt`) does not count, or null when it does. */
-function signerProblem(signers: LedgerSigners, r: { id: string; keyId: string; signature: string; issuedAt: string }): { problem: VerifyProblem; message: string } | null {
-  if ('policy' in signers) {
-    const t = trustReceipt(signers.policy, { node: signers.node, id: r.id, keyId: r.keyId, signature: r.signature, at: new Date(r.issuedAt) }, signers.now);
-    return t.ok ? null : { problem: t.code, message: t.message };
-  }
-  if (r.keyId !== signers.keyId) return { problem: 'KEY_MISMATCH', message: `signed by ${r.keyId}, not by the given key ${signers.keyId}` };
-  if (!verify(null, signatureMessage(r.id), signers.key, Buffer.from(r.signature, 'hex'))) return { problem: 'SIGNATURE_INVALID', message: `the Ed25519 signature over ${r.id} does not verify with ${signers.keyId}` };
-  return null;
-}
+export type VerifyProblem = LineProblem;
 
 const signersName = (s: LedgerSigners): string => ('policy' in s ? `the keys the trust policy pins for node ${s.node}` : s.keyId);
 
@@ -77,37 +63,52 @@ export function loadPublicKey(text: string): { key: KeyObject; keyId: string } {
   return { key, keyId: keyIdOf(raw) };
 }
 
-/** Verify ledger bytes against a public key, or the keys a trust policy pins. Stops at the first bad line. */
+/** Verify ledger bytes against a public key, or the keys a trust policy pins, on this thread. Names the first bad line. */
 export function verifyLedger(data: Buffer, signers: LedgerSigners): LedgerVerdict {
-  const chain = new ChainVerifier();
-  let lineNo = 0;
-  let pos = 0;
-  while (pos < data.length) {
-    lineNo++;
-    const nl = data.indexOf(0x0a, pos);
-    const bad = (problem: VerifyProblem, message: string, sequence: number | null = null): LedgerVerdict => ({
-      ok: false,
-      line: lineNo,
-      sequence,
-      problem,
-      message,
-      verifiedBefore: chain.count,
-    });
-    if (nl < 0) return bad('LINE_INVALID', 'the last line is incomplete (no newline): an append was cut short or the file was truncated');
-    const text = data.subarray(pos, nl).toString('utf8');
-    pos = nl + 1;
+  const complete = data.lastIndexOf(0x0a) + 1;
+  const chunk = checkLines(data.subarray(0, complete).toString('utf8'), signerCheck(signers));
+  return verdictOf(linkLines([chunk], complete < data.length), signers);
+}
 
-    const parsed = parseLedgerLine(text);
-    if (!parsed.ok) return bad('LINE_INVALID', parsed.message, sequenceOf(text));
-    const { line } = parsed;
-    const fault = chain.next({ body: line.receipt, id: line.id });
-    if (fault) return bad(fault.problem, fault.message, fault.sequence);
-    const sequence = chain.count; // the chain just accepted this entry, so its sequence is its position
-    const issuedAt = String((line.receipt as { issuedAt?: unknown }).issuedAt);
-    const fault2 = signerProblem(signers, { id: line.id, keyId: line.keyId, signature: line.signature, issuedAt });
-    if (fault2) return bad(fault2.problem, fault2.message, sequence);
+/** Below this size a ledger is verified on one thread (starting threads costs more than it saves). */
+const PARALLEL_MIN_BYTES = 4 << 20;
+
+/**
+ * The same verification with each line's own checks (form, body, id, signature) spread over `threads`
+ * worker threads reading one shared copy of the bytes, and the links between lines judged here, in order:
+ * the verdict is the one-thread verdict, first bad line included.
+ */
+export async function verifyLedgerParallel(data: Buffer, signers: LedgerSigners, o: { threads?: number; minBytes?: number } = {}): Promise<LedgerVerdict> {
+  const threads = o.threads ?? Math.min(4, availableParallelism());
+  if (threads < 2 || data.length < (o.minBytes ?? PARALLEL_MIN_BYTES)) return verifyLedger(data, signers);
+  const bytes = new SharedArrayBuffer(data.length);
+  Buffer.from(bytes).set(data);
+  const complete = data.lastIndexOf(0x0a) + 1;
+  // Chunk boundaries just after a newline, near equal sizes.
+  const bounds = [0];
+  for (let k = 1; k < threads; k++) {
+    const nl = data.indexOf(0x0a, Math.max(bounds[k - 1]!, Math.floor((complete * k) / threads)));
+    if (nl < 0 || nl + 1 >= complete) break;
+    bounds.push(nl + 1);
   }
-  return { ok: true, count: chain.count, head: chain.head, keyId: signersName(signers) };
+  bounds.push(complete);
+  const worker = new URL('./receipts-verify-worker.js', import.meta.url);
+  const chunks = await Promise.all(
+    bounds.slice(0, -1).map(
+      (start, k) =>
+        new Promise<ChunkResult>((resolve, reject) => {
+          const w = new Worker(worker, { workerData: { bytes, start, end: bounds[k + 1], signers } });
+          w.once('message', (m: ChunkResult) => resolve(m));
+          w.once('error', reject);
+          w.once('exit', (code) => (code === 0 ? undefined : reject(new Error(`a verifying thread exited with code ${code}`))));
+        }),
+    ),
+  );
+  return verdictOf(linkLines(chunks, complete < data.length), signers);
+}
+
+function verdictOf(v: LinkVerdict, signers: LedgerSigners): LedgerVerdict {
+  return v.ok ? { ok: true, count: v.count, head: v.head, keyId: signersName(signers) } : v;
 }
 
 /**
@@ -150,13 +151,8 @@ export function headTextOf(fileText: string, node: string | undefined): string {
   return head;
 }
 
-/** A best-effort sequence for naming a line that did not parse. */
-function sequenceOf(text: string): number | null {
-  const m = /"sequence":(\d+)/.exec(text);
-  return m ? Number(m[1]) : null;
-}
 
-export function runReceiptsVerify(args: readonly string[], io: Output): number {
+export async function runReceiptsVerify(args: readonly string[], io: Output): Promise<number> {
   let ledger: string | undefined;
   let keyPath: string | undefined;
   let trustPath: string | undefined;
@@ -213,7 +209,7 @@ export function runReceiptsVerify(args: readonly string[], io: Output): number {
     }
   }
   const started = process.hrtime.bigint();
-  const v = verifyLedger(data, signers);
+  const v = await verifyLedgerParallel(data, signers);
   const seconds = Number(process.hrtime.bigint() - started) / 1e9;
   if (v.ok && headText !== undefined) {
     const h = checkHead(data, signers, headText);

@@ -5,8 +5,9 @@
 // of the store's `receipts` table), and M through a ledger without the store (file only).
 //
 // Verify rate: the node-agent's ledger is extended to N receipts (same key, same chain) and verified with
-// verifyLedger — the function `worldline receipts verify` runs: form, hash chain and every signature with
-// Node's OpenSSL-backed crypto.verify — in rounds alternating with Node crypto verifying the same N
+// verifyLedgerParallel — what `worldline receipts verify` runs: form, hash chain and every signature with
+// Node's OpenSSL-backed crypto.verify, each line's own checks on up to 4 threads — and with verifyLedger
+// (the same on one thread), in rounds alternating with Node crypto verifying the same N
 // signatures alone (the part of verification that is the signature check). The extension is built with the ledger's own line functions
 // (buildReceiptBody, receiptId, formatLedgerLine), signed with Node crypto (Ed25519 is deterministic, so
 // the signatures are the ones @noble/ed25519 would make) and written with one fsync: appending 100k
@@ -18,7 +19,7 @@
 import { createPrivateKey, createPublicKey, sign as nodeSign, verify as nodeVerify, type KeyObject } from 'node:crypto';
 import { closeSync, constants, fsyncSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { loadPublicKey, verifyLedger } from '../../cli/receipts-verify.js';
+import { loadPublicKey, verifyLedger, verifyLedgerParallel } from '../../cli/receipts-verify.js';
 import { formatLedgerLine, signatureMessage } from '../../core/receipts/ledger-line.js';
 import { buildReceiptBody, receiptId, type ReceiptContent } from '../../core/receipts/receipt.js';
 import { writeAll } from '../../node-agent/receipts/durable-write.js';
@@ -57,8 +58,12 @@ export interface ReceiptsBenchResult {
   appendFileOnly: AppendRate;
   /** Bare write + fsync of a line of the same size, ops/s. */
   fsyncPerS: number;
+  /** `worldline receipts verify` as it runs: verifyLedgerParallel (the lines' own checks on up to 4 threads). */
   verifyPerS: number;
   verifySeconds: number;
+  /** The same on one thread (verifyLedger). */
+  verifyOneThreadPerS: number;
+  verifyOneThreadSeconds: number;
   /** Node crypto verify of the ledger's own N signatures alone (rounds interleaved with verifyLedger). */
   sameSignaturesPerS: number;
   raw: { nobleSignPerS: number; nobleVerifyPerS: number; nodeSignPerS: number; nodeVerifyPerS: number };
@@ -237,18 +242,24 @@ export async function benchReceipts(o: ReceiptsBenchOptions): Promise<ReceiptsBe
       return { message: signatureMessage(line.id), signature: Buffer.from(line.signature, 'hex') };
     });
     const verifySeconds: number[] = [];
+    const oneThreadSeconds: number[] = [];
     const sameSigsPerS: number[] = [];
     for (let round = 0; round < o.rounds; round++) {
       const a = performance.now();
       const key = loadPublicKey(readFileSync(opened.publicKeyPath, 'utf8'));
-      const v = verifyLedger(readFileSync(opened.path), key);
+      const v = await verifyLedgerParallel(readFileSync(opened.path), key);
       verifySeconds.push((performance.now() - a) / 1000);
       if (!v.ok || v.count !== o.receipts) throw new Error(`the ledger does not verify: ${JSON.stringify(v)}`);
+      const b = performance.now();
+      const one = verifyLedger(readFileSync(opened.path), loadPublicKey(readFileSync(opened.publicKeyPath, 'utf8')));
+      oneThreadSeconds.push((performance.now() - b) / 1000);
+      if (!one.ok || one.count !== o.receipts) throw new Error(`the ledger does not verify on one thread: ${JSON.stringify(one)}`);
       sameSigsPerS.push(rate(pairs.length, (i) => {
         if (!nodeVerify(null, pairs[i]!.message, keys.publicKey, pairs[i]!.signature)) throw new Error(`signature ${i + 1} does not verify`);
       }));
     }
     const verifyS = median(verifySeconds);
+    const oneThreadS = median(oneThreadSeconds);
 
     return {
       receipts: o.receipts,
@@ -258,6 +269,8 @@ export async function benchReceipts(o: ReceiptsBenchOptions): Promise<ReceiptsBe
       fsyncPerS: fsync.result().perS,
       verifyPerS: o.receipts / verifyS,
       verifySeconds: verifyS,
+      verifyOneThreadPerS: o.receipts / oneThreadS,
+      verifyOneThreadSeconds: oneThreadS,
       sameSignaturesPerS: median(sameSigsPerS),
       raw: rawRates(keys, o.sigOps, o.rounds),
     };
