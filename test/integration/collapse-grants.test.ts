@@ -145,6 +145,18 @@ describe('collapse grants issued by the controller', () => {
     }
     const events = await getJson<{ items: { reason: string; involvedObject: { name: string } }[] }>(s.cp, ['get', 'events', '-n', 'default', '-o', 'json']);
     assert.ok(events?.items.some((e) => e.reason === 'GrantIssued' && e.involvedObject.name === 'granted-c'), 'no GrantIssued Event');
+
+    // Returning to the checkpoint needs a grant too: an empty graph (PRIME's own bytes come back), no candidate.
+    await s.apply(collapseManifest('granted-back', 'granted-w', 'CheckpointReturn'));
+    const back = await waitCollapse(s, 'granted-back', 60_000);
+    assert.equal(back.status.phase, 'Committed', JSON.stringify(back.status));
+    assert.equal(back.status.grant.outcome, 'Issued');
+    assert.equal(back.status.grant.transaction, back.status.transaction.id);
+    assert.deepEqual(back.status.grant.evidence, []);
+    const backGrant = parseStatement<CollapseGrantPredicate>(verifyEnvelope(Buffer.from(back.status.grant.envelope), { payloadType: IN_TOTO_PAYLOAD_TYPE, trusted: [{ keyId: 'controller', publicKey: Buffer.from(grantKey.publicHex, 'hex') }] }).payload, PREDICATE_TYPES.collapseGrant).predicate;
+    assert.equal(backGrant.mode, 'CheckpointReturn');
+    assert.equal(backGrant.candidate, null);
+    assert.deepEqual(backGrant.roster, []);
   });
 
   test('a graph whose check run is signed by a key the policy does not trust for check executions is refused EVIDENCE_UNTRUSTED', async () => {
