@@ -1,5 +1,5 @@
 // npm run bench — runs every benchmark and prints a table. Not a test: nothing here asserts a time.
-//   --only controller,fork,capture,admission,collapse,receipts,evidence,fleet   which benchmarks (default: all but fleet)
+//   --only controller,latency,fork,capture,admission,collapse,receipts,evidence,fleet   which benchmarks (default: all but fleet)
 //   --worlds N                        Worlds for the controller benchmark (default 1000)
 //   --sizes 1000,10000,100000         root sizes in files for fork, capture and collapse
 //   --reps N                          rounds per size (default 5, 3 from 100k files up; collapse 10, 3 from 100k up);
@@ -21,6 +21,7 @@ import { noStackCollapseSamples, openCollapseStack, stackCollapseResult, type Co
 import { benchController, CONTROLLER_TARGETS } from './controller-throughput.bench.js';
 import { benchReceipts } from './receipts.bench.js';
 import { benchEvidence } from './evidence.bench.js';
+import { benchWorldLatency } from './world-latency.bench.js';
 import { generateGitRepo } from './tree-fixtures.js';
 import { captureResult, captureRound, noCaptureSamples, type CaptureSamples } from './world-capture.bench.js';
 import { openWorldEnv, TREE_OWNER, type WorldEnv } from './world-env.js';
@@ -28,7 +29,7 @@ import { FORKS_PER_ROUND, forkResult, forkRound, noForkSamples, type ForkSamples
 
 const { values } = parseArgs({
   options: {
-    only: { type: 'string', default: 'controller,fork,capture,admission,collapse,receipts,evidence' },
+    only: { type: 'string', default: 'controller,latency,fork,capture,admission,collapse,receipts,evidence' },
     worlds: { type: 'string', default: '1000' },
     sizes: { type: 'string', default: '1000,10000,100000' },
     reps: { type: 'string' },
@@ -43,7 +44,7 @@ const { values } = parseArgs({
   },
 });
 
-const BENCHES = ['controller', 'fork', 'capture', 'admission', 'collapse', 'receipts', 'evidence', 'fleet'] as const;
+const BENCHES = ['controller', 'latency', 'fork', 'capture', 'admission', 'collapse', 'receipts', 'evidence', 'fleet'] as const;
 type Bench = (typeof BENCHES)[number];
 
 function parseList(flag: string, raw: string): string[] {
@@ -276,6 +277,13 @@ async function receipts(): Promise<void> {
   ]);
 }
 
+async function latency(): Promise<void> {
+  const reps = values.reps !== undefined ? positiveInt('reps', values.reps) : 20;
+  console.log(`latency: a World running \`true\` on a 10-file Root, on a real stack, create → each phase as the bench's watch sees it; ${reps} Worlds one after another (after one untimed), next to one raw ConfigMap create each; ms`);
+  const rows = await benchWorldLatency({ reps });
+  console.table(rows.map((r) => ({ hop: r.hop, 'median ms': r.medianMs.toFixed(1), 'p90 ms': r.p90Ms.toFixed(1) })));
+}
+
 function evidence(): void {
   const rounds = 200;
   console.log(`evidence: a controller-issued collapse grant for a World with N required checks — the evidence graph verified (verifyEvidenceGraph), the grant signed, and the grant verified on the node (ControllerGrants.verify, statements read back from a real evidence store under ${values.dir}); ${rounds} rounds each, next to Node crypto Ed25519 verify of as many signatures as the graph checks (each statement twice)`);
@@ -333,6 +341,7 @@ async function guarded(cleanup: () => unknown, fn: () => Promise<void>): Promise
 async function main(): Promise<void> {
   const sections: (() => Promise<void> | void)[] = [];
   if (only.has('controller')) sections.push(controller);
+  if (only.has('latency')) sections.push(latency);
   if (only.has('admission')) sections.push(admission);
   if (only.has('fork') || only.has('capture')) {
     sections.push(async () => {
