@@ -138,13 +138,8 @@ export function worldGate(plan: GatePlan, cgroup: CgroupReadback, events: GateEv
       const signed = attestations ? { attestations } : {};
       const insufficient = `isolation decision ${decision.outcome} (${decision.reasons.join(', ')})${decision.missingControls.length ? `; missing controls: ${decision.missingControls.join(', ')}` : ''}`;
       if (decision.outcome === 'reported-sufficient' || !plan.waiver) {
-        if (decision.outcome !== 'reported-sufficient') {
-          await events.isolation({ decision, observation, notes, ...signed });
-          throw new StartRefused('ISOLATION_INSUFFICIENT', insufficient);
-        }
-        // Decided and recorded in the World's status chain, which writes it before anything the run
-        // reports later; the workload does not wait for the API server to acknowledge it.
-        void events.isolation({ decision, observation, notes, ...signed }).catch(() => undefined); // logged by the chain
+        await events.isolation({ decision, observation, notes, ...signed });
+        if (decision.outcome !== 'reported-sufficient') throw new StartRefused('ISOLATION_INSUFFICIENT', insufficient);
         return;
       }
       let waiver: SpentWaiver;
@@ -157,7 +152,7 @@ export function worldGate(plan: GatePlan, cgroup: CgroupReadback, events: GateEv
         throw new StartRefused(e.code, `${insufficient}; the World's waiver is refused: ${e.message}`);
       }
       metrics?.waiver('SPENT');
-      void events.isolation({ decision, observation, notes, waiver, ...signed }).catch(() => undefined); // as above
+      await events.isolation({ decision, observation, notes, waiver, ...signed });
     },
     onEnd: async () => {
       await proxy?.close();

@@ -163,17 +163,14 @@ export class NodeWorlds {
     const base = spec.roots.map((r) => ({ root: r.name, generation: r.generation, digest: r.digest }));
     let status = admittedStatus(base, gen, now, `${admission.message}; id range ${spec.idBase}-${spec.idBase + spec.idCount - 1} on node ${this.d.config.nodeName}`);
     this.persist(w, 'running', status);
-    // The store holds the admission now; its status write is the first step of the World's status chain
-    // and goes out while the World is forked (every later write carries the whole status, in order).
-    const step = statusSteps(key, this.d.logger);
-    const admitted = status;
-    void step(() => this.applyStatus(w, admitted)).catch(() => undefined); // logged by step; the next write carries it
+    await this.applyStatus(w, status);
     this.d.events.normal(w, 'ADMITTED', status.message ?? '');
 
     const iso = this.d.isolationPlan(w, plan, base);
     let cgroup: CgroupReadback | undefined;
     const ctxNow = () => ({ newNetwork: spec.newNetwork, now: this.d.clock.now(), ...(cgroup ? { cgroup } : {}), ...(gen !== undefined ? { generation: gen } : {}) });
     const publish = (state: WorldState): Promise<void> => this.publish(key, w, state, status);
+    const step = statusSteps(key, this.d.logger);
     const report = (event: WorldEvent): Promise<void> =>
       // A failed status write is retried by the next reconcile.
       step(async () => {
