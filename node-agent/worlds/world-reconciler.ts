@@ -95,6 +95,11 @@ export class NodeWorlds {
   /** Records `status` in the store and applies it; a failed API write is logged (the next reconcile re-applies it). */
   private async publish(key: string, w: World, state: WorldState, status: AgentWorldStatus): Promise<void> {
     this.persist(w, state, status);
+    await this.write(key, w, status);
+  }
+
+  /** Applies `status` (already in the store); a failed API write is logged (the next write or reconcile carries it). */
+  private async write(key: string, w: World, status: AgentWorldStatus): Promise<void> {
     try {
       await this.applyStatus(this.d.informer.get(key) ?? w, status);
     } catch (err) {
@@ -162,52 +167,58 @@ export class NodeWorlds {
     const spec = applyReservation(plan.spec, admission);
     const base = spec.roots.map((r) => ({ root: r.name, generation: r.generation, digest: r.digest }));
     let status = admittedStatus(base, gen, now, `${admission.message}; id range ${spec.idBase}-${spec.idBase + spec.idCount - 1} on node ${this.d.config.nodeName}`);
-    this.persist(w, 'running', status);
-    await this.applyStatus(w, status);
+    // Each change of the World's status is recorded in the store at once, in the order it happens, and
+    // written to the API server by the World's status chain, one write after another, each carrying the
+    // whole status as it was then. The run never waits for the API server: a write is not work the World
+    // needs done before it goes on (the store is the record; a write that fails is logged, and the next
+    // write or reconcile carries it).
+    const step = statusSteps(key, this.d.logger);
+    const send = (state: WorldState): void => {
+      this.persist(w, state, status);
+      const snapshot = status;
+      void step(() => this.write(key, w, snapshot)).catch(() => undefined); // logged by step
+    };
+    send('running');
     this.d.events.normal(w, 'ADMITTED', status.message ?? '');
 
     const iso = this.d.isolationPlan(w, plan, base);
     let cgroup: CgroupReadback | undefined;
     const ctxNow = () => ({ newNetwork: spec.newNetwork, now: this.d.clock.now(), ...(cgroup ? { cgroup } : {}), ...(gen !== undefined ? { generation: gen } : {}) });
-    const publish = (state: WorldState): Promise<void> => this.publish(key, w, state, status);
-    const step = statusSteps(key, this.d.logger);
-    const report = (event: WorldEvent): Promise<void> =>
-      // A failed status write is retried by the next reconcile.
-      step(async () => {
-        const ending = this.endings.get(uid);
-        const e: WorldEvent = event.type === 'failed' && ending ? { ...event, ...ending } : event;
-        if (e.type === 'cgroup') cgroup = e.readback;
-        if (e.type === 'running' && e.supervisor) {
-          // Before anything else of this step: a new agent finds the world again from this record.
-          const sup: WorldSupervisor = {
-            ...e.supervisor,
-            wallTimeMs: spec.wallTimeMs,
-            idBase: spec.idBase,
-            idCount: spec.idCount,
-            ...(spec.ephemeralStorageBytes !== undefined ? { ephemeralStorageBytes: spec.ephemeralStorageBytes } : {}),
-            roots: spec.roots.map((r) => ({ name: r.name, rootKey: r.rootKey, path: r.path, generation: r.generation, digest: r.digest })),
-            // Where its proxy listens (verified by the gate before the go-ahead): a new agent re-opens it there.
-            ...(plan.network.policy === 'Allowlist' ? { network: { allow: plan.network.allow, netns: e.observation.ns.net, pid: e.pid, startTime: processStartTime(e.pid) ?? '' } } : {}),
-            workload: { pid: e.pid, startTime: processStartTime(e.pid) ?? '', uid: spec.runAsUid, gid: spec.runAsGid, cwd: spec.cwd, env: spec.env, cgroupProcs: e.cgroupProcs },
-          };
-          this.persist(w, 'running', status);
-          setWorldSupervisor(this.d.store.db, uid, sup);
-        }
-        status = withEvent(status, e, ctxNow());
-        const state: WorldState = e.type === 'captured' ? (status.phase === 'Captured' ? 'captured' : 'failed') : e.type === 'failed' ? 'failed' : 'running';
-        await publish(state);
-        if (e.type === 'captured') this.d.events.normal(w, status.phase ?? 'Captured', status.message ?? '');
-        if (e.type === 'failed') this.d.events.warning(w, e.code, e.message);
-      });
+    const report = (event: WorldEvent): Promise<void> => {
+      const ending = this.endings.get(uid);
+      const e: WorldEvent = event.type === 'failed' && ending ? { ...event, ...ending } : event;
+      if (e.type === 'cgroup') cgroup = e.readback;
+      if (e.type === 'running' && e.supervisor) {
+        // Before anything else of this event: a new agent finds the world again from this record.
+        const sup: WorldSupervisor = {
+          ...e.supervisor,
+          wallTimeMs: spec.wallTimeMs,
+          idBase: spec.idBase,
+          idCount: spec.idCount,
+          ...(spec.ephemeralStorageBytes !== undefined ? { ephemeralStorageBytes: spec.ephemeralStorageBytes } : {}),
+          roots: spec.roots.map((r) => ({ name: r.name, rootKey: r.rootKey, path: r.path, generation: r.generation, digest: r.digest })),
+          // Where its proxy listens (verified by the gate before the go-ahead): a new agent re-opens it there.
+          ...(plan.network.policy === 'Allowlist' ? { network: { allow: plan.network.allow, netns: e.observation.ns.net, pid: e.pid, startTime: processStartTime(e.pid) ?? '' } } : {}),
+          workload: { pid: e.pid, startTime: processStartTime(e.pid) ?? '', uid: spec.runAsUid, gid: spec.runAsGid, cwd: spec.cwd, env: spec.env, cgroupProcs: e.cgroupProcs },
+        };
+        this.persist(w, 'running', status);
+        setWorldSupervisor(this.d.store.db, uid, sup);
+      }
+      status = withEvent(status, e, ctxNow());
+      send(e.type === 'captured' ? (status.phase === 'Captured' ? 'captured' : 'failed') : e.type === 'failed' ? 'failed' : 'running');
+      if (e.type === 'captured') this.d.events.normal(w, status.phase ?? 'Captured', status.message ?? '');
+      if (e.type === 'failed') this.d.events.warning(w, e.code, e.message);
+      return Promise.resolve();
+    };
     // Network refusals arrive in bursts: collected at once, written at most once a second.
-    const refusalWrites = coalesced(() => void step(() => publish(stateOf(status))).catch(() => undefined)); // logged by step
+    const refusalWrites = coalesced(() => send(stateOf(status)));
     const events: GateEvents = {
-      isolation: (e) =>
-        step(async () => {
-          status = withIsolation(status, e, ctxNow());
-          await publish(stateOf(status));
-          if (e.decision.outcome !== 'reported-sufficient') this.d.events.warning(w, e.waiver ? 'IsolationWaived' : (e.waiverRefused?.code ?? 'ISOLATION_INSUFFICIENT'), isolationMessage(e));
-        }),
+      isolation: (e) => {
+        status = withIsolation(status, e, ctxNow());
+        send(stateOf(status));
+        if (e.decision.outcome !== 'reported-sufficient') this.d.events.warning(w, e.waiver ? 'IsolationWaived' : (e.waiverRefused?.code ?? 'ISOLATION_INSUFFICIENT'), isolationMessage(e));
+        return Promise.resolve();
+      },
       networkRefusal: (r) => {
         status = withNetworkRefusal(status, r);
         refusalWrites.poke();
