@@ -6,7 +6,6 @@
 // 10-file Root, so what is timed is the machinery, not the work, and the workload's own start is known
 // apart from when the status says Running. Next to it, per repetition: one raw API write (a ConfigMap create) and the time until the same
 // watch delivers it — the floor of any hop that is one write and one watch event.
-import { CoreV1Api, CustomObjectsApi, KubeConfig, type KubernetesObject } from '@kubernetes/client-node';
 import { join } from 'node:path';
 import { resources } from '../../crds/index.js';
 import type { ResourceRef } from '../../kube/resource-ref.js';
@@ -15,14 +14,12 @@ import { applyRoot, outputOf } from '../support/worlds.js';
 import { metricSum } from '../support/metrics-text.js';
 import { median, percentile } from './stats.js';
 import { generateTree } from './tree-fixtures.js';
-import { WatchTimes } from './watch-times.js';
+import { benchClients } from './bench-clients.js';
 import { TREE_OWNER } from './world-env.js';
 
 const NS = 'default';
 const API = { group: 'worldline.dev', version: 'v1alpha1', namespace: NS } as const;
 const CONFIG_MAPS: ResourceRef = { group: '', version: 'v1', kind: 'ConfigMap', plural: 'configmaps', namespaced: true };
-
-type Obj = KubernetesObject & { status?: Record<string, any> };
 
 export interface LatencyRow {
   hop: string;
@@ -34,16 +31,12 @@ const HOPS = ['bound', 'admitted', 'running', 'captured'] as const;
 
 export async function benchWorldLatency(o: { reps: number }): Promise<LatencyRow[]> {
   const stack = await startStack({ nodeName: 'latency-node' });
-  const watches: WatchTimes<Obj>[] = [];
+  const api = benchClients(stack, NS);
   try {
-    const kubeConfig = new KubeConfig();
-    kubeConfig.loadFromFile(stack.cp.kubeconfigPath);
-    const custom = kubeConfig.makeApiClient(CustomObjectsApi);
-    const core = kubeConfig.makeApiClient(CoreV1Api);
-    const worlds = new WatchTimes<Obj>(kubeConfig, resources.World, NS);
-    const configMaps = new WatchTimes<Obj>(kubeConfig, CONFIG_MAPS, NS);
-    watches.push(worlds, configMaps);
-    await Promise.all(watches.map((w) => w.start()));
+    const { custom, core } = api;
+    const worlds = api.watch(resources.World);
+    const configMaps = api.watch(CONFIG_MAPS);
+    await api.start();
     const hostPath = join(stack.scratch, 'roots', 'small');
     generateTree(hostPath, 10, TREE_OWNER);
     const root = await applyRoot(stack, 'small', hostPath);
@@ -114,7 +107,7 @@ export async function benchWorldLatency(o: { reps: number }): Promise<LatencyRow
       row('raw ConfigMap create → the watch delivers it', samples.apiSeen),
     ];
   } finally {
-    for (const w of watches) w.stop();
+    api.stop();
     await stack.stop();
   }
 }

@@ -28,13 +28,14 @@ test('every outcome, collapse decision reason and store code is documented', () 
 });
 
 test('every receipt ledger, signing key and receipts CLI code is documented', () => {
-  // The union types are the source: ReceiptLedgerCode (node-agent/receipts/errors.ts), VerifyProblem and
-  // StatusProblem (cli/). Read from the source text, since a type has no runtime value.
-  const sources = ['node-agent/receipts/errors.ts', 'cli/receipts-verify.ts', 'cli/receipts-verify-status.ts'];
+  // The union types are the source: ReceiptLedgerCode (node-agent/receipts/errors.ts), LineProblem (the
+  // verify command's, cli/receipts-lines.ts) and StatusProblem (cli/). Read from the source text, since a
+  // type has no runtime value.
+  const sources = ['node-agent/receipts/errors.ts', 'cli/receipts-lines.ts', 'cli/receipts-verify-status.ts'];
   const codes = new Set<string>();
   for (const f of sources) {
     const text = readFileSync(join(root, f), 'utf8');
-    for (const union of text.matchAll(/export type (?:ReceiptLedgerCode|VerifyProblem|StatusProblem) =([^;]+);/g)) {
+    for (const union of text.matchAll(/export type (?:ReceiptLedgerCode|LineProblem|StatusProblem) =([^;]+);/g)) {
       for (const m of union[1]!.matchAll(/'([A-Z][A-Z0-9_]+)'/g)) codes.add(m[1]!);
     }
   }
