@@ -125,7 +125,7 @@ export function verifyEvidenceGraph(input: GraphInput): GraphResult {
   }
 }
 
-function keysFor(policy: TrustPolicy, role: GraphRole, node: string, run: { start: Date; end: Date }, now: Date, validNow: boolean, state: { memory: TrustMemory }, what: string): TrustedKey[] {
+function keysFor(policy: TrustPolicy, role: GraphRole, node: string, run: { start: Date; end: Date } | undefined, now: Date, validNow: boolean, state: { memory: TrustMemory }, what: string): TrustedKey[] {
   const answer = trustedKeys(policy, { predicateType: ROLE_TYPES[role], node, run, now, validNow }, state.memory);
   if (!answer.ok) throw new Refused(answer.reason === 'NO_TRUSTED_SIGNER' ? 'EVIDENCE_UNTRUSTED' : answer.reason, `${what}: ${answer.message}`);
   state.memory = answer.memory;
@@ -157,29 +157,16 @@ function runOf(role: GraphRole, predicate: unknown, now: Date): { run: { start: 
   return { run: { start: now, end: now }, validNow: true };
 }
 
-/**
- * The keys that may sign a waiver at some time (scope and revocation only): a waiver is judged over its own
- * interval, which is known only once its statement is read, and need not be valid now.
- */
-function anyTimeKeys(policy: TrustPolicy, node: string): TrustedKey[] {
-  const revoked = new Set(policy.revocations.revokedPublicKeys);
-  const keys = new Map<string, TrustedKey>();
-  for (const r of policy.signers) {
-    if (!r.predicateTypes.includes(ROLE_TYPES['isolation-waiver']) || (r.nodes && !r.nodes.includes(node)) || r.roots || revoked.has(r.publicKey)) continue;
-    if (!keys.has(r.publicKey)) keys.set(r.publicKey, { keyId: r.issuer, publicKey: Buffer.from(r.publicKey, 'hex') });
-  }
-  return [...keys.values()];
-}
-
 function readOne(input: GraphInput, s: ShownStatement, state: { memory: TrustMemory }): Read<unknown> {
   const what = where(s);
   const bytes = Buffer.from(s.envelope, 'utf8');
   const digest = DIGEST_PREFIX + sha256Hex(bytes);
   if (s.digest !== undefined && s.digest !== digest) throw new Refused('EVIDENCE_DIGEST_MISMATCH', `${what} hashes to ${digest}, not the ${s.digest} shown with it`);
   const node = input.expect.node;
-  // Keys valid now first (so that nothing is parsed from bytes no trusted key signed)...
-  const firstKeys = s.role === 'isolation-waiver' ? anyTimeKeys(input.policy, node) : keysFor(input.policy, s.role, node, { start: input.now, end: input.now }, input.now, true, state, what);
-  if (firstKeys.length === 0) throw new Refused('EVIDENCE_UNTRUSTED', `${what}: no signer rule trusts a key for ${ROLE_TYPES[s.role]} on node ${node}`);
+  // Keys valid now first (so that nothing is parsed from bytes no trusted key signed; a waiver, judged over
+  // its own interval and not now, by scope and revocation alone)...
+  const waiver = s.role === 'isolation-waiver';
+  const firstKeys = keysFor(input.policy, s.role, node, waiver ? undefined : { start: input.now, end: input.now }, input.now, !waiver, state, what);
   const first = verifyBytes(bytes, firstKeys, what);
   let parsed: { subject: Subject; predicate: unknown };
   try {

@@ -41,8 +41,12 @@ export interface TrustQuestion {
   predicateType: string;
   node: string;
   root?: string;
-  /** The interval the evidence asserts (its run), which every key's validity must cover. */
-  run: { start: Date; end: Date };
+  /**
+   * The interval the evidence asserts (its run), which every key's validity must cover. Absent only for
+   * a first look at evidence judged over its own interval later (with `validNow: false`): scope and
+   * revocation alone then.
+   */
+  run?: { start: Date; end: Date };
   now: Date;
   /**
    * Whether a key must also be valid now (default true: fresh evidence). False for a record made in the
@@ -77,7 +81,7 @@ export function trustedKeys(policy: TrustPolicy, q: TrustQuestion, memory: Trust
   const covers = (r: TrustPolicy['signers'][number]): boolean => {
     const from = Date.parse(r.validFrom);
     const until = Date.parse(r.validUntil);
-    return (q.validNow === false || (from <= now && now < until)) && from <= q.run.start.getTime() && q.run.end.getTime() < until;
+    return (q.validNow === false || (from <= now && now < until)) && (q.run === undefined || (from <= q.run.start.getTime() && q.run.end.getTime() < until));
   };
   const keys = new Map<string, TrustedKey>();
   for (const r of policy.signers) {
