@@ -7,6 +7,7 @@
 // A line-level problem ends its chunk (nothing after it can be the first problem); a signature problem is
 // reported after its own line's links are checked, as the one-pass verifier did.
 import { sha256Hex } from '../core/digest.js';
+import { idFault, linkFault } from '../core/receipts/chain.js';
 import { parseLedgerLine } from '../core/receipts/ledger-line.js';
 import { parseReceiptBody, RECEIPT_FORMAT } from '../core/receipts/receipt.js';
 
@@ -53,7 +54,8 @@ export function checkLines(text: string, signer: SignerCheck): ChunkResult {
     // unescaped.
     const start = line.indexOf('"receipt":') + '"receipt":'.length;
     const id = `sha256:${sha256Hex(line.slice(start, line.length - SIGNATURE_TAIL))}`;
-    if (parsed.line.id !== id) return fault('ID_MISMATCH', `stored id ${parsed.line.id} is not the hash of the body (${id})`, claimed);
+    const wrongId = idFault(parsed.line.id, id);
+    if (wrongId) return fault(wrongId.problem, wrongId.message, claimed);
     out.ids.push(id);
     out.sequences.push(body.body.sequence);
     out.previous.push(body.body.previous);
@@ -74,15 +76,9 @@ export function linkLines(chunks: readonly ChunkResult[], incomplete: boolean): 
   for (const c of chunks) {
     for (let i = 0; i < c.ids.length; i++) {
       line++;
-      const expected = count + 1;
       const sequence = c.sequences[i]!;
-      const bad = (problem: LineProblem, message: string, seq: number | null = sequence): LinkVerdict => ({ ok: false, line, sequence: seq, problem, message, verifiedBefore: count });
-      if (sequence !== expected) {
-        const why = sequence > expected ? 'an entry is missing or out of order' : 'an entry is repeated or out of order';
-        return bad('SEQUENCE_BROKEN', `expected sequence ${expected}, found ${sequence} (${why})`);
-      }
-      const previous = c.previous[i] ?? null;
-      if (previous !== head) return bad('PREVIOUS_BROKEN', `previous is ${String(previous)}, but the entry before it is ${head ?? 'none (this is the first)'}`);
+      const broken = linkFault(count, head, sequence, c.previous[i] ?? null);
+      if (broken) return { ok: false, line, sequence, problem: broken.problem, message: broken.message, verifiedBefore: count };
       head = c.ids[i]!;
       count++;
       // A signature problem counts its own line as verified before it, as the one-pass verifier reported.

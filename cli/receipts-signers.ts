@@ -23,7 +23,6 @@ export function signerProblem(signers: LedgerSigners, r: { id: string; keyId: st
   return null;
 }
 
-
 /** The signature check of checkLines for these signers. */
 export function signerCheck(signers: LedgerSigners): SignerCheck {
   return (r) => signerProblem(signers, r);

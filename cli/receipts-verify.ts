@@ -151,7 +151,6 @@ export function headTextOf(fileText: string, node: string | undefined): string {
   return head;
 }
 
-
 export async function runReceiptsVerify(args: readonly string[], io: Output): Promise<number> {
   let ledger: string | undefined;
   let keyPath: string | undefined;

@@ -20,6 +20,26 @@ export interface ChainEntry {
   readonly id: unknown;
 }
 
+/** Why a body stored under `storedId` whose hash is `actualId` is not that entry, or null when it is. */
+export function idFault(storedId: unknown, actualId: string): { problem: 'ID_MISMATCH'; message: string } | null {
+  return storedId === actualId ? null : { problem: 'ID_MISMATCH', message: `stored id ${String(storedId)} is not the hash of the body (${actualId})` };
+}
+
+/**
+ * Why an entry claiming `sequence` and `previous` does not follow the chain so far (`count` entries, the
+ * last one `head`), or null when it does.
+ */
+export function linkFault(count: number, head: string | null, sequence: number, previous: string | null): { problem: 'SEQUENCE_BROKEN' | 'PREVIOUS_BROKEN'; message: string } | null {
+  const expected = count + 1;
+  if (sequence !== expected) {
+    // Stryker: `sequence >= expected` survives as equivalent; here sequence !== expected.
+    const why = sequence > expected ? 'an entry is missing or out of order' : 'an entry is repeated or out of order';
+    return { problem: 'SEQUENCE_BROKEN', message: `expected sequence ${expected}, found ${sequence} (${why})` };
+  }
+  if (previous !== head) return { problem: 'PREVIOUS_BROKEN', message: `previous is ${String(previous)}, but the entry before it is ${head ?? 'none (this is the first)'}` };
+  return null;
+}
+
 /** Incremental verifier, for callers that stream a long ledger. After a fault it refuses everything. */
 export class ChainVerifier {
   private index = 0;
@@ -30,7 +50,6 @@ export class ChainVerifier {
   next(entry: ChainEntry): ChainFault | null {
     if (this.fault) return this.fault;
     const index = this.index;
-    const expected = index + 1;
     const raw = entry.body as { sequence?: unknown } | null;
     const claimed = typeof raw?.sequence === 'number' ? raw.sequence : null;
     const bad = (problem: ChainProblem, message: string): ChainFault => (this.fault = { index, sequence: claimed, problem, message });
@@ -40,15 +59,8 @@ export class ChainVerifier {
     const body: ReceiptBody = parsed.body;
     // The id is computed over the body exactly as stored, not over a re-built copy.
     const actualId = digestOf(entry.body);
-    if (entry.id !== actualId) return bad('ID_MISMATCH', `stored id ${String(entry.id)} is not the hash of the body (${actualId})`);
-    if (body.sequence !== expected) {
-      // Stryker: `body.sequence >= expected` survives as equivalent; here body.sequence !== expected.
-      const why = body.sequence > expected ? 'an entry is missing or out of order' : 'an entry is repeated or out of order';
-      return bad('SEQUENCE_BROKEN', `expected sequence ${expected}, found ${body.sequence} (${why})`);
-    }
-    if (body.previous !== this.previousId) {
-      return bad('PREVIOUS_BROKEN', `previous is ${String(body.previous)}, but the entry before it is ${this.previousId ?? 'none (this is the first)'}`);
-    }
+    const fault = idFault(entry.id, actualId) ?? linkFault(index, this.previousId, body.sequence, body.previous);
+    if (fault) return bad(fault.problem, fault.message);
     this.previousId = actualId;
     this.index++;
     return null;
