@@ -109,6 +109,9 @@ interface TotalsRow {
   n: number;
 }
 
+/** Every amount the live reservations hold together, as totals() names them. */
+const RESERVED_KEYS = ['cpuMillis', 'memoryBytes', 'pids', 'worlds', 'ephemeralStorageBytes'] as const satisfies readonly (keyof ReservedTotals)[];
+
 const toReservation = (r: Row): Reservation => ({
   holder: r.holder,
   stage: r.stage,
@@ -197,7 +200,7 @@ export class AdmissionAuthority {
   private checkAccount(): void {
     const summed = sumReservations(this.selectAll.all().map(toReservation));
     const account = this.totals();
-    const off = (['cpuMillis', 'memoryBytes', 'pids', 'worlds', 'ephemeralStorageBytes'] as const).filter((k) => summed[k] !== account[k]);
+    const off = RESERVED_KEYS.filter((k) => summed[k] !== account[k]);
     if (off.length > 0) {
       throw new AdmissionInvariantError(`the reservation account disagrees with the live reservations on ${off.map((k) => `${k} (${account[k]} vs ${summed[k]})`).join(', ')}: the store was changed outside the node-agent`);
     }
@@ -239,15 +242,16 @@ export class AdmissionAuthority {
     } catch {
       observed = UNKNOWN_STATE;
     }
-    const decision = decide({ ...(req.resources ?? {}), stage: req.stage }, this.ceilings, this.perWorld, observed, this.totals());
+    const reserved = this.totals();
+    const decision = decide({ ...(req.resources ?? {}), stage: req.stage }, this.ceilings, this.perWorld, observed, reserved);
     if (decision.outcome !== 'ADMITTED' || !decision.reserve) {
-      return { result: { ...base, ...decision, existing: false }, totals: this.totals() };
+      return { result: { ...base, ...decision, existing: false }, totals: reserved };
     }
     const r = decision.reserve;
     const createdAt = this.clock().toISOString();
     this.insert.run(req.holder, req.stage, r.cpuMillis, r.memoryBytes, r.pids, r.ephemeralStorageBytes, createdAt);
     const totals = this.totals();
-    const over = (['cpuMillis', 'memoryBytes', 'pids', 'worlds', 'ephemeralStorageBytes'] as const).filter((k) => totals[k] > this.ceilings[k]);
+    const over = RESERVED_KEYS.filter((k) => totals[k] > this.ceilings[k]);
     if (over.length > 0) {
       throw new AdmissionInvariantError(`admitting ${req.holder} would put ${over.join(', ')} above the node ceiling; rolled back`);
     }

@@ -8,19 +8,14 @@ import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { AdmissionAuthority, AdmissionInvariantError } from '../../node-agent/admission/admission-authority.js';
-import type { NodeCeilings, PerWorldPolicy } from '../../node-agent/admission/admission-policy.js';
-import type { ObservedState } from '../../node-agent/admission/observe-node.js';
+import type { NodeCeilings } from '../../node-agent/admission/admission-policy.js';
 import { openStore } from '../../node-agent/store/open-store.js';
 import { migrate, SCHEMA_VERSION } from '../../node-agent/store/store-schema.js';
 import { scratch } from './store-fixtures.js';
+import { GiB, perWorld, roomy } from './admission-fixtures.js';
+import { rng } from '../support/seeded-random.js';
 
-const GiB = 2 ** 30;
 const ceilings: NodeCeilings = { cpuMillis: 16000, memoryBytes: 32 * GiB, pids: 40000, worlds: 24, ephemeralStorageBytes: 64 * GiB };
-const perWorld: PerWorldPolicy = {
-  limits: { cpuMillis: 4000, memoryBytes: 4 * GiB, pids: 4096, wallTimeSeconds: 86400, outputBytes: 4 * GiB, ephemeralStorageBytes: 4 * GiB },
-  defaults: { cpuMillis: 1000, memoryBytes: GiB, pids: 512, wallTimeSeconds: 3600, outputBytes: 64 * 2 ** 20, ephemeralStorageBytes: GiB },
-};
-const roomy: ObservedState = { memAvailableBytes: 1024 * GiB, tasks: 100, pidMax: 4_194_304, cpuCount: 8, storeFreeBytes: 1024 * GiB, storeUsedByRunsBytes: 0 };
 
 interface Sums {
   cpu: number;
@@ -31,14 +26,6 @@ interface Sums {
 }
 const SUMS = 'SELECT COALESCE(SUM(cpu_millis), 0) AS cpu, COALESCE(SUM(memory_bytes), 0) AS mem, COALESCE(SUM(pids), 0) AS pids, COALESCE(SUM(ephemeral_storage_bytes), 0) AS disk, COUNT(*) AS n FROM reservations';
 const ACCOUNT = 'SELECT cpu_millis AS cpu, memory_bytes AS mem, pids, ephemeral_storage_bytes AS disk, worlds AS n FROM reservation_totals WHERE id = 1';
-
-function rng(seed: number): () => number {
-  let s = seed >>> 0;
-  return () => {
-    s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
-    return s / 2 ** 32;
-  };
-}
 
 test('the account equals the reservations summed after every admit, release, recovery and rolled-back transaction (3,000 seeded steps)', async (t) => {
   const s = await scratch(t);

@@ -12,35 +12,22 @@ import { Worker } from 'node:worker_threads';
 import Database from 'better-sqlite3';
 import { Registry } from 'prom-client';
 import { AdmissionAuthority } from '../../node-agent/admission/admission-authority.js';
-import type { NodeCeilings, PerWorldPolicy } from '../../node-agent/admission/admission-policy.js';
-import { observeNode, type ObservedState } from '../../node-agent/admission/observe-node.js';
+import type { NodeCeilings } from '../../node-agent/admission/admission-policy.js';
+import { observeNode } from '../../node-agent/admission/observe-node.js';
 import { createAgentMetrics } from '../../node-agent/metrics.js';
 import { openStore } from '../../node-agent/store/open-store.js';
 import { migrate } from '../../node-agent/store/store-schema.js';
 import { scratch } from './store-fixtures.js';
+import { GiB, perWorld, roomy } from './admission-fixtures.js';
+import { rng } from '../support/seeded-random.js';
 
-const GiB = 2 ** 30;
 const ceilings: NodeCeilings = { cpuMillis: 8000, memoryBytes: 10 * GiB, pids: 20000, worlds: 12, ephemeralStorageBytes: 64 * GiB };
-const perWorld: PerWorldPolicy = {
-  limits: { cpuMillis: 4000, memoryBytes: 4 * GiB, pids: 4096, wallTimeSeconds: 86400, outputBytes: 4 * GiB, ephemeralStorageBytes: 4 * GiB },
-  defaults: { cpuMillis: 1000, memoryBytes: GiB, pids: 512, wallTimeSeconds: 3600, outputBytes: 64 * 2 ** 20, ephemeralStorageBytes: GiB },
-};
-const roomy: ObservedState = { memAvailableBytes: 1024 * GiB, tasks: 100, pidMax: 4_194_304, cpuCount: 8, storeFreeBytes: 1024 * GiB, storeUsedByRunsBytes: 0 };
 const sqlitePath = createRequire(import.meta.url).resolve('better-sqlite3');
 const authorityUrl = new URL('../../node-agent/admission/admission-authority.js', import.meta.url).href;
 
 function withinCeilings(authority: AdmissionAuthority): void {
   const t = authority.totals();
   for (const k of ['cpuMillis', 'memoryBytes', 'pids', 'worlds'] as const) assert.ok(t[k] <= ceilings[k], `${k}: ${t[k]} reserved > ceiling ${ceilings[k]}`);
-}
-
-/** Small deterministic pseudo-random numbers, so a failure can be replayed. */
-function rng(seed: number): () => number {
-  let s = seed >>> 0;
-  return () => {
-    s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
-    return s / 2 ** 32;
-  };
 }
 
 /** From another process (no test runner in it): try to take the write lock on `path` and add a reservation. */

@@ -12,6 +12,7 @@ import { loadPublicKey, verifyLedger, verifyLedgerParallel } from '../../cli/rec
 import type { ReceiptContent } from '../../core/receipts/receipt.js';
 import { ReceiptLedger } from '../../node-agent/receipts/ledger.js';
 import { PUBLIC_PEM_FILE } from '../../node-agent/receipts/signing-key.js';
+import { rng } from '../support/seeded-random.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'wl-receipts-parallel-'));
 after(() => rmSync(dir, { recursive: true, force: true }));
@@ -39,14 +40,6 @@ function ledgerOf(name: string, count: number): { lines: string[]; key: ReturnTy
 
 const main = ledgerOf('main', 400);
 const other = ledgerOf('other', 400);
-
-function rng(seed: number): () => number {
-  let s = seed >>> 0;
-  return () => {
-    s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
-    return s / 2 ** 32;
-  };
-}
 
 /** One character of `text` at `at` replaced by another hex digit or letter. */
 const flip = (text: string, at: number): string => text.slice(0, at) + (text[at] === 'a' ? 'b' : 'a') + text.slice(at + 1);
