@@ -6,7 +6,6 @@
 // and the roster of the Policy governing the World's Roots. Then trust is read again at a fresh clock
 // reading (a key revoked while the graph was read, a clock or snapshot gone back, refuses). The first
 // failure ends the verification with its own reason; nothing partial is returned. Pure.
-import { canonicalJson } from '../canonical-json.js';
 import { DIGEST_PREFIX, sha256Hex } from '../digest.js';
 import { DsseError, IN_TOTO_PAYLOAD_TYPE, verifyEnvelope, type TrustedKey } from './dsse.js';
 import { PREDICATE_TYPES, parseStatement, StatementError, type PredicateType, type Subject } from './statement.js';
@@ -16,6 +15,7 @@ import { waiverCovers, type IsolationWaiver } from './isolation-waiver.js';
 import type { CheckExecution } from './check-execution.js';
 import type { GraphNode, GraphRole } from './collapse-grant.js';
 import type { IsolationDecision, IsolationObservation } from '../isolation/records.js';
+import { identityOf } from '../isolation/identity.js';
 
 export type GraphFailure =
   | 'EVIDENCE_BUDGET_EXCEEDED'
@@ -225,7 +225,7 @@ function verify(input: GraphInput, state: { memory: TrustMemory }): GraphNode[] 
     if (obs.subject.name !== base.name) throw new Refused('EVIDENCE_WORLD_MISMATCH', `the isolation observation is about ${obs.subject.name}, not ${base.name}`);
     if (obs.subject.digest !== base.digest || obs.predicate.subject !== base.digest) throw new Refused('EVIDENCE_SUBSTITUTED', `the isolation observation is about base ${obs.predicate.subject}; the World's base is ${base.digest}`);
     // The decision: about exactly that observation, under the same request.
-    const observed = DIGEST_PREFIX + sha256Hex(canonicalJson(obs.predicate));
+    const observed = identityOf(obs.predicate);
     if (dec.subject.digest !== observed) throw new Refused('EVIDENCE_SUBSTITUTED', `the isolation decision is about observation ${dec.subject.digest}, not the one shown (${observed})`);
     if (dec.subject.name !== `${worldRef}/isolation-observation`) throw new Refused('EVIDENCE_WORLD_MISMATCH', `the isolation decision is about ${dec.subject.name}, not ${worldRef}/isolation-observation`);
     if (dec.predicate.requestIdentity !== obs.predicate.requestIdentity) throw new Refused('EVIDENCE_SUBSTITUTED', `the isolation decision evaluated request ${dec.predicate.requestIdentity}; the observation served ${obs.predicate.requestIdentity}`);
