@@ -2,6 +2,7 @@
 // arguments in TypeScript; every failed syscall throws an Error with code ('ENOENT'), errno (negative, as
 // Node's fs errors) and syscall. Every fd the addon opens is O_CLOEXEC.
 export * from './constants.js';
+export { loopAttach, loopDetach, copySparse } from './loop.js';
 export { openat2, openBeneath, closeFd, forceBeneathFallback, statx, renameat2, fsyncPath, fsyncFd, lgetxattr, llistxattr } from './files.js';
 export { mount, umount2, bindMount, mountOverlay, mountTmpfs, createUserNamespace, mountIdmapped } from './mounts.js';
 export { spawnSandbox, spawnSupervisedSandbox, shimPath, pidfdOpen, watchPidfd, validateSandboxOptions, SandboxChannel } from './sandbox.js';

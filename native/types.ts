@@ -206,6 +206,9 @@ export interface NativeBinding {
   renameat2(olddirfd: number, oldpath: string, newdirfd: number, newpath: string, flags: number): void;
   fsyncPath(path: string): void;
   fsyncFd(fd: number): void;
+  loopAttach(image: string, devDir: string, sysDir: string): string;
+  loopDetach(device: string): void;
+  copySparse(src: string, dst: string): number;
   closeFd(fd: number): void;
   lgetxattr(path: string, name: string): Buffer | null;
   llistxattr(path: string): string[];

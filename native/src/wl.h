@@ -77,6 +77,7 @@ bool wl_register_openat2(napi_env env, napi_value exports);
 bool wl_register_statx(napi_env env, napi_value exports);
 bool wl_register_rename(napi_env env, napi_value exports);
 bool wl_register_fsync(napi_env env, napi_value exports);
+bool wl_register_loop(napi_env env, napi_value exports);
 bool wl_register_xattr(napi_env env, napi_value exports);
 bool wl_register_mount(napi_env env, napi_value exports);
 bool wl_register_mount_tree(napi_env env, napi_value exports);

@@ -27,7 +27,7 @@ export async function teardownRun(paths: WorldPaths, cgroup: WorldCgroup | undef
   if (layersGone) {
     // The run's disk (disk-image.ts) is unmounted with the layers; its loop device goes before its image.
     try {
-      await detachRunDisk(paths);
+      detachRunDisk(paths);
     } catch (err) {
       errors.push(err as Error);
     }

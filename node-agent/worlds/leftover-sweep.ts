@@ -69,7 +69,7 @@ export async function sweepRunLeftovers(store: Store, cgroups: CgroupLayout): Pr
   for (const dir of [store.layout.worlds, checksDir]) {
     for (const loop of loopsUnder(dir)) {
       if (!loop.deleted && existsSync(dirname(loop.backingFile))) continue;
-      await detachLoop(loop.device);
+      detachLoop(loop.device);
       out.loops.push(relative(store.dir, loop.backingFile));
     }
   }

@@ -37,7 +37,7 @@ after(async () => {
     cg.remove();
   }
   for (const m of mountsUnder(dir)) native.umount2(m, native.MNT_DETACH);
-  for (const l of listLoops()) if (l.backingFile.startsWith(`${dir}/`)) await detachLoop(l.device);
+  for (const l of listLoops()) if (l.backingFile.startsWith(`${dir}/`)) detachLoop(l.device);
   rmSync(dir, { recursive: true, force: true });
 });
 

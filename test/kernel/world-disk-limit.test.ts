@@ -177,7 +177,7 @@ test('a disk that does not read back as requested, or cannot be made, is refused
     assert.throws(() => readBackDisk(paths, 4 * MiB + 4096, readback.device), { code: 'EPHEMERAL_STORAGE_LIMIT_MISMATCH', message: /reads back as 4194304 bytes .* not the 4198400 bytes requested/ });
   } finally {
     native.umount2(paths.layers, native.MNT_DETACH);
-    await detachRunDisk(paths);
+    detachRunDisk(paths);
   }
   // Nothing of its own mounted at the layers directory: the size would be the store's, never the request.
   assert.throws(() => readBackDisk(paths, 4 * MiB, readback.device), { code: 'EPHEMERAL_STORAGE_LIMIT_MISMATCH', message: /not a filesystem of its own/ });

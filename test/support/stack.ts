@@ -123,7 +123,7 @@ async function assembleStack(
 export async function removeScratch(dir: string): Promise<void> {
   for (const m of mountsUnder(dir)) native.umount2(m, native.MNT_DETACH);
   // A World still running when its agent stopped keeps its disk (node-agent/sandbox/disk-image.ts) attached.
-  await detachLoopsUnder(dir);
+  detachLoopsUnder(dir);
   const left = mountsUnder(dir);
   if (left.length > 0) throw new Error(`not removing ${dir}: still mounted: ${left.join(', ')}`);
   rmSync(dir, { recursive: true, force: true });
