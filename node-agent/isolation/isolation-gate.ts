@@ -69,13 +69,20 @@ export function worldGate(plan: GatePlan, cgroup: CgroupReadback, events: GateEv
   let proxy: { close(): Promise<void> } | undefined;
   return {
     beforeGo: async ({ pid, pidfd, observation: frame, problems }) => {
+      await observationHooks().beforeGate?.(plan.worldUid);
+      // The World as the API server holds it, asked for first so the round trip overlaps the proxy's
+      // attach and the measurements below instead of following them; settled (never left unhandled) now,
+      // judged where the observation is built.
+      const asked = plan.producers?.request().then(
+        (request) => ({ request }),
+        (error: unknown) => ({ error }),
+      );
       if (plan.network.policy === 'Allowlist') {
         proxy = await attachAllowlist(pid, plan.network.allow, (r) => {
           metrics?.networkRefusals.inc();
           events.networkRefusal({ host: r.host, port: r.port, time: r.time });
         }, { pidfd, logger });
       }
-      await observationHooks().beforeGate?.(plan.worldUid);
       // Each binding and measurement from what produced it; one that cannot be taken leaves the
       // observation incomplete (the plan's value then fills a field of a record that authorizes nothing).
       const unmeasured: string[] = [];
@@ -88,12 +95,10 @@ export function worldGate(plan: GatePlan, cgroup: CgroupReadback, events: GateEv
       }
       let requestIdentity = identityOf(plan.request);
       let subject = plan.request.subject;
-      if (plan.producers) {
-        try {
-          requestIdentity = identityOf(await plan.producers.request());
-        } catch (e) {
-          unmeasured.push(`the request, from the World as the API server holds it: ${why(e)}`);
-        }
+      if (plan.producers && asked) {
+        const answer = await asked;
+        if ('request' in answer) requestIdentity = identityOf(answer.request);
+        else unmeasured.push(`the request, from the World as the API server holds it: ${why(answer.error)}`);
         try {
           subject = plan.producers.subject();
         } catch (e) {
