@@ -49,7 +49,7 @@ async function readLinkOrNull(path: string): Promise<string | null> {
 /** A Root's new generation, checked: its marker and its walk both give the intent's digest. */
 async function verifiedNew(store: Store, i: CollapseIntent): Promise<CollapseWalk | undefined> {
   if (!i.generationId || i.generation === undefined || !i.digest) return undefined;
-  const marker = await readMarker(store.layout, i.generationId);
+  const marker = readMarker(store.layout, i.generationId);
   if (marker?.rootKey !== i.rootKey || marker.generation !== i.generation || marker.digest !== i.digest) return undefined;
   const payload = payloadDir(store.layout, i.generationId);
   if ((await pathKind(payload)) !== 'dir') return undefined;

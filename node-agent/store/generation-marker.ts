@@ -1,7 +1,7 @@
 // marker.json beside each generation's payload: which root and generation number the payload is, and
 // its manifest digest. Recovery and the routing check trust a payload only when its marker agrees with
 // the database.
-import { readFile } from 'node:fs/promises';
+import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 import { writeFileDurable } from './durable-fs.js';
 import { markerPath, type StoreLayout } from './store-layout.js';
@@ -21,10 +21,11 @@ export async function writeMarker(layout: StoreLayout, genId: string, m: Omit<Ge
 }
 
 /** The marker of a generation, or undefined when it is missing or malformed. */
-export async function readMarker(layout: StoreLayout, genId: string): Promise<GenerationMarker | undefined> {
+/** The marker of a generation (a small file, read synchronously), or undefined when missing or malformed. */
+export function readMarker(layout: StoreLayout, genId: string): GenerationMarker | undefined {
   let text: string;
   try {
-    text = await readFile(markerPath(layout, genId), 'utf8');
+    text = readFileSync(markerPath(layout, genId), 'utf8');
   } catch {
     return undefined;
   }

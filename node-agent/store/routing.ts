@@ -3,7 +3,7 @@
 // generation, each hop exact and each store directory a real directory, and the directory reached the
 // very one (device and inode) that was published for that generation, so a payload swapped for another
 // directory under the same name is caught.
-import { lstat, readlink, stat } from 'node:fs/promises';
+import { lstatSync, readlinkSync, statSync } from 'node:fs';
 import { readMarker } from './generation-marker.js';
 import type { Store } from './open-store.js';
 import { StoreError, errnoCode } from './store-errors.js';
@@ -21,17 +21,25 @@ export interface Routing {
 
 const broken = (name: string, detail: string): StoreError => new StoreError('LIVE_MAPPING_BROKEN', `root ${name}: ${detail}`);
 
-async function readLinkOrNull(path: string): Promise<string | null> {
+function readLinkOrNull(path: string): string | null {
   try {
-    return (await lstat(path)).isSymbolicLink() ? await readlink(path) : null;
+    return lstatSync(path).isSymbolicLink() ? readlinkSync(path) : null;
   } catch (e) {
     if (errnoCode(e) === 'ENOENT' || errnoCode(e) === 'ENOTDIR') return null;
     throw e;
   }
 }
 
-/** The route of a root, or LIVE_MAPPING_BROKEN naming the first hop that is wrong. */
-export async function checkRouting(store: Store, name: string): Promise<Routing> {
+/**
+ * The route of a root, or LIVE_MAPPING_BROKEN naming the first hop that is wrong. About a dozen lstat,
+ * readlink and stat calls on the store's own directories, made synchronously: through the thread pool each
+ * cost an event-loop turn, ~1 ms apiece on a busy agent, on every World's launch.
+ */
+export function checkRouting(store: Store, name: string): Promise<Routing> {
+  return new Promise((resolve) => resolve(routeOf(store, name))); // a throw rejects
+}
+
+function routeOf(store: Store, name: string): Routing {
   const root = getRoot(store.db, name);
   if (!root) throw new StoreError('ROOT_NOT_FOUND', `no root named ${name} in the store at ${store.dir}`);
   // A Root being released or released (store/release-root.ts) is read and written by nobody: fail closed, by name.
@@ -39,34 +47,43 @@ export async function checkRouting(store: Store, name: string): Promise<Routing>
   if (root.state === 'Released') throw new StoreError('ROOT_RELEASED', `root ${name} was released to ${root.nodePath} as a plain directory; it is no longer in the store`);
   const gen = getGeneration(store.db, root.rootKey, root.generation);
   if (!gen) throw broken(name, `generation ${root.generation} is not recorded`);
-  const liveDir = await lstat(store.layout.live);
+  const liveDir = lstatSync(store.layout.live);
   if (!liveDir.isDirectory()) throw broken(name, `${store.layout.live} is not a directory`);
 
   const liveLink = liveLinkPath(store.layout, root.rootKey);
-  const liveTarget = await readLinkOrNull(liveLink);
+  const liveTarget = readLinkOrNull(liveLink);
   if (liveTarget === null) throw broken(name, `${liveLink} is not a symlink`);
   if (liveTarget !== liveLinkTarget(gen.id)) throw broken(name, `${liveLink} points to ${liveTarget}, not to generation ${gen.id}`);
 
   const payloadPath = payloadDir(store.layout, gen.id);
   for (const hop of [store.layout.generations, generationDir(store.layout, gen.id), payloadPath]) {
-    const st = await lstat(hop).catch(() => undefined);
+    const st = orUndefined(() => lstatSync(hop));
     if (!st?.isDirectory()) throw broken(name, `${hop} is not a directory`);
   }
-  const marker = await readMarker(store.layout, gen.id);
+  const marker = readMarker(store.layout, gen.id);
   if (!marker || marker.rootKey !== root.rootKey || marker.generation !== root.generation || marker.digest !== root.digest) {
     throw broken(name, `the marker of generation ${gen.id} does not match the recorded root`);
   }
 
-  const hostTarget = await readLinkOrNull(root.nodePath);
+  const hostTarget = readLinkOrNull(root.nodePath);
   if (hostTarget === null) throw broken(name, `${root.nodePath} is not a symlink`);
   if (hostTarget !== liveLink) throw broken(name, `${root.nodePath} points to ${hostTarget}, not to ${liveLink}`);
   const recorded = `${gen.payloadDev}:${gen.payloadIno}`;
   for (const via of [payloadPath, liveLink, root.nodePath]) {
-    const reached = await stat(via, { bigint: true }).catch(() => undefined);
+    const reached = orUndefined(() => statSync(via, { bigint: true }));
     const found = reached ? `${reached.dev}:${reached.ino}` : 'nothing';
     if (found !== recorded) throw broken(name, `${via} does not resolve to the payload published for generation ${gen.id} (device:inode ${recorded}, found ${found})`);
   }
   return { root, generationId: gen.id, payloadPath, liveLink };
+}
+
+/** A stat that cannot be taken (missing, a non-directory or a loop on the way) is no directory and no payload. */
+function orUndefined<T>(fn: () => T): T | undefined {
+  try {
+    return fn();
+  } catch {
+    return undefined;
+  }
 }
 
 /**
