@@ -87,6 +87,7 @@ test('kill -9 during grouped appends: every acknowledged receipt survives, the c
         const lastSeq = whole === 0 ? 0 : bytes.subarray(0, whole).toString('utf8').trimEnd().split('\n').length;
         assert.ok(Math.max(...everAcked.values()) <= lastSeq, `round ${round}: an acknowledged receipt is in the torn tail`);
         torn++;
+        t.diagnostic(`round ${round}: torn tail of ${bytes.length - whole} bytes after line ${lastSeq} (never acknowledged), cut by hand`);
         truncateSync(ledgerPath, whole);
         opened = openCollapseLedger(store, { exportPath });
       }
