@@ -199,18 +199,23 @@ class NodeCollapseReconciler {
     return `${c.metadata.namespace ?? ''}/${c.metadata.name ?? ''}`;
   }
 
-  /** Append the receipt of a final transaction once (a crash after the append finds it as the ledger's head). */
-  private receiptFor(t: TransactionRow, mode: 'Candidate' | 'CheckpointReturn'): SignedReceipt | StatusReceipt {
+  /**
+   * Append the receipt of a final transaction once. A crash (or a failure) after the append and before the
+   * row recorded it finds it in the ledger by transaction id (ReceiptLedger.receiptOf: the store's receipts
+   * rows, which open() backfills from the file after a crash) — not only as the head, since grouped appends
+   * put other transactions' receipts after it in the same group.
+   */
+  private async receiptFor(t: TransactionRow, mode: 'Candidate' | 'CheckpointReturn'): Promise<SignedReceipt | StatusReceipt> {
     if (t.data.receipt) return t.data.receipt;
-    const head = this.d.ledger.last();
-    if (head && head.body.transaction.id === t.id && head.body.transaction.state === t.state) return head;
+    const found = this.d.ledger.receiptOf(t.id, t.state);
+    if (found) return found;
     const committed = t.state === 'COMMITTED';
     // Every final transaction carries its decision (deny() and the commit both set it); one without a
     // decision or a reason is a bug, never receipted under a made-up reason.
     const reason = t.data.status.reason;
     const decision = t.data.status.decision ?? (reason !== undefined ? { authorized: false, reasons: [reason] } : undefined);
     if (!decision) throw new Error(`transaction ${t.id} (${t.state}) has neither a decision nor a reason; no receipt is written for it`);
-    return this.d.ledger.append({
+    return this.d.ledger.appendAsync({
       transaction: { id: t.id, state: committed ? 'COMMITTED' : 'DENIED' },
       world: t.data.world,
       mode,
@@ -251,7 +256,7 @@ class NodeCollapseReconciler {
     const firstTime = !t.data.receipt;
     putTransaction(this.db, t, this.d.clock.now());
     if (t.state === 'COMMITTED') await this.hooks.at('after-committed-row');
-    const r = this.receiptFor(t, c.spec.mode);
+    const r = await this.receiptFor(t, c.spec.mode);
     await this.hooks.at('after-receipt');
     const receipt = 'body' in r ? statusReceipt(r) : r;
     t.data.receipt = receipt;

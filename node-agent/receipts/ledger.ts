@@ -21,7 +21,20 @@
 // is caught up. Opening with `db` therefore reads the whole ledger once. A failure at 2 or 3 after 1
 // succeeded is reported (RECEIPTS_ROW_FAILED, LEDGER_EXPORT_FAILED) and leaves the ledger unusable until
 // reopened, which repairs it.
-import { closeSync, constants, fstatSync, fsyncSync, openSync, readSync } from 'node:fs';
+//
+// Group commit (appendAsync): appends asked for while a group is being written, or in the same turn of
+// the event loop, wait in a queue; the next group takes them all (up to MAX_GROUP), builds and signs each
+// in order (each chained to the one before it), writes their lines with one write and one fsync, inserts
+// their rows in one SQLite transaction, writes and fsyncs the mirror once, and only then settles their
+// promises. So one fsync of the ledger is paid per group, not per receipt, and no promise resolves before
+// its line is on disk. The steps and what a failure at each leaves are the ones above, for the whole
+// group: a failed write or fsync rejects every append of the group (LEDGER_BROKEN) and breaks the ledger
+// (a short write's bytes are cut off again first: none of them was acknowledged); a failed row insert or
+// mirror write rejects them all with RECEIPTS_ROW_FAILED or LEDGER_EXPORT_FAILED, their receipts being in
+// the ledger, and breaks it until reopened. The synchronous append() stays for callers that write one
+// receipt at a time; it refuses (LEDGER_BUSY) while any grouped append is queued or in flight, since it
+// would chain onto a head the group is about to move.
+import { closeSync, constants, fstatSync, fsyncSync, ftruncateSync, openSync, readSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { digestOf } from '../../core/digest.js';
 import { formatLedgerLine, parseLedgerLine, signatureMessage } from '../../core/receipts/ledger-line.js';
@@ -29,10 +42,12 @@ import { buildReceiptBody, parseReceiptBody, receiptId, type ReceiptBody, type R
 import { ChainVerifier } from '../../core/receipts/chain.js';
 import type { Database } from 'better-sqlite3';
 import { fsyncDir, writeAll } from './durable-write.js';
+import { fsyncAsync, writeAllAsync } from './durable-write-async.js';
 import { ed } from './ed25519.js';
 import { ReceiptLedgerError, type ReceiptLedgerCode } from './errors.js';
 import { readLines } from './read-lines.js';
-import { ReceiptRows } from './receipt-rows.js';
+import { deriveRow, ReceiptRows } from './receipt-rows.js';
+import { checkSigners } from './signer-check.js';
 import { loadOrCreateSigningKey, type SigningKey } from './signing-key.js';
 
 export interface SignedReceipt {
@@ -56,13 +71,37 @@ export interface LedgerOptions {
   readonly now?: () => Date;
 }
 
+/** How grouped appends have been committed since open: groups written (one fsync each), receipts in them, the largest group. */
+export interface GroupCommitStats {
+  groups: number;
+  receipts: number;
+  largest: number;
+}
+
 const OPEN_FLAGS = constants.O_RDWR | constants.O_CREAT | constants.O_APPEND | constants.O_NOFOLLOW;
 const CHUNK = 1 << 20;
+/** At most this many receipts in one group, so one group's write and its promises stay bounded. */
+export const MAX_GROUP = 256;
+
+interface PendingAppend {
+  readonly content: ReceiptContent;
+  readonly resolve: (r: SignedReceipt) => void;
+  readonly reject: (e: unknown) => void;
+}
 
 export class ReceiptLedger {
   private head: SignedReceipt | null;
   private broken: string | null = null;
   private closed = false;
+  private fdsClosed = false;
+  /** Bytes of the file that are whole lines this ledger has fsynced (or found on open): what readAll reads. */
+  private size: number;
+  private readonly queue: PendingAppend[] = [];
+  /** A group is being built, written or settled; the next waits in `queue`. */
+  private flushing = false;
+  private flushScheduled = false;
+  private readonly idleWaiters: (() => void)[] = [];
+  private readonly stats: GroupCommitStats = { groups: 0, receipts: 0, largest: 0 };
 
   private constructor(
     readonly path: string,
@@ -73,10 +112,12 @@ export class ReceiptLedger {
     head: SignedReceipt | null,
   ) {
     this.head = head;
+    this.size = fstatSync(fd).size;
   }
 
   static open(options: LedgerOptions): ReceiptLedger {
     const key = loadOrCreateSigningKey(options.keyDir);
+    checkSigners(key);
     const fd = openLedgerFile(options.path);
     let exportFd: number | null = null;
     try {
@@ -110,14 +151,16 @@ export class ReceiptLedger {
     return this.key.publicKeyHex;
   }
 
-  /** Sign and durably append one receipt; its sequence and previous id follow the current last line. */
+  /**
+   * Sign and durably append one receipt now; its sequence and previous id follow the current last line.
+   * LEDGER_BUSY while grouped appends are queued or in flight (see the header).
+   */
   append(content: ReceiptContent): SignedReceipt {
     this.usable();
-    const body = buildReceiptBody(content, (this.head?.body.sequence ?? 0) + 1, this.head?.id ?? null);
-    const id = receiptId(body);
-    const signature = Buffer.from(this.key.sign(signatureMessage(id))).toString('hex');
-    const signed: SignedReceipt = { body, id, signature, keyId: this.key.keyId };
-    const text = formatLedgerLine({ receipt: body, id, signature, keyId: this.key.keyId });
+    if (this.flushing || this.queue.length > 0) {
+      throw new ReceiptLedgerError('LEDGER_BUSY', `${this.path} has ${this.queue.length} grouped append(s) queued${this.flushing ? ' and a group in flight' : ''}; a synchronous append would race them`);
+    }
+    const { signed, text } = this.build(content, this.head);
     const line = Buffer.from(text, 'utf8');
     try {
       writeAll(this.fd, line);
@@ -127,12 +170,13 @@ export class ReceiptLedger {
       throw new ReceiptLedgerError('LEDGER_BROKEN', this.broken);
     }
     this.head = signed; // it is in the ledger now, whatever happens to the row or the mirror
+    this.size += line.length;
     const missed: { code: ReceiptLedgerCode; message: string }[] = [];
     if (this.rows !== null) {
       try {
         this.rows.insert(text.slice(0, -1));
       } catch (e) {
-        missed.push({ code: 'RECEIPTS_ROW_FAILED', message: `the receipts table missed receipt ${body.sequence}: ${(e as Error).message}; reopen to backfill it` });
+        missed.push({ code: 'RECEIPTS_ROW_FAILED', message: `the receipts table missed receipt ${signed.body.sequence}: ${(e as Error).message}; reopen to backfill it` });
       }
     }
     if (this.exportFd !== null) {
@@ -140,7 +184,7 @@ export class ReceiptLedger {
         writeAll(this.exportFd, line);
         fsyncSync(this.exportFd);
       } catch (e) {
-        missed.push({ code: 'LEDGER_EXPORT_FAILED', message: `the export mirror missed receipt ${body.sequence}: ${(e as Error).message}; reopen to catch it up` });
+        missed.push({ code: 'LEDGER_EXPORT_FAILED', message: `the export mirror missed receipt ${signed.body.sequence}: ${(e as Error).message}; reopen to catch it up` });
       }
     }
     if (missed.length > 0) {
@@ -150,6 +194,63 @@ export class ReceiptLedger {
     return signed;
   }
 
+  /**
+   * Sign and durably append one receipt as part of the next group (see the header). Resolves once its
+   * line is written and fsynced and its row and mirror copy are written; rejects, with every other append
+   * of its group, if any of that fails. Receipts are chained in the order appendAsync was called.
+   */
+  appendAsync(content: ReceiptContent): Promise<SignedReceipt> {
+    const refused = this.unusable();
+    if (refused !== null) return Promise.reject(refused);
+    return new Promise((resolve, reject) => {
+      this.queue.push({ content, resolve, reject });
+      if (!this.flushing && !this.flushScheduled) {
+        // Wait for the rest of this turn of the event loop: appends asked for in it join this group.
+        this.flushScheduled = true;
+        setImmediate(() => {
+          this.flushScheduled = false;
+          void this.flush();
+        });
+      }
+    });
+  }
+
+  /** Resolves when no grouped append is queued or in flight. */
+  idle(): Promise<void> {
+    if (!this.flushing && !this.flushScheduled && this.queue.length === 0) return Promise.resolve();
+    return new Promise((resolve) => this.idleWaiters.push(resolve));
+  }
+
+  /** How grouped appends were committed since open (a copy). */
+  groupStats(): GroupCommitStats {
+    return { ...this.stats };
+  }
+
+  /**
+   * The receipt of transaction `transactionId` in final state `state`, if the ledger has one: the head, else
+   * the store's row for it (every line has one after open()'s backfill), else (a ledger without a store) a
+   * scan of the file. Checked (id, key, signature) before it is returned. This is how a caller that crashed
+   * or failed after an append, before recording its receipt, finds it again instead of appending twice —
+   * with grouped appends it need not be the last line.
+   */
+  receiptOf(transactionId: string, state: string): SignedReceipt | null {
+    this.usable();
+    const head = this.head;
+    if (head && head.body.transaction.id === transactionId && head.body.transaction.state === state) return head;
+    let line: string | undefined;
+    if (this.rows !== null) {
+      line = this.rows.lineOf(transactionId, state);
+    } else {
+      const needle = JSON.stringify(transactionId);
+      for (const l of readWhole(this.fd, this.size).split('\n')) {
+        if (!l.includes(needle)) continue; // most lines: no parse
+        const row = deriveRow(l, this.path);
+        if (row.transactionId === transactionId && row.state === state) line = l;
+      }
+    }
+    return line === undefined ? null : checkLine(line, this.path, `the receipt of transaction ${transactionId}`, this.key).signed;
+  }
+
   last(): SignedReceipt | null {
     return this.head;
   }
@@ -157,19 +258,127 @@ export class ReceiptLedger {
   /** Every receipt, in order, after checking the chain and each signature against this ledger's key. */
   readAll(): SignedReceipt[] {
     this.usable();
-    return parseAll(readWhole(this.fd), this.path, this.key);
+    return parseAll(readWhole(this.fd, this.size), this.path, this.key);
   }
 
+  /**
+   * No more appends: queued grouped appends reject with LEDGER_CLOSED. A group already being written is
+   * finished first (its receipts may be on disk already; its promises settle), then the files are closed.
+   */
   close(): void {
     if (this.closed) return;
     this.closed = true;
+    if (!this.flushing) this.closeFiles();
+  }
+
+  private closeFiles(): void {
+    if (this.fdsClosed) return;
+    this.fdsClosed = true;
     closeSync(this.fd);
     if (this.exportFd !== null) closeSync(this.exportFd);
   }
 
+  /** The receipt that follows `previous` (null: the first), signed, and its ledger line. */
+  private build(content: ReceiptContent, previous: SignedReceipt | null): { signed: SignedReceipt; text: string } {
+    const body = buildReceiptBody(content, (previous?.body.sequence ?? 0) + 1, previous?.id ?? null);
+    const id = receiptId(body);
+    const signature = Buffer.from(this.key.sign(signatureMessage(id))).toString('hex');
+    return { signed: { body, id, signature, keyId: this.key.keyId }, text: formatLedgerLine({ receipt: body, id, signature, keyId: this.key.keyId }) };
+  }
+
+  /** Commits groups until the queue is empty; one at a time. */
+  private async flush(): Promise<void> {
+    if (this.flushing) return;
+    this.flushing = true;
+    try {
+      while (this.queue.length > 0) await this.commitGroup(this.queue.splice(0, MAX_GROUP));
+    } finally {
+      this.flushing = false;
+      if (this.closed) this.closeFiles();
+      for (const wake of this.idleWaiters.splice(0)) wake();
+    }
+  }
+
+  /** One group: build and sign in order, one write + fsync, rows in one transaction, mirror once, then settle. */
+  private async commitGroup(group: PendingAppend[]): Promise<void> {
+    const refused = this.unusable();
+    if (refused !== null) {
+      for (const p of group) p.reject(refused);
+      return;
+    }
+    // A content the receipt schema refuses fails alone, before anything is written; the rest chain on.
+    const built: { p: PendingAppend; signed: SignedReceipt; text: string }[] = [];
+    let head = this.head;
+    for (const p of group) {
+      try {
+        const b = this.build(p.content, head);
+        built.push({ p, ...b });
+        head = b.signed;
+      } catch (e) {
+        p.reject(e);
+      }
+    }
+    if (built.length === 0) return;
+    const fail = (code: ReceiptLedgerCode, message: string): void => {
+      this.broken = message;
+      const err = new ReceiptLedgerError(code, message);
+      for (const b of built) b.p.reject(err);
+    };
+    const bytes = Buffer.from(built.map((b) => b.text).join(''), 'utf8');
+    try {
+      await writeAllAsync(this.fd, bytes);
+    } catch (e) {
+      // Nothing of this group was acknowledged: cut a short write's bytes off again, so that a reopen
+      // does not find a torn line (if even that fails, the reopen refuses the torn tail).
+      let cut = '';
+      try {
+        ftruncateSync(this.fd, this.size);
+      } catch (t) {
+        cut = `; cutting the partial write off failed too (${(t as Error).message})`;
+      }
+      return fail('LEDGER_BROKEN', `append of ${built.length} receipt(s) to ${this.path} failed: ${(e as Error).message}${cut}`);
+    }
+    try {
+      await fsyncAsync(this.fd);
+    } catch (e) {
+      return fail('LEDGER_BROKEN', `fsync of ${built.length} appended receipt(s) in ${this.path} failed: ${(e as Error).message}`);
+    }
+    this.head = head; // the group is in the ledger now, whatever happens to the rows or the mirror
+    this.size += bytes.length;
+    this.stats.groups++;
+    this.stats.receipts += built.length;
+    this.stats.largest = Math.max(this.stats.largest, built.length);
+    const first = built[0]!.signed.body.sequence;
+    const last = head!.body.sequence;
+    const missed: { code: ReceiptLedgerCode; message: string }[] = [];
+    if (this.rows !== null) {
+      try {
+        this.rows.insertGroup(built.map((b) => b.text.slice(0, -1)));
+      } catch (e) {
+        missed.push({ code: 'RECEIPTS_ROW_FAILED', message: `the receipts table missed receipts ${first}..${last}: ${(e as Error).message}; reopen to backfill them` });
+      }
+    }
+    if (this.exportFd !== null) {
+      try {
+        await writeAllAsync(this.exportFd, bytes);
+        await fsyncAsync(this.exportFd);
+      } catch (e) {
+        missed.push({ code: 'LEDGER_EXPORT_FAILED', message: `the export mirror missed receipts ${first}..${last}: ${(e as Error).message}; reopen to catch it up` });
+      }
+    }
+    if (missed.length > 0) return fail(missed[0]!.code, missed.map((m) => m.message).join('; '));
+    for (const b of built) b.p.resolve(b.signed);
+  }
+
   private usable(): void {
-    if (this.closed) throw new ReceiptLedgerError('LEDGER_CLOSED', `${this.path} is closed`);
-    if (this.broken !== null) throw new ReceiptLedgerError('LEDGER_BROKEN', this.broken);
+    const refused = this.unusable();
+    if (refused !== null) throw refused;
+  }
+
+  private unusable(): ReceiptLedgerError | null {
+    if (this.closed) return new ReceiptLedgerError('LEDGER_CLOSED', `${this.path} is closed`);
+    if (this.broken !== null) return new ReceiptLedgerError('LEDGER_BROKEN', this.broken);
+    return null;
   }
 }
 
@@ -240,8 +449,8 @@ function parseAll(text: string, path: string, key: SigningKey): SignedReceipt[] 
   });
 }
 
-function readWhole(fd: number): string {
-  const size = fstatSync(fd).size;
+/** The first `size` bytes of the file. */
+function readWhole(fd: number, size: number): string {
   const buf = Buffer.alloc(size);
   let off = 0;
   while (off < size) {

@@ -75,6 +75,7 @@ export function readReceiptRows(db: Database): ReceiptRow[] {
 
 export class ReceiptRows {
   private readonly insertStmt: Statement;
+  private readonly findStmt: Statement;
 
   constructor(
     private readonly db: Database,
@@ -84,11 +85,31 @@ export class ReceiptRows {
       `INSERT INTO receipts (sequence, id, previous, transaction_id, state, body_json, signature, key_id, line, appended_at)
        VALUES (@sequence, @id, @previous, @transactionId, @state, @bodyJson, @signature, @keyId, @line, @appendedAt)`,
     );
+    // receipts_by_transaction (migration 8) serves this lookup.
+    this.findStmt = db.prepare('SELECT line FROM receipts WHERE transaction_id = ? AND state = ? ORDER BY sequence DESC LIMIT 1');
   }
 
   /** Insert the row of a line just appended (and fsynced) to the ledger. */
   insert(line: string): void {
     this.insertStmt.run({ ...deriveRow(line, 'the appended line'), appendedAt: this.now().toISOString() });
+  }
+
+  /** Insert the rows of a group of lines just appended (and fsynced together), in one transaction: all or none. */
+  insertGroup(lines: readonly string[]): void {
+    const appendedAt = this.now().toISOString();
+    this.db.transaction(() => {
+      for (const line of lines) this.insertStmt.run({ ...deriveRow(line, 'the appended line'), appendedAt });
+    })();
+  }
+
+  /**
+   * The line of the newest receipt of transaction `transactionId` in state `state`, if the table has one.
+   * The table holds every line of the ledger once open() has backfilled it (a crash's tail included), and
+   * every line appended since unless an insert failed — and then the ledger refuses appends until reopened.
+   */
+  lineOf(transactionId: string, state: string): string | undefined {
+    const row = this.findStmt.get(transactionId, state) as { line: string } | undefined;
+    return row?.line;
   }
 
   /**

@@ -260,12 +260,13 @@ async function receipts(): Promise<void> {
   const appends = Math.min(n, positiveInt('receipt-appends', values['receipt-appends']));
   const sigOps = positiveInt('sig-ops', values['sig-ops']);
   const rounds = 3;
-  console.log(`receipts: ${appends} appends through the node-agent's ledger (openCollapseLedger on a node store under ${values.dir}) and ${appends} through a file-only ledger; a ledger of ${n} receipts verified with verifyLedger (\`worldline receipts verify\`, median of ${rounds}); raw Ed25519 rates: ${sigOps} ops × ${rounds} rounds, median`);
+  console.log(`receipts: ${appends} appends through the node-agent's ledger (openCollapseLedger on a node store under ${values.dir}) and ${appends} through a file-only ledger, ${appends} each grouped (appendAsync) with 8 and 32 in flight on a second node store; a ledger of ${n} receipts verified with verifyLedger (\`worldline receipts verify\`, median of ${rounds}); raw Ed25519 rates: ${sigOps} ops × ${rounds} rounds, median`);
   const r = await benchReceipts({ dir: values.dir, receipts: n, appends, sigOps, rounds });
   const us = (x: number): string => x.toFixed(x < 100 ? 1 : 0);
   console.table([
     { measure: 'append, node-agent ledger (sign, write, fsync, store row)', 'ops/s': perS(r.append.perS), 'median µs': us(r.append.medianUs), 'p99 µs': us(r.append.p99Us) },
     { measure: 'append, file-only ledger (sign, write, fsync)', 'ops/s': perS(r.appendFileOnly.perS), 'median µs': us(r.appendFileOnly.medianUs), 'p99 µs': us(r.appendFileOnly.p99Us) },
+    ...r.grouped.map((g) => ({ measure: `grouped append (appendAsync), node-agent ledger, ${g.inFlight} in flight, ${g.meanGroup.toFixed(1)} receipts per fsync`, 'ops/s': perS(g.perS), 'median µs': us(g.medianUs), 'p99 µs': us(g.p99Us) })),
     { measure: `write + fsync of a ${r.lineBytes}-byte line`, 'ops/s': perS(r.fsyncPerS) },
     { measure: '@noble/ed25519 sign', 'ops/s': perS(r.raw.nobleSignPerS) },
     { measure: 'Node crypto Ed25519 sign', 'ops/s': perS(r.raw.nodeSignPerS) },
