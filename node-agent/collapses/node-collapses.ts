@@ -72,6 +72,9 @@ export function startNodeCollapses(o: NodeCollapsesOptions): { start(): Promise<
     return { start: () => Promise.resolve(), stop: () => Promise.resolve(), wakeRebasing: () => undefined };
   }
   o.agentMetrics?.ledgerVerified(true);
+  if (opened.ledger.tornTailCut > 0) {
+    o.logger.warn('the receipt ledger ended with an unfinished line (an append a crash interrupted, never acknowledged); it was cut off, and the store\'s rows confirm no acknowledged receipt was in it', { ledger: opened.path, bytes: opened.ledger.tornTailCut });
+  }
   o.logger.info('collapse receipts ledger opened', { ledger: opened.path, publicKey: opened.publicKeyPath, keyId: opened.ledger.keyId });
   const informer = new Informer<Collapse>({ kubeConfig: o.kubeConfig, resource: refs.Collapse, parse: kindParsers.Collapse, fieldSelector: `status.nodeName=${o.nodeName}`, logger: o.logger, clock: o.clock });
   const reconcile = makeNodeCollapseReconciler({

@@ -3,8 +3,12 @@
 // file (fsynced too) that should live where the signing key's holder cannot write.
 //
 // One writer per ledger: the node-agent holds the store lock while it appends. On open, the last line
-// is checked (id, key, signature) and becomes the chain head; a torn last line (a crash mid-append, so
-// never acknowledged) is refused, not repaired. The export must be a byte prefix of the ledger: a
+// is checked (id, key, signature) and becomes the chain head. A last line without its newline is an
+// append a crash interrupted (kill -9 can stop a group's write between pages): with `db`, whose rows
+// witness every acknowledged receipt, those bytes are cut off and counted (tornTailCut), unless the table
+// has a row past the whole lines (then a receipt was acknowledged and the file was cut afterwards:
+// RECEIPTS_DIVERGED, the file left untouched). Without `db` nothing witnesses what was acknowledged, so
+// such a tail is refused (LEDGER_TORN_TAIL), not repaired. The export must be a byte prefix of the ledger: a
 // shorter export is caught up, any other difference is refused — that difference is what the export
 // exists to reveal.
 //
@@ -110,6 +114,8 @@ export class ReceiptLedger {
     private readonly rows: ReceiptRows | null,
     private readonly key: SigningKey,
     head: SignedReceipt | null,
+    /** Bytes of an unfinished last line cut off at open (0 when the ledger ended with a whole line). */
+    readonly tornTailCut: number,
   ) {
     this.head = head;
     this.size = fstatSync(fd).size;
@@ -121,17 +127,31 @@ export class ReceiptLedger {
     const fd = openLedgerFile(options.path);
     let exportFd: number | null = null;
     try {
-      const head = readHead(fd, options.path, key);
-      let rows: ReceiptRows | null = null;
-      if (options.db !== undefined) {
-        rows = new ReceiptRows(options.db, options.now ?? (() => new Date()));
+      const size = fstatSync(fd).size;
+      const rows = options.db !== undefined ? new ReceiptRows(options.db, options.now ?? (() => new Date())) : null;
+      // With rows to witness what was acknowledged, only whole lines count; the rest is cut below.
+      const end = rows !== null ? wholeLinesEnd(fd, size) : size;
+      const head = readHead(fd, options.path, key, end);
+      let tornTailCut = 0;
+      if (end < size && rows !== null) {
+        const last = rows.lastSequence();
+        if (last > (head?.body.sequence ?? 0)) {
+          // A row for a receipt the whole lines do not hold: the cut would lose an acknowledged receipt.
+          // Refused with the file untouched, for whoever inspects it.
+          throw new ReceiptLedgerError('RECEIPTS_DIVERGED', `${options.path} ends with an unfinished line after sequence ${head?.body.sequence ?? 0}, but the store's receipts table has a row for sequence ${last}: the ledger was cut, not torn by a crash; restore it`);
+        }
+        ftruncateSync(fd, end);
+        fsyncSync(fd);
+        tornTailCut = size - end;
+      }
+      if (rows !== null) {
         rows.sync(options.path, readLines(fd), (text, where) => void checkLine(text, options.path, where, key));
       }
       if (options.exportPath !== undefined) {
         exportFd = openLedgerFile(options.exportPath);
         catchUpExport(fd, exportFd, options.exportPath);
       }
-      return new ReceiptLedger(options.path, fd, exportFd, rows, key, head);
+      return new ReceiptLedger(options.path, fd, exportFd, rows, key, head, tornTailCut);
     } catch (e) {
       closeSync(fd);
       if (exportFd !== null) closeSync(exportFd);
@@ -398,9 +418,21 @@ function openLedgerFile(path: string): number {
   return fd;
 }
 
-/** Read and check the last line; null for an empty ledger. */
-function readHead(fd: number, path: string, key: SigningKey): SignedReceipt | null {
-  const size = fstatSync(fd).size;
+/** Where the ledger's whole lines end: just after the last newline below `size` (0 when there is none). */
+function wholeLinesEnd(fd: number, size: number): number {
+  const buf = Buffer.alloc(Math.min(CHUNK, size));
+  for (let end = size; end > 0; ) {
+    const from = Math.max(0, end - buf.length);
+    readSync(fd, buf, 0, end - from, from);
+    const nl = buf.subarray(0, end - from).lastIndexOf(0x0a);
+    if (nl >= 0) return from + nl + 1;
+    end = from;
+  }
+  return 0;
+}
+
+/** Read and check the last line of the first `size` bytes; null for an empty ledger. */
+function readHead(fd: number, path: string, key: SigningKey, size: number): SignedReceipt | null {
   if (size === 0) return null;
   const lastByte = Buffer.alloc(1);
   readSync(fd, lastByte, 0, 1, size - 1);

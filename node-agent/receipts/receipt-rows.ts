@@ -89,6 +89,12 @@ export class ReceiptRows {
     this.findStmt = db.prepare('SELECT line FROM receipts WHERE transaction_id = ? AND state = ? ORDER BY sequence DESC LIMIT 1');
   }
 
+  /** The highest sequence the table holds (0 when it is empty). */
+  lastSequence(): number {
+    const row = this.db.prepare('SELECT MAX(sequence) AS last FROM receipts').get() as { last: number | null };
+    return row.last ?? 0;
+  }
+
   /** Insert the row of a line just appended (and fsynced) to the ledger. */
   insert(line: string): void {
     this.insertStmt.run({ ...deriveRow(line, 'the appended line'), appendedAt: this.now().toISOString() });

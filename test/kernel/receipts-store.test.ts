@@ -181,6 +181,37 @@ test('a row that differs from the ledger is refused with RECEIPTS_DIVERGED', asy
   }
 });
 
+test('an unfinished last line is cut at open when the rows witness it was never acknowledged; a cut receipt is refused, the file untouched', (t) => {
+  const { opts, db } = setup(t);
+  appendAll(opts, 1, 3);
+  const whole = readFileSync(opts.path);
+  const rows = readReceiptRows(db);
+
+  // What a crash mid-append leaves: part of a next line, no newline, no row.
+  const partial = whole.subarray(0, whole.indexOf(0x0a) + 1).subarray(0, 700);
+  writeFileSync(opts.path, Buffer.concat([whole, partial]));
+  const l = ReceiptLedger.open(opts);
+  assert.equal(l.tornTailCut, partial.length, 'exactly the unfinished bytes are cut');
+  assert.ok(readFileSync(opts.path).equals(whole), 'the whole lines are kept byte for byte');
+  assert.equal(l.last()?.body.sequence, 3);
+  l.append(content(4));
+  l.close();
+  assert.equal(fileLines(opts.path).length, 4, 'the next append follows the last whole line');
+  assert.deepEqual(readReceiptRows(db).slice(0, 3), rows);
+
+  // The last acknowledged receipt cut in half (its row exists): not a crash's tail. Refused, nothing cut.
+  const four = readFileSync(opts.path);
+  const halved = four.subarray(0, four.length - 300);
+  writeFileSync(opts.path, halved);
+  assert.throws(() => ReceiptLedger.open(opts), (e: unknown) => refusedWith('RECEIPTS_DIVERGED')(e) && /row for sequence 4/.test((e as Error).message));
+  assert.ok(readFileSync(opts.path).equals(halved), 'the refused ledger is left exactly as found');
+
+  // Without the rows nothing witnesses what was acknowledged: a torn tail is refused as before.
+  const { db: _db, ...fileOnly } = opts;
+  assert.throws(() => ReceiptLedger.open(fileOnly), refusedWith('LEDGER_TORN_TAIL'));
+  assert.ok(readFileSync(opts.path).equals(halved));
+});
+
 test('readLines splits on newlines across read chunks and keeps multi-byte characters whole', (t) => {
   const dir = scratch(t);
   const lines = ['', 'a', 'é'.repeat(700_000), 'x'.repeat((1 << 20) - 3), '€ at a boundary', 'z'.repeat(3 << 20), 'last, without a newline'];
