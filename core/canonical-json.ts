@@ -19,66 +19,84 @@ export class CanonicalJsonError extends Refusal {
 }
 
 export function canonicalJson(value: unknown): string {
-  const parts: string[] = [];
-  write(value, '$', parts, new Set<object>());
-  return parts.join('');
+  const w = new Writer();
+  w.write(value);
+  return w.out;
 }
 
-function write(value: unknown, at: string, out: string[], open: Set<object>): void {
-  switch (typeof value) {
-    case 'string':
-      out.push(JSON.stringify(value));
-      return;
-    case 'boolean':
-      out.push(value ? 'true' : 'false');
-      return;
-    case 'number':
-      if (!Number.isFinite(value)) throw new CanonicalJsonError(at, `non-finite number ${String(value)}`);
-      out.push(JSON.stringify(value)); // -0 is written as 0, like JSON.stringify
-      return;
-    case 'object':
-      if (value === null) {
-        out.push('null');
+/**
+ * Writes one value. The path of the value being written is kept as a stack of keys and indexes and
+ * spelled out ($.a[0].b) only for a refusal: building that string for every value cost more than the
+ * writing itself on the receipts' hot paths (hashing, verifying a ledger's canonical form).
+ */
+class Writer {
+  out = '';
+  private readonly path: (string | number)[] = [];
+  private readonly open = new Set<object>();
+
+  write(value: unknown): void {
+    switch (typeof value) {
+      case 'string':
+        this.out += JSON.stringify(value);
         return;
-      }
-      if (open.has(value)) throw new CanonicalJsonError(at, 'cycle');
-      open.add(value);
-      if (Array.isArray(value)) writeArray(value, at, out, open);
-      else writeObject(value, at, out, open);
-      open.delete(value);
-      return;
-    default:
-      throw new CanonicalJsonError(at, `unsupported type ${typeof value}`);
+      case 'boolean':
+        this.out += value ? 'true' : 'false';
+        return;
+      case 'number':
+        if (!Number.isFinite(value)) throw this.refuse(`non-finite number ${String(value)}`);
+        this.out += JSON.stringify(value); // -0 is written as 0, like JSON.stringify
+        return;
+      case 'object':
+        if (value === null) {
+          this.out += 'null';
+          return;
+        }
+        if (this.open.has(value)) throw this.refuse('cycle');
+        this.open.add(value);
+        if (Array.isArray(value)) this.writeArray(value);
+        else this.writeObject(value);
+        this.open.delete(value);
+        return;
+      default:
+        throw this.refuse(`unsupported type ${typeof value}`);
+    }
   }
-}
 
-function writeArray(items: readonly unknown[], at: string, out: string[], open: Set<object>): void {
-  out.push('[');
-  for (let i = 0; i < items.length; i++) {
-    const item: unknown = items[i];
-    if (item === undefined) throw new CanonicalJsonError(`${at}[${i}]`, 'undefined (or a hole) in an array');
-    if (i > 0) out.push(',');
-    write(item, `${at}[${i}]`, out, open);
+  private writeArray(items: readonly unknown[]): void {
+    this.out += '[';
+    for (let i = 0; i < items.length; i++) {
+      const item: unknown = items[i];
+      this.path.push(i);
+      if (item === undefined) throw this.refuse('undefined (or a hole) in an array');
+      if (i > 0) this.out += ',';
+      this.write(item);
+      this.path.pop();
+    }
+    this.out += ']';
   }
-  out.push(']');
-}
 
-function writeObject(obj: object, at: string, out: string[], open: Set<object>): void {
-  const proto: unknown = Object.getPrototypeOf(obj);
-  if (proto !== Object.prototype && proto !== null) {
-    throw new CanonicalJsonError(at, 'not a plain object');
+  private writeObject(obj: object): void {
+    const proto: unknown = Object.getPrototypeOf(obj);
+    if (proto !== Object.prototype && proto !== null) throw this.refuse('not a plain object');
+    const record = obj as Record<string, unknown>;
+    const keys = Object.keys(record).sort(); // default sort: UTF-16 code units
+    this.out += '{';
+    let first = true;
+    for (const key of keys) {
+      const v = record[key];
+      if (v === undefined) continue;
+      if (!first) this.out += ',';
+      first = false;
+      this.out += JSON.stringify(key) + ':';
+      this.path.push(key);
+      this.write(v);
+      this.path.pop();
+    }
+    this.out += '}';
   }
-  const record = obj as Record<string, unknown>;
-  const keys = Object.keys(record).sort(); // default sort: UTF-16 code units
-  out.push('{');
-  let first = true;
-  for (const key of keys) {
-    const v = record[key];
-    if (v === undefined) continue;
-    if (!first) out.push(',');
-    first = false;
-    out.push(JSON.stringify(key), ':');
-    write(v, `${at}.${key}`, out, open);
+
+  private refuse(reason: string): CanonicalJsonError {
+    const at = this.path.map((k) => (typeof k === 'number' ? `[${k}]` : `.${k}`)).join('');
+    return new CanonicalJsonError(`$${at}`, reason);
   }
-  out.push('}');
 }
