@@ -5,8 +5,9 @@
 # (hostPath of extraMounts) are created and must be real host filesystems; `kind create cluster`; routes
 # between the nodes' pod subnets and a masquerade for pod traffic leaving the cluster (there is no kindnetd,
 # see docs/kind-node-image.md); then waits until every node is Ready and CoreDNS is available.
-# Idempotent: a healthy cluster of that NAME running the current node image is reused (routes re-applied);
-# an unhealthy or outdated one is deleted and created again. Progress goes to stderr.
+# Idempotent: a healthy cluster of that NAME running the current node image, with every node container
+# registered as a Node, is reused (routes re-applied); an unhealthy, half-created or outdated one is
+# deleted and created again. Progress goes to stderr.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 source "${here}/lib/common.sh"
@@ -65,7 +66,13 @@ healthy() {
   ((count == want_nodes)) || return 1
   "${kind}" get kubeconfig --name "${name}" >"${kubeconfig}.new" 2>/dev/null || return 1
   mv -f "${kubeconfig}.new" "${kubeconfig}"
-  k get --raw /readyz >/dev/null 2>&1
+  k get --raw /readyz >/dev/null 2>&1 || return 1
+  # Every node container must also be a registered Node: a cluster whose creation was cut short (the
+  # machine stopped during `kind create cluster`) has running containers and a healthy API server, but a
+  # worker that never joined, and would never get a PodCIDR.
+  local registered
+  registered="$(k get nodes -o name 2>/dev/null | sed 's|^node/||' | sort)" || return 1
+  [[ "${registered}" == "$(nodes | sort)" ]]
 }
 
 # route_pod_subnets: every node routes every other node's PodCIDR via that node's address on the kind
