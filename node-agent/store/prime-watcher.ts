@@ -20,7 +20,8 @@
 // A gap (fail closed) is recorded, for every tree, when: the kernel's bounded queue overflowed
 // (FAN_Q_OVERFLOW: events were lost); an event cannot be attributed (its directory no longer exists and
 // cannot be located as above — e.g. a file written in a directory that was then moved and removed before
-// the drain; an event with no handle at all); a resolution failed for another reason; reading the fd failed
+// the drain; an event with no handle at all; a name that is not valid UTF-8, which would read back as
+// another name); a resolution failed for another reason; reading the fd failed
 // (the watcher then reopens it, which is a restart); a changed non-directory has more than one link (its
 // other names, e.g. in other generations sharing it by hard link, are not reported); more than
 // maxPathsPerTree paths piled up for one tree. A token from another watcher instance (a restart, or a
@@ -104,6 +105,7 @@ export class PrimeWatcher {
   private readonly trees = new Map<string, Tree>();
   private readonly timer: NodeJS.Timeout | null;
   private readonly maxPaths: number;
+  private closed = false;
 
   /** Marks the filesystem holding storeDir and starts draining; throws errno errors (EPERM without CAP_SYS_ADMIN). */
   constructor(storeDir: string, opts: PrimeWatcherOptions = {}) {
@@ -123,7 +125,7 @@ export class PrimeWatcher {
     this.timer = interval > 0 ? setInterval(() => this.drain(), interval).unref() : null;
   }
 
-  /** Increases on every observed change under a watched tree and on every gap. */
+  /** Increases on every observed change under a watched tree, on every gap and on every watch(). */
   get generation(): number {
     return this.seq;
   }
@@ -158,12 +160,13 @@ export class PrimeWatcher {
     const tree = this.trees.get(key);
     if (tree === undefined) return { gap: true, reason: 'not-watched', detail: `${key} is not watched` };
     const colon = token.lastIndexOf(':');
-    const seq = Number(token.slice(colon + 1));
-    if (colon < 0 || token.slice(0, colon) !== this.instance || !Number.isSafeInteger(seq) || seq > this.seq) {
+    const digits = token.slice(colon + 1);
+    const seq = Number(digits);
+    if (colon < 0 || token.slice(0, colon) !== this.instance || !/^[0-9]+$/.test(digits) || !Number.isSafeInteger(seq) || seq > this.seq) {
       return { gap: true, reason: 'restart', detail: 'the token was issued by another watcher (a restart), or is not a token' };
     }
     if (seq < tree.since) return { gap: true, reason: 'before-watch', detail: `the token predates watch(${key})` };
-    if (this.fd === null) return { gap: true, reason: 'not-observing', detail: this.lastGap.detail };
+    if (this.fd === null) return { gap: true, reason: 'not-observing', detail: this.closed ? 'the watcher is closed' : this.lastGap.detail };
     for (const g of [this.lastGap, tree.gap]) {
       if (g !== null && g.seq > seq) return { gap: true, reason: g.reason, detail: g.detail };
     }
@@ -173,6 +176,7 @@ export class PrimeWatcher {
 
   /** Reads and attributes every queued event now. Never throws: a failure is a gap. */
   drain(): void {
+    if (this.closed) return;
     if (this.fd === null) {
       try {
         this.openFd();
@@ -206,6 +210,8 @@ export class PrimeWatcher {
 
   /** Stops draining and closes the fds; the watcher answers nothing afterwards. */
   close(): void {
+    if (this.closed) return;
+    this.closed = true;
     if (this.timer !== null) clearInterval(this.timer);
     if (this.fd !== null) native.closeFd(this.fd);
     this.fd = null;
@@ -306,6 +312,8 @@ export class PrimeWatcher {
       }
     }
     if (fid !== null && fid.path !== null) paths.push(fid.path);
+    // A name that is not UTF-8 reads back with U+FFFD: it would name another path, so it names none.
+    if (paths.some((p) => p.includes('\uFFFD'))) return { unattributed: 'a path that is not valid UTF-8', reason: 'unattributed' };
     if (paths.length === 0) {
       if (fid !== null && deletedSelf) return { paths: [] }; // covered by the DELETE / MOVED_TO that removed its last name
       return { unattributed: `an event (mask 0x${e.mask.toString(16)}) ${fid === null ? 'without a handle' : 'of an object that no longer exists'}`, reason: 'unattributed' };

@@ -217,6 +217,25 @@ test('a directory removed before the drain is located by its own removal event; 
   }
 });
 
+test('a name that is not valid UTF-8 is a gap, not a wrong path', () => {
+  const w = watcher();
+  const { key, root } = tree(w);
+  const token = w.mark(key);
+  writeFileSync(Buffer.concat([Buffer.from(`${root}/bad-`), Buffer.from([0xff, 0xfe])]), 'x');
+  const r = w.changesSince(key, token);
+  assert.equal(r.gap && r.reason, 'unattributed', JSON.stringify(r));
+});
+
+test('a closed watcher answers only gaps', () => {
+  const w = watcher();
+  const { key, root } = tree(w);
+  const token = w.mark(key);
+  w.close();
+  writeFileSync(join(root, 'after-close'), 'x');
+  const r = w.changesSince(key, token);
+  assert.equal(r.gap, true);
+});
+
 test('a fresh watcher has a gap for any token from before it existed; a token older than watch() is a gap', () => {
   const first = watcher();
   const { key, root } = tree(first);
