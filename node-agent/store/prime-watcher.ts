@@ -156,6 +156,7 @@ export class PrimeWatcher {
 
   /** Drains, then the relative paths changed under key's tree since token, sorted; or the gap that hides them. */
   changesSince(key: string, token: string): ChangesSince {
+    if (this.closed) return { gap: true, reason: 'not-observing', detail: 'the watcher is closed' };
     this.drain();
     const tree = this.trees.get(key);
     if (tree === undefined) return { gap: true, reason: 'not-watched', detail: `${key} is not watched` };
@@ -166,7 +167,7 @@ export class PrimeWatcher {
       return { gap: true, reason: 'restart', detail: 'the token was issued by another watcher (a restart), or is not a token' };
     }
     if (seq < tree.since) return { gap: true, reason: 'before-watch', detail: `the token predates watch(${key})` };
-    if (this.fd === null) return { gap: true, reason: 'not-observing', detail: this.closed ? 'the watcher is closed' : this.lastGap.detail };
+    if (this.fd === null) return { gap: true, reason: 'read-failed', detail: this.lastGap.detail };
     for (const g of [this.lastGap, tree.gap]) {
       if (g !== null && g.seq > seq) return { gap: true, reason: g.reason, detail: g.detail };
     }
@@ -235,7 +236,11 @@ export class PrimeWatcher {
     try {
       return native.fanotifyRead(this.fd!);
     } catch (err) {
-      native.closeFd(this.fd!);
+      try {
+        native.closeFd(this.fd!);
+      } catch {
+        // already unusable; it is dropped either way
+      }
       this.fd = null;
       this.gapAll('read-failed', `reading fanotify: ${(err as Error).message}`);
       return null;

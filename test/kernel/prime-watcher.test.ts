@@ -233,7 +233,53 @@ test('a closed watcher answers only gaps', () => {
   w.close();
   writeFileSync(join(root, 'after-close'), 'x');
   const r = w.changesSince(key, token);
-  assert.equal(r.gap, true);
+  assert.equal(r.gap && r.reason, 'not-observing');
+  assert.throws(() => w.mark(key));
+});
+
+test('a read failure is a gap; the watcher reopens its fd, which is a restart, and observes again', () => {
+  const w = watcher();
+  const { key, root } = tree(w);
+  const token = w.mark(key);
+  // Pull the fd out from under it: the next read fails with EBADF.
+  native.closeFd((w as unknown as { fd: number }).fd);
+  writeFileSync(join(root, 'unseen'), 'x');
+  const r = w.changesSince(key, token);
+  assert.equal(r.gap && r.reason, 'read-failed', JSON.stringify(r));
+  const again = w.mark(key); // reopens: a restart gap for every token before it
+  const r2 = w.changesSince(key, token);
+  assert.equal(r2.gap && r2.reason, 'restart', JSON.stringify(r2));
+  writeFileSync(join(root, 'seen'), 'x');
+  assert.deepEqual(paths(w.changesSince(key, again)), ['seen']);
+});
+
+test('native: events decode to fid records (fsid, handle type, handle, name); errors carry code, errno and syscall', () => {
+  const fd = native.fanotifyOpen();
+  const mountFd = native.openat2(native.AT_FDCWD, store, { flags: native.O_RDONLY | native.O_DIRECTORY, resolve: 0 });
+  try {
+    assert.throws(() => native.fanotifyMarkFilesystem(fd, 'relative'), { code: 'ERR_INVALID_ARG_VALUE' });
+    native.fanotifyMarkFilesystem(fd, store);
+    const d = join(store, `native-${++serial}`);
+    mkdirSync(d);
+    const events = native.fanotifyRead(fd);
+    const created = events.find((e) => e.dir?.name === d.slice(store.length + 1));
+    assert.ok(created !== undefined, JSON.stringify(events));
+    assert.equal(created.kind, 'event');
+    assert.equal(created.mask, native.FAN_CREATE | native.FAN_ONDIR);
+    assert.deepEqual(created.records.map((r) => r.type).sort(), [1, 2], 'DFID_NAME of the parent and FID of the new directory');
+    assert.match(created.dir!.fsid!, /^[0-9a-f]{8}:[0-9a-f]{8}$/);
+    assert.equal(created.fid!.fsid, created.dir!.fsid);
+    assert.equal(native.resolveHandle(mountFd, created.dir!), store);
+    assert.equal(native.resolveHandle(mountFd, created.fid!), d);
+    assert.deepEqual(native.fanotifyRead(fd), [], 'drained: nothing left');
+    rmdirSync(d);
+    assert.equal(native.resolveHandle(mountFd, created.fid!), null, 'a removed directory resolves to null (ESTALE), not a throw');
+    assert.throws(() => native.openByHandle(mountFd, created.fid!.handleType!, created.fid!.handle!, native.O_PATH), { code: 'ESTALE', syscall: 'open_by_handle_at' });
+  } finally {
+    native.closeFd(fd);
+    native.closeFd(mountFd);
+  }
+  assert.throws(() => native.fanotifyRead(fd), (err: NodeJS.ErrnoException) => err.code === 'EBADF' && err.errno === -9 && err.syscall === 'read(fanotify)');
 });
 
 test('a fresh watcher has a gap for any token from before it existed; a token older than watch() is a gap', () => {
