@@ -37,7 +37,7 @@
 //   made). On this kernel (6.18, ext4) nothing is reported while such a mapping lives, even after the fd
 //   that made it is closed; FAN_CLOSE_WRITE arrives when the last reference to the open file goes (the
 //   munmap, or the process's exit). A tree written through a mapping that is still mapped is therefore
-//   reported changed only later; the test prime-watcher.test.ts shows exactly this.
+//   reported changed only once the mapping is gone; test/kernel/prime-watcher.test.ts shows exactly this.
 // - Metadata changed through a handle opened with open_by_handle_at on a disconnected dentry arrives
 //   without a directory name and is attributed to one current name of the object only.
 // - The watcher needs CAP_SYS_ADMIN (fanotify with FID reporting on a filesystem mark) and
