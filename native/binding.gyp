@@ -29,7 +29,8 @@
         "src/sandbox_process.c",
         "src/sandbox_wait.c",
         "src/netns.c",
-        "src/loop.c"
+        "src/loop.c",
+        "src/fanotify.c"
       ],
       "defines": ["NAPI_VERSION=8", "_GNU_SOURCE"],
       "cflags": ["-std=gnu11", "-Wall", "-Wextra", "-Werror", "-Wno-unused-parameter", "-fvisibility=hidden"],

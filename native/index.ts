@@ -2,6 +2,10 @@
 // arguments in TypeScript; every failed syscall throws an Error with code ('ENOENT'), errno (negative, as
 // Node's fs errors) and syscall. Every fd the addon opens is O_CLOEXEC.
 export * from './constants.js';
+export {
+  fanotifyOpen, fanotifyMarkFilesystem, fanotifyRead, openByHandle, resolveHandle, FAN_WATCH_MASK, FAN_MODIFY, FAN_ATTRIB, FAN_CLOSE_WRITE,
+  FAN_MOVED_FROM, FAN_MOVED_TO, FAN_CREATE, FAN_DELETE, FAN_DELETE_SELF, FAN_MOVE_SELF, FAN_Q_OVERFLOW, FAN_ONDIR, type FanotifyEvent,
+} from './fanotify.js';
 export { loopAttach, loopDetach, copySparse } from './loop.js';
 export { openat2, openBeneath, closeFd, forceBeneathFallback, statx, renameat2, fsyncPath, fsyncFd, lgetxattr, llistxattr } from './files.js';
 export { mount, umount2, bindMount, mountOverlay, mountTmpfs, createUserNamespace, mountIdmapped } from './mounts.js';
@@ -13,6 +17,6 @@ export { listenInNetns, socketNetnsId, type NetnsTarget } from './netns.js';
 export { NS_NAMES } from './types.js';
 export type {
   BindMountOptions, FileType, IdMap, IdQuad, IdmappedMountOptions, NativeError, NsName, ObservationExpectation,
-  Openat2Options, OverlayOptions, SandboxExit, SandboxHandle, SandboxObservation, SandboxSpawnOptions, Statx, SupervisorOptions,
+  FanotifyRecord, Openat2Options, OverlayOptions, SandboxExit, SandboxHandle, SandboxObservation, SandboxSpawnOptions, Statx, SupervisorOptions,
   TmpfsOptions,
 } from './types.js';

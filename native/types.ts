@@ -196,6 +196,17 @@ export type NativeConstantName =
   | 'MOUNT_ATTR_RDONLY' | 'MOUNT_ATTR_NOSUID' | 'MOUNT_ATTR_NODEV' | 'MOUNT_ATTR_NOEXEC'
   | 'MOUNT_ATTR_NOATIME' | 'MOUNT_ATTR_NODIRATIME' | 'MOUNT_ATTR_IDMAP' | 'MOUNT_ATTR_NOSYMFOLLOW';
 
+/** One info record of a fanotify event. fsid/handleType/handle/name are present for the fid types (1, 2, 3, 10, 12). */
+export interface FanotifyRecord {
+  type: number;
+  /** The filesystem id, "val0:val1" in hex. */
+  fsid?: string;
+  handleType?: number;
+  handle?: Buffer;
+  /** The entry name (DFID_NAME records; null for the others); "." when the event is on the directory itself. */
+  name?: string | null;
+}
+
 /** The raw addon. Only index.ts calls it, after validating every argument. */
 export interface NativeBinding {
   constants: Readonly<Record<NativeConstantName, number>>;
@@ -224,4 +235,8 @@ export interface NativeBinding {
   /** pidfd -1: the namespace of /proc/<pid>/ns/net; else setns(pidfd, CLONE_NEWNET). */
   listenInNetns(pid: number, pidfd: number, host: string, port: number, backlog: number): number;
   socketNetnsId(fd: number): string;
+  fanotifyOpen(): number;
+  fanotifyMarkFilesystem(fd: number, path: string): void;
+  fanotifyRead(fd: number): { mask: number; pid: number; records: FanotifyRecord[] }[];
+  openByHandle(mountFd: number, handleType: number, handle: Buffer, flags: number): number;
 }

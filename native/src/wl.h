@@ -93,6 +93,7 @@ bool wl_register_userns(napi_env env, napi_value exports);
 bool wl_register_sandbox(napi_env env, napi_value exports);
 bool wl_register_netns(napi_env env, napi_value exports);
 bool wl_register_enter(napi_env env, napi_value exports);
+bool wl_register_fanotify(napi_env env, napi_value exports);
 
 /* Walk fallback for RESOLVE_BENEATH|NO_SYMLINKS|NO_MAGICLINKS (beneath_fallback.c); returns fd or -1/errno. */
 int wl_open_beneath_walk(int rootfd, const char *path, int flags, mode_t mode);

@@ -1,0 +1,102 @@
+// fanotify in file-id mode (src/fanotify.c): one fd watching every change of content, metadata or names on
+// a whole filesystem, its events decoded to plain objects with the kernel's file handles, and a handle
+// resolved back to a path. node-agent/store/prime-watcher.ts is the one user.
+import { readlinkSync } from 'node:fs';
+import { binding } from './binding.js';
+import { O_PATH } from './constants.js';
+import type { FanotifyRecord } from './types.js';
+import * as v from './validate.js';
+
+export type { FanotifyRecord } from './types.js';
+
+// Kernel values, include/uapi/linux/fanotify.h.
+export const FAN_MODIFY = 0x2;
+export const FAN_ATTRIB = 0x4;
+export const FAN_CLOSE_WRITE = 0x8;
+export const FAN_MOVED_FROM = 0x40;
+export const FAN_MOVED_TO = 0x80;
+export const FAN_CREATE = 0x100;
+export const FAN_DELETE = 0x200;
+export const FAN_DELETE_SELF = 0x400;
+export const FAN_MOVE_SELF = 0x800;
+export const FAN_Q_OVERFLOW = 0x4000;
+export const FAN_ONDIR = 0x40000000;
+/** What fanotifyMarkFilesystem asks for: every change of content, metadata or names, on files and directories. */
+export const FAN_WATCH_MASK =
+  FAN_MODIFY | FAN_ATTRIB | FAN_CLOSE_WRITE | FAN_CREATE | FAN_DELETE | FAN_MOVED_FROM | FAN_MOVED_TO | FAN_DELETE_SELF | FAN_MOVE_SELF | FAN_ONDIR;
+
+export const FAN_EVENT_INFO_TYPE_FID = 1;
+export const FAN_EVENT_INFO_TYPE_DFID_NAME = 2;
+export const FAN_EVENT_INFO_TYPE_DFID = 3;
+
+/** A decoded event: the raw mask and records, plus the records a watcher needs picked out. */
+export interface FanotifyEvent {
+  kind: 'event' | 'overflow';
+  mask: number;
+  pid: number;
+  records: FanotifyRecord[];
+  /** The object's own handle (FAN_EVENT_INFO_TYPE_FID), when reported. */
+  fid: FanotifyRecord | undefined;
+  /** The directory's handle and entry name (DFID_NAME, or DFID without a name), when reported. */
+  dir: FanotifyRecord | undefined;
+}
+
+/**
+ * fanotify_init(FAN_CLASS_NOTIF | FAN_CLOEXEC | FAN_NONBLOCK | FAN_REPORT_DFID_NAME_TARGET, O_RDONLY | O_LARGEFILE):
+ * the kernel's bounded queue (16384 events by default), never FAN_UNLIMITED_QUEUE. Needs CAP_SYS_ADMIN.
+ * Close it with closeFd.
+ */
+export function fanotifyOpen(): number {
+  return binding.fanotifyOpen();
+}
+
+/** FAN_MARK_ADD | FAN_MARK_FILESYSTEM with FAN_WATCH_MASK on the filesystem holding `path`. */
+export function fanotifyMarkFilesystem(fd: number, path: string): void {
+  binding.fanotifyMarkFilesystem(v.fd('fd', fd), v.absolutePath('path', path));
+}
+
+/**
+ * Every event queued on `fd` now: non-blocking reads until EAGAIN (at most 8 MiB per call; what is left
+ * stays queued). FAN_Q_OVERFLOW is its own kind. Throws errno errors (EPROTO for a record it cannot decode).
+ */
+export function fanotifyRead(fd: number): FanotifyEvent[] {
+  const raw = binding.fanotifyRead(v.fd('fd', fd));
+  return raw.map((e) => ({
+    kind: (e.mask & FAN_Q_OVERFLOW) !== 0 ? 'overflow' : 'event',
+    mask: e.mask,
+    pid: e.pid,
+    records: e.records,
+    fid: e.records.find((r) => r.type === FAN_EVENT_INFO_TYPE_FID),
+    dir: e.records.find((r) => r.type === FAN_EVENT_INFO_TYPE_DFID_NAME || r.type === FAN_EVENT_INFO_TYPE_DFID),
+  }));
+}
+
+/**
+ * open_by_handle_at(mountFd, handle, flags | O_CLOEXEC); needs CAP_DAC_READ_SEARCH. mountFd is any fd on the
+ * filesystem's mount except an O_PATH one (the kernel refuses those with EBADF). Throws errno errors (ESTALE: gone). */
+export function openByHandle(mountFd: number, handleType: number, handle: Buffer, flags: number): number {
+  if (!Buffer.isBuffer(handle) || handle.length === 0 || handle.length > 128) throw v.valueError('handle', 'must be a Buffer of 1..128 bytes');
+  return binding.openByHandle(v.fd('mountFd', mountFd), v.integer('handleType', handleType, -0x80000000, 0x7fffffff), handle, v.flags32('flags', flags));
+}
+
+/**
+ * The path a file handle names now, seen through `mountFd`'s mount: open_by_handle_at(O_PATH) and the
+ * /proc/self/fd link. null when the object no longer exists (ESTALE, ENOENT) or is unlinked ("... (deleted)").
+ */
+export function resolveHandle(mountFd: number, record: FanotifyRecord): string | null {
+  if (record.handle === undefined || record.handleType === undefined) return null;
+  let fd: number;
+  try {
+    fd = openByHandle(mountFd, record.handleType, record.handle, O_PATH);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'ESTALE' || code === 'ENOENT') return null;
+    throw err;
+  }
+  try {
+    const path = readlinkSync(`/proc/self/fd/${fd}`);
+    return path.startsWith('/') && !path.endsWith(' (deleted)') ? path : null;
+  } finally {
+    binding.closeFd(fd);
+  }
+}

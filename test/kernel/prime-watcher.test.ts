@@ -1,0 +1,381 @@
+// The PRIME watcher (node-agent/store/prime-watcher.ts) on a real ext4 filesystem (a fresh image on a loop
+// device, as the store is in production): every kind of change under a watched tree is reported by its
+// relative path, nothing outside a tree is, tree boundaries are compared with a trailing '/', and every
+// gap in observation (overflow, an unresolvable directory, a restart, a hard-linked file, a moved tree)
+// is reported as a gap instead of a list. The mmap test pins down exactly what fanotify reports for a
+// write through a shared writable mapping on this kernel.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import {
+  chmodSync, chownSync, linkSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmdirSync, rmSync, symlinkSync, truncateSync, unlinkSync,
+  utimesSync, writeFileSync,
+} from 'node:fs';
+import { createInterface } from 'node:readline';
+import { join } from 'node:path';
+import * as native from '../../native/index.js';
+import { PrimeWatcher, type ChangesSince } from '../../node-agent/store/prime-watcher.js';
+import { requireRoot } from '../support/require-root.js';
+
+requireRoot('the PRIME watcher tests (fanotify filesystem marks, loop devices, ext4 mounts)');
+const PATH_ENV = { PATH: '/usr/sbin:/usr/bin:/sbin:/bin', LANG: 'C' };
+const dir = mkdtempSync(join('/var/tmp', 'wl-primewatch-'));
+const mnt = join(dir, 'mnt');
+const store = join(mnt, 'store');
+let device = '';
+const watchers: PrimeWatcher[] = [];
+
+before(() => {
+  const image = join(dir, 'fs.img');
+  writeFileSync(image, '');
+  truncateSync(image, 256 * 2 ** 20);
+  execFileSync('mkfs.ext4', ['-q', '-F', '-N', '65536', '--', image], { env: PATH_ENV });
+  device = native.loopAttach(image);
+  mkdirSync(mnt);
+  native.mount(device, mnt, 'ext4', native.MS_NODEV | native.MS_NOSUID, '');
+  mkdirSync(store, { mode: 0o700 });
+});
+
+after(() => {
+  for (const w of watchers) w.close();
+  if (device !== '') {
+    native.umount2(mnt, native.MNT_DETACH);
+    native.loopDetach(device);
+  }
+  rmSync(dir, { recursive: true, force: true });
+});
+
+function watcher(intervalMs = 0): PrimeWatcher {
+  const w = new PrimeWatcher(store, { intervalMs });
+  watchers.push(w);
+  return w;
+}
+
+let serial = 0;
+/** A fresh tree under the store, watched under a fresh key. */
+function tree(w: PrimeWatcher, name = `t${++serial}`): { key: string; root: string } {
+  const root = join(store, 'generations', name, 'payload');
+  mkdirSync(root, { recursive: true });
+  w.watch(name, root);
+  return { key: name, root };
+}
+
+function paths(r: ChangesSince): string[] {
+  assert.equal(r.gap, false, r.gap ? `unexpected gap: ${r.reason}: ${r.detail}` : '');
+  return (r as { paths: string[] }).paths;
+}
+
+test('every kind of change under a watched tree is reported by its relative path', async (t) => {
+  const w = watcher();
+  const outside = join(store, 'outside');
+  mkdirSync(outside, { recursive: true });
+  const cases: { name: string; setup?: (root: string) => void; change: (root: string) => void; want: string[] | ((p: string[]) => void) }[] = [
+    { name: 'write', setup: (r) => writeFileSync(join(r, 'a'), 'x'), change: (r) => writeFileSync(join(r, 'a'), 'changed', { flag: 'r+' }), want: ['a'] },
+    { name: 'truncate', setup: (r) => writeFileSync(join(r, 'a'), 'xyz'), change: (r) => truncateSync(join(r, 'a'), 1), want: ['a'] },
+    { name: 'chmod', setup: (r) => writeFileSync(join(r, 'a'), 'x'), change: (r) => chmodSync(join(r, 'a'), 0o600), want: ['a'] },
+    { name: 'chown', setup: (r) => writeFileSync(join(r, 'a'), 'x'), change: (r) => chownSync(join(r, 'a'), 1234, 1234), want: ['a'] },
+    { name: 'utimes', setup: (r) => writeFileSync(join(r, 'a'), 'x'), change: (r) => utimesSync(join(r, 'a'), 1, 1), want: ['a'] },
+    { name: 'create', change: (r) => writeFileSync(join(r, 'new'), 'x'), want: ['new'] },
+    { name: 'unlink', setup: (r) => writeFileSync(join(r, 'a'), 'x'), change: (r) => unlinkSync(join(r, 'a')), want: ['a'] },
+    {
+      name: 'rename in',
+      setup: () => writeFileSync(join(outside, 'in'), 'x'),
+      change: (r) => renameSync(join(outside, 'in'), join(r, 'in')),
+      want: ['in'],
+    },
+    {
+      name: 'rename out',
+      setup: (r) => writeFileSync(join(r, 'a'), 'x'),
+      change: (r) => renameSync(join(r, 'a'), join(outside, `out-${++serial}`)),
+      want: ['a'],
+    },
+    { name: 'rename within', setup: (r) => writeFileSync(join(r, 'a'), 'x'), change: (r) => renameSync(join(r, 'a'), join(r, 'b')), want: ['a', 'b'] },
+    { name: 'mkdir', change: (r) => mkdirSync(join(r, 'd')), want: ['d'] },
+    { name: 'rmdir', setup: (r) => mkdirSync(join(r, 'd')), change: (r) => rmdirSync(join(r, 'd')), want: ['d'] },
+    { name: 'chmod of the tree directory', change: (r) => chmodSync(r, 0o750), want: ['.'] },
+    {
+      name: 'hard link',
+      setup: (r) => writeFileSync(join(r, 'a'), 'x'),
+      change: (r) => linkSync(join(r, 'a'), join(r, 'b')),
+      // The new name, and the link count change of the file, attributed to one of its (now two) names.
+      want: (p) => {
+        assert.ok(p.includes('b'), p.join());
+        assert.ok(p.every((x) => x === 'a' || x === 'b'), p.join());
+      },
+    },
+    { name: 'symlink', change: (r) => symlinkSync('target', join(r, 's')), want: ['s'] },
+    { name: 'nested write', setup: (r) => mkdirSync(join(r, 'sub/deep'), { recursive: true }), change: (r) => writeFileSync(join(r, 'sub/deep/f'), 'x'), want: ['sub/deep/f'] },
+  ];
+  for (const c of cases) {
+    await t.test(c.name, () => {
+      const { key, root } = tree(w);
+      c.setup?.(root);
+      const token = w.mark(key);
+      assert.deepEqual(paths(w.changesSince(key, token)), [], 'nothing changed yet');
+      const generation = w.generation;
+      c.change(root);
+      const got = paths(w.changesSince(key, token));
+      if (typeof c.want === 'function') c.want(got);
+      else assert.deepEqual(got, c.want);
+      assert.ok(w.generation > generation, 'the generation increased');
+      // A token taken after the change sees nothing more.
+      assert.deepEqual(paths(w.changesSince(key, w.mark(key))), []);
+    });
+  }
+});
+
+test('changes outside every watched tree are not reported, and /x/ab does not contain /x/abc', () => {
+  const w = watcher();
+  const x = join(store, 'x');
+  mkdirSync(join(x, 'ab'), { recursive: true });
+  mkdirSync(join(x, 'abc'), { recursive: true });
+  w.watch('ab', join(x, 'ab'));
+  w.watch('abc', join(x, 'abc'));
+  const ab = w.mark('ab');
+  const abc = w.mark('abc');
+  const generation = w.generation;
+  writeFileSync(join(x, 'abd'), 'x'); // a sibling whose name starts with "ab"
+  mkdirSync(join(x, 'abcd'));
+  writeFileSync(join(x, 'abcd', 'f'), 'x');
+  writeFileSync(join(store, 'elsewhere'), 'x');
+  chmodSync(x, 0o711); // metadata of an ancestor does not change the tree
+  assert.deepEqual(paths(w.changesSince('ab', ab)), []);
+  assert.deepEqual(paths(w.changesSince('abc', abc)), []);
+  assert.equal(w.generation, generation, 'nothing relevant to a watched tree was observed');
+  writeFileSync(join(x, 'abc', 'f'), 'x');
+  assert.deepEqual(paths(w.changesSince('ab', ab)), []);
+  assert.deepEqual(paths(w.changesSince('abc', abc)), ['f']);
+  assert.ok(w.generation > generation);
+});
+
+test('a writer in another process is observed', async () => {
+  const w = watcher();
+  const { key, root } = tree(w);
+  const token = w.mark(key);
+  const child = spawn(process.execPath, ['-e', 'require("node:fs").writeFileSync(process.argv[1], "from the child")', join(root, 'child-wrote')], { stdio: 'inherit' });
+  const [code] = await once(child, 'exit');
+  assert.equal(code, 0);
+  assert.deepEqual(paths(w.changesSince(key, token)), ['child-wrote']);
+});
+
+test('the background timer drains: 2 x 12000 events with a pause between do not overflow the 16384-event queue', async () => {
+  const w = watcher(20);
+  const { key, root } = tree(w);
+  const token = w.mark(key);
+  for (let round = 0; round < 2; round++) {
+    for (let i = 0; i < 12000; i++) writeFileSync(join(root, `r${round}-${i}`), '');
+    await new Promise((r) => setTimeout(r, 300));
+  }
+  assert.equal(paths(w.changesSince(key, token)).length, 24000);
+});
+
+test('a queue overflow is a gap for every key; a token taken after it is clean again', () => {
+  const w = watcher();
+  const a = tree(w);
+  const b = tree(w);
+  const ta = w.mark(a.key);
+  const tb = w.mark(b.key);
+  const bulk = join(store, 'bulk');
+  mkdirSync(bulk);
+  // One event per new file (create, modify and close merge); more than the default 16384 without a drain.
+  for (let i = 0; i < 20000; i++) writeFileSync(join(bulk, String(i)), '');
+  for (const [key, token] of [[a.key, ta], [b.key, tb]] as const) {
+    const r = w.changesSince(key, token);
+    assert.equal(r.gap, true);
+    assert.equal(r.gap && r.reason, 'overflow');
+  }
+  const after = w.mark(a.key);
+  writeFileSync(join(a.root, 'later'), 'x');
+  assert.deepEqual(paths(w.changesSince(a.key, after)), ['later']);
+  rmSync(bulk, { recursive: true });
+});
+
+test('a directory removed before the drain is located by its own removal event; one that also moved is a gap for every key', () => {
+  const w = watcher();
+  const { key, root } = tree(w);
+  const other = tree(w);
+  // Created, written and removed between two drains: every handle in the batch is stale, and still each
+  // event is placed by the DELETE of its directory.
+  const t1 = w.mark(key);
+  mkdirSync(join(root, 'd/e'), { recursive: true });
+  writeFileSync(join(root, 'd/e/f'), 'x');
+  rmSync(join(root, 'd'), { recursive: true });
+  assert.deepEqual(paths(w.changesSince(key, t1)), ['d', 'd/e', 'd/e/f']);
+
+  // A directory moved and then removed: where its events happened cannot be known.
+  const t2 = w.mark(key);
+  const t3 = w.mark(other.key);
+  const gone = join(store, 'gone');
+  mkdirSync(gone);
+  writeFileSync(join(gone, 'f'), 'x');
+  renameSync(gone, `${gone}-moved`);
+  rmSync(`${gone}-moved`, { recursive: true });
+  for (const [k, t] of [[key, t2], [other.key, t3]] as const) {
+    const r = w.changesSince(k, t);
+    assert.equal(r.gap && r.reason, 'unattributed', JSON.stringify(r));
+  }
+});
+
+test('a name that is not valid UTF-8 is a gap, not a wrong path', () => {
+  const w = watcher();
+  const { key, root } = tree(w);
+  const token = w.mark(key);
+  writeFileSync(Buffer.concat([Buffer.from(`${root}/bad-`), Buffer.from([0xff, 0xfe])]), 'x');
+  const r = w.changesSince(key, token);
+  assert.equal(r.gap && r.reason, 'unattributed', JSON.stringify(r));
+});
+
+test('a closed watcher answers only gaps', () => {
+  const w = watcher();
+  const { key, root } = tree(w);
+  const token = w.mark(key);
+  w.close();
+  writeFileSync(join(root, 'after-close'), 'x');
+  const r = w.changesSince(key, token);
+  assert.equal(r.gap && r.reason, 'not-observing');
+  assert.throws(() => w.mark(key));
+});
+
+test('a read failure is a gap; the watcher reopens its fd, which is a restart, and observes again', () => {
+  const w = watcher();
+  const { key, root } = tree(w);
+  const token = w.mark(key);
+  // Pull the fd out from under it: the next read fails with EBADF.
+  native.closeFd((w as unknown as { fd: number }).fd);
+  writeFileSync(join(root, 'unseen'), 'x');
+  const r = w.changesSince(key, token);
+  assert.equal(r.gap && r.reason, 'read-failed', JSON.stringify(r));
+  const again = w.mark(key); // reopens: a restart gap for every token before it
+  const r2 = w.changesSince(key, token);
+  assert.equal(r2.gap && r2.reason, 'restart', JSON.stringify(r2));
+  writeFileSync(join(root, 'seen'), 'x');
+  assert.deepEqual(paths(w.changesSince(key, again)), ['seen']);
+});
+
+test('native: events decode to fid records (fsid, handle type, handle, name); errors carry code, errno and syscall', () => {
+  const fd = native.fanotifyOpen();
+  const mountFd = native.openat2(native.AT_FDCWD, store, { flags: native.O_RDONLY | native.O_DIRECTORY, resolve: 0 });
+  try {
+    assert.throws(() => native.fanotifyMarkFilesystem(fd, 'relative'), { code: 'ERR_INVALID_ARG_VALUE' });
+    native.fanotifyMarkFilesystem(fd, store);
+    const d = join(store, `native-${++serial}`);
+    mkdirSync(d);
+    const events = native.fanotifyRead(fd);
+    const created = events.find((e) => e.dir?.name === d.slice(store.length + 1));
+    assert.ok(created !== undefined, JSON.stringify(events));
+    assert.equal(created.kind, 'event');
+    assert.equal(created.mask, native.FAN_CREATE | native.FAN_ONDIR);
+    assert.deepEqual(created.records.map((r) => r.type).sort(), [1, 2], 'DFID_NAME of the parent and FID of the new directory');
+    assert.match(created.dir!.fsid!, /^[0-9a-f]{8}:[0-9a-f]{8}$/);
+    assert.equal(created.fid!.fsid, created.dir!.fsid);
+    assert.equal(native.resolveHandle(mountFd, created.dir!), store);
+    assert.equal(native.resolveHandle(mountFd, created.fid!), d);
+    assert.deepEqual(native.fanotifyRead(fd), [], 'drained: nothing left');
+    rmdirSync(d);
+    assert.equal(native.resolveHandle(mountFd, created.fid!), null, 'a removed directory resolves to null (ESTALE), not a throw');
+    assert.throws(() => native.openByHandle(mountFd, created.fid!.handleType!, created.fid!.handle!, native.O_PATH), { code: 'ESTALE', syscall: 'open_by_handle_at' });
+  } finally {
+    native.closeFd(fd);
+    native.closeFd(mountFd);
+  }
+  assert.throws(() => native.fanotifyRead(fd), (err: NodeJS.ErrnoException) => err.code === 'EBADF' && err.errno === -9 && err.syscall === 'read(fanotify)');
+});
+
+test('a fresh watcher has a gap for any token from before it existed; a token older than watch() is a gap', () => {
+  const first = watcher();
+  const { key, root } = tree(first);
+  const old = first.mark(key);
+  first.close();
+  watchers.splice(watchers.indexOf(first), 1);
+  const second = watcher();
+  second.watch(key, root);
+  const r = second.changesSince(key, old);
+  assert.equal(r.gap, true);
+  assert.equal(r.gap && r.reason, 'restart');
+  const fresh = second.mark(key);
+  assert.deepEqual(paths(second.changesSince(key, fresh)), []);
+  const late = tree(second);
+  const r2 = second.changesSince(late.key, fresh);
+  assert.equal(r2.gap && r2.reason, 'before-watch');
+  assert.equal(second.changesSince('never-watched', fresh).gap, true);
+});
+
+test('moving the tree directory away, or one above it, is a gap for that tree only', () => {
+  const w = watcher();
+  const a = tree(w);
+  const b = tree(w);
+  const ta = w.mark(a.key);
+  const tb = w.mark(b.key);
+  renameSync(join(a.root, '..'), join(store, 'generations', `${a.key}-moved`));
+  const r = w.changesSince(a.key, ta);
+  assert.equal(r.gap && r.reason, 'tree-moved');
+  assert.deepEqual(paths(w.changesSince(b.key, tb)), []);
+});
+
+test('a write to a file with another name (generations share files by hard link) is a gap', () => {
+  const w = watcher();
+  const prime = tree(w);
+  const other = join(store, 'generations', `other-${++serial}`);
+  mkdirSync(other);
+  writeFileSync(join(prime.root, 'shared'), 'x');
+  linkSync(join(prime.root, 'shared'), join(other, 'shared'));
+  const token = w.mark(prime.key);
+  writeFileSync(join(other, 'shared'), 'written through the other name', { flag: 'r+' });
+  const r = w.changesSince(prime.key, token);
+  assert.equal(r.gap && r.reason, 'hard-linked', JSON.stringify(r));
+});
+
+test('a write through a shared writable mmap: nothing while it is mapped, FAN_CLOSE_WRITE when the mapping goes', async () => {
+  const w = watcher();
+  const { key, root } = tree(w);
+  const file = join(root, 'mapped');
+  const children: ChildProcess[] = [];
+  writeFileSync(file, Buffer.alloc(4096));
+  // A raw fanotify fd too, to see exactly which events the kernel queues for the file.
+  const raw = native.fanotifyOpen();
+  const mountFd = native.openat2(native.AT_FDCWD, store, { flags: native.O_RDONLY | native.O_DIRECTORY, resolve: 0 });
+  try {
+    native.fanotifyMarkFilesystem(raw, store);
+    const token = w.mark(key);
+    // Node has no mmap: python3 maps the file MAP_SHARED, closes the fd, writes through the mapping, msyncs,
+    // then waits for a line before munmap and another before exiting.
+    const script = [
+      'import mmap, os, sys',
+      'fd = os.open(sys.argv[1], os.O_RDWR)',
+      'm = mmap.mmap(fd, 4096, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)',
+      'os.close(fd)',
+      "m[0:5] = b'hello'",
+      'm.flush()',
+      "print('written', flush=True)",
+      'sys.stdin.readline()',
+      'm.close()',
+      "print('unmapped', flush=True)",
+      'sys.stdin.readline()',
+    ].join('\n');
+    const child = spawn('python3', ['-c', script, file], { stdio: ['pipe', 'pipe', 'inherit'], env: PATH_ENV });
+    children.push(child);
+    const lines = createInterface({ input: child.stdout })[Symbol.asyncIterator]();
+    const rawFor = (): string[] =>
+      native.fanotifyRead(raw)
+        .filter((e) => e.dir !== undefined && e.dir.name === 'mapped' && native.resolveHandle(mountFd, e.dir) === root)
+        .map((e) => `0x${e.mask.toString(16)}`);
+
+    assert.equal((await lines.next()).value, 'written');
+    assert.equal(readFileSync(file).subarray(0, 5).toString(), 'hello', 'the bytes are in the file');
+    assert.deepEqual(rawFor(), [], 'no event at all while the mapping lives (the fd is already closed)');
+    assert.deepEqual(paths(w.changesSince(key, token)), [], 'so the watcher cannot report it yet');
+
+    child.stdin.write('\n');
+    assert.equal((await lines.next()).value, 'unmapped');
+    assert.deepEqual(rawFor(), [`0x${native.FAN_CLOSE_WRITE.toString(16)}`], 'exactly FAN_CLOSE_WRITE at munmap: no FAN_MODIFY, no FAN_ATTRIB');
+    assert.deepEqual(paths(w.changesSince(key, token)), ['mapped']);
+    child.stdin.end('\n');
+    const [code] = await once(child, 'exit');
+    assert.equal(code, 0);
+  } finally {
+    native.closeFd(raw);
+    native.closeFd(mountFd);
+    for (const c of children) if (c.exitCode === null) c.kill('SIGKILL');
+  }
+});
