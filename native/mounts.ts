@@ -57,19 +57,22 @@ export function bindMount(source: string, target: string, opts: BindMountOptions
 }
 
 /**
- * Overlayfs via fsopen/fsconfig/fsmount/move_mount, one "lowerdir+" per layer (topmost first). Kernels
+ * Overlayfs via fsopen/fsconfig/fsmount/move_mount, one "lowerdir+" per layer (topmost first); without
+ * `upper` (and `work`) the overlay is read-only and needs two or more lowers. Kernels
  * before 6.8 get a "lowerdir=a:b" string instead, and then a lower path with ':', ',' or '\' is refused.
  */
 export function mountOverlay(target: string, opts: OverlayOptions & AttrFlags): void {
   v.object('opts', opts);
   const lower = v.stringArray('opts.lower', opts.lower, v.absolutePath);
   if (lower.length === 0) throw v.valueError('opts.lower', 'needs at least one layer');
+  if (opts.upper === undefined && lower.length < 2) throw v.valueError('opts.lower', 'a read-only overlay (no upper) needs at least two layers');
+  if (opts.upper === undefined && opts.work !== undefined) throw v.valueError('opts.work', 'a work directory only goes with an upper one');
   const extra = v.stringArray('opts.extra', opts.extra ?? [], v.nonEmptyString);
   binding.mountOverlay(
     v.absolutePath('target', target),
     lower,
-    v.absolutePath('opts.upper', opts.upper),
-    v.absolutePath('opts.work', opts.work),
+    opts.upper === undefined ? '' : v.absolutePath('opts.upper', opts.upper),
+    opts.upper === undefined ? '' : v.absolutePath('opts.work', opts.work),
     extra,
     attrFlags('opts', opts),
   );

@@ -55,8 +55,9 @@ export interface BindMountOptions {
 export interface OverlayOptions {
   /** Lower layers, topmost first, absolute. */
   lower: string[];
-  upper: string;
-  work: string;
+  /** The writable layer and its work directory; both absent: a read-only overlay of the lowers. */
+  upper?: string;
+  work?: string;
   /** Extra overlay options, "key" or "key=value" (e.g. "redirect_dir=on", "index=off"). */
   extra?: string[];
 }

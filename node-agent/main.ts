@@ -53,6 +53,7 @@ import { readTrustPolicyFile } from '../kube/trust-policy-file.js';
 import { WaiverSpender } from './evidence/waiver-spender.js';
 import { worldProducers } from './isolation/world-producers.js';
 import { layerPaths } from './sandbox/run-paths.js';
+import { lowerTop } from './sandbox/rootfs.js';
 import type { IsolationDecision, IsolationObservation } from '../core/isolation/records.js';
 import { observationSubject, worldBaseSubject } from '../core/evidence/isolation-attestation.js';
 import { PREDICATE_TYPES } from '../core/evidence/statement.js';
@@ -230,7 +231,7 @@ async function main(): Promise<void> {
       const view = { ...w.spec.isolation, roots, network: plan.network.policy, base };
       const envelope = w.spec.isolation?.waiver;
       const world = { namespace: w.metadata.namespace ?? '', name: w.metadata.name ?? '', uid: w.metadata.uid ?? '' };
-      const lowers = plan.spec.roots.map((r) => ({ root: r.name, rootKey: r.rootKey, path: layerPaths(plan.spec.paths, r.rootKey).lower }));
+      const lowers = plan.spec.roots.map((r) => ({ root: r.name, rootKey: r.rootKey, path: lowerTop(layerPaths(plan.spec.paths, r.rootKey)) }));
       const producers = worldProducers({ kubeConfig: kc, store, world, network: plan.network.policy, base, lowers });
       const ref = `worlds/${world.namespace}/${world.name}`;
       // Signed only when the observation is about the base the plan forked (else the World is refused anyway).

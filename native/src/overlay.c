@@ -1,5 +1,6 @@
 /* mountOverlay: fsopen("overlay") with one "lowerdir+" per layer (Linux 6.8+, so paths are never split on
- * ':' or ','), then upperdir/workdir and extra options, fsmount, move_mount. On kernels that reject
+ * ':' or ','), then upperdir/workdir (none: a read-only overlay of the lowers) and extra options, fsmount,
+ * move_mount. On kernels that reject
  * "lowerdir+" (EINVAL) it falls back to a single "lowerdir=a:b" string, refusing paths it cannot express. */
 #include "wl.h"
 
@@ -74,13 +75,16 @@ static napi_value js_mount_overlay(napi_env env, napi_callback_info info) {
     return wl_throw_errno_detail(env, err, "fsconfig", lowers[0], log);
   }
 
-  size_t ulen = strlen(upper) + sizeof "upperdir=", wlen = strlen(work) + sizeof "workdir=";
-  WL_AUTOFREE char *upper_opt = malloc(ulen);
-  WL_AUTOFREE char *work_opt = malloc(wlen);
-  if (upper_opt == NULL || work_opt == NULL) return wl_throw_errno(env, ENOMEM, "malloc", NULL);
-  snprintf(upper_opt, ulen, "upperdir=%s", upper);
-  snprintf(work_opt, wlen, "workdir=%s", work);
-  if (!wl_fs_set(env, fsfd, upper_opt, target) || !wl_fs_set(env, fsfd, work_opt, target)) return NULL;
+  /* An empty upper (and work) makes a read-only overlay of the lowers alone (the kernel wants two or more). */
+  if (upper[0] != '\0') {
+    size_t ulen = strlen(upper) + sizeof "upperdir=", wlen = strlen(work) + sizeof "workdir=";
+    WL_AUTOFREE char *upper_opt = malloc(ulen);
+    WL_AUTOFREE char *work_opt = malloc(wlen);
+    if (upper_opt == NULL || work_opt == NULL) return wl_throw_errno(env, ENOMEM, "malloc", NULL);
+    snprintf(upper_opt, ulen, "upperdir=%s", upper);
+    snprintf(work_opt, wlen, "workdir=%s", work);
+    if (!wl_fs_set(env, fsfd, upper_opt, target) || !wl_fs_set(env, fsfd, work_opt, target)) return NULL;
+  }
   for (char **o = extra; *o != NULL; o++)
     if (!wl_fs_set(env, fsfd, *o, target)) return NULL;
   if (!wl_fs_attach(env, fsfd, target, attr)) return NULL;

@@ -42,6 +42,7 @@ import type { CgroupLayout, CgroupReadback } from '../sandbox/cgroup.js';
 import type { Store } from '../store/open-store.js';
 import { checkRoutingSettled } from '../store/routing.js';
 import { payloadDir } from '../store/store-layout.js';
+import { payloadLayers } from '../store/generation-stack.js';
 import { getGeneration, getRoot } from '../store/store-records.js';
 import { AGENT_VERSION } from '../version.js';
 import type { RunAdmission } from '../admission/admission-authority.js';
@@ -267,7 +268,7 @@ export class NodeChecks {
     const candidateDir = join(d.store.layout.candidates, subject.replace(/^sha256:/, ''));
     const { deltas } = readCandidate(candidateDir);
     // Per Root: the base payload (the candidate's lower layer) and the generation verifiers come from.
-    const sources = new Map<string, { rootKey: string; path: string; basePayload: string; primePayload: string; primeGeneration: number }>();
+    const sources = new Map<string, { rootKey: string; path: string; basePayload: string; baseLayers: string[]; primePayload: string; primeGeneration: number }>();
     for (const name of roots) {
       const rec = getRoot(d.store.db, name);
       const b = base.find((x) => x.root === name);
@@ -282,7 +283,7 @@ export class NodeChecks {
         primePayload = routing.payloadPath;
         primeGeneration = routing.root.generation;
       }
-      sources.set(name, { rootKey: rec.rootKey, path: d.rootPath(name) ?? rec.nodePath, basePayload, primePayload, primeGeneration });
+      sources.set(name, { rootKey: rec.rootKey, path: d.rootPath(name) ?? rec.nodePath, basePayload, baseLayers: payloadLayers(d.store.layout, gen.id), primePayload, primeGeneration });
     }
     // The resources every check runs with on this node are part of what its evidence is about.
     const resolved = resolveRequirement(policy, roots, (name) => {
@@ -292,7 +293,7 @@ export class NodeChecks {
     if (!resolved) throw new Refusal('EVIDENCE_CONTEXT_MISSING', `a generation of Roots ${roots.join(', ')} has no manifest in this node's store`);
     const checkRoots: CheckRoot[] = roots.map((name) => {
       const src = sources.get(name)!;
-      return { name, rootKey: src.rootKey, path: src.path, basePayload: src.basePayload, primePayload: src.primePayload, bound: resolved.bound.get(name) ?? [], delta: deltas.get(src.rootKey) ?? null };
+      return { name, rootKey: src.rootKey, path: src.path, basePayload: src.basePayload, baseLayers: src.baseLayers, primePayload: src.primePayload, bound: resolved.bound.get(name) ?? [], delta: deltas.get(src.rootKey) ?? null };
     });
     const first = checkRoots[0];
     if (!first) throw new Refusal('ROOT_NOT_FOUND', 'the World names no Root');

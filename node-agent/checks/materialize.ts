@@ -23,7 +23,7 @@ import type { ManifestEntry } from '../../core/manifest.js';
 import * as native from '../../native/index.js';
 import { hashOpenFile } from '../store/hash-file.js';
 import type { StoredDelta } from '../store/candidates.js';
-import { upperTopOwner, type RootMount } from '../sandbox/rootfs.js';
+import { mountLowers, upperTopOwner, type RootMount } from '../sandbox/rootfs.js';
 import { layerPaths, type LayerPaths, type WorldPaths } from '../sandbox/run-paths.js';
 
 const run = promisify(execFile);
@@ -45,6 +45,8 @@ export interface CheckRoot {
   path: string;
   /** The candidate's base generation payload (read through the store). */
   basePayload: string;
+  /** The base generation's layers, topmost first (store/generation-stack.ts); absent: basePayload alone. */
+  baseLayers?: string[];
   /** Where bound verifiers are staged from: the base generation (first check) or the current PRIME (revalidation). */
   primePayload: string;
   /** Root-relative paths of the verifiers bound in this Root (regular files of the PRIME manifest). */
@@ -234,8 +236,8 @@ export function mountCheckRoot(roots: readonly CheckRoot[]): (paths: WorldPaths,
     chmodSync(l.upper, top.mode & 0o7777);
     native.mountIdmapped(l.stagingDir, l.stagingMount, usernsFd, { readonly: true, recursive: false });
     native.mountIdmapped(l.deltaDir, l.deltaMount, usernsFd, { readonly: true, recursive: false });
-    native.mountIdmapped(root.basePayload, l.lower, usernsFd, { readonly: true, recursive: false });
-    native.mountOverlay(l.merged, { lower: [l.stagingMount, l.deltaMount, l.lower], upper: l.upper, work: l.work, extra: OVERLAY_OPTIONS, nosuid: true, nodev: true });
+    const lowers = mountLowers(l.lower, root.baseLayers ?? [root.basePayload], usernsFd);
+    native.mountOverlay(l.merged, { lower: [l.stagingMount, l.deltaMount, ...lowers], upper: l.upper, work: l.work, extra: OVERLAY_OPTIONS, nosuid: true, nodev: true });
     return l;
   };
 }

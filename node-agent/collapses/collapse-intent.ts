@@ -48,7 +48,7 @@ export function collapsePaths(layout: StoreLayout, i: CollapseIntent): { liveLin
  * is written and synced before the exchange: recovery trusts a live link to a new generation only when
  * that generation's marker (and its walk) agrees with the intent.
  */
-export const COLLAPSE_STEPS = ['after-intent', 'after-stage', 'after-verify', 'after-marker-sync', 'before-exchange', 'after-exchange', 'after-db'] as const;
+export const COLLAPSE_STEPS = ['after-intent', 'after-stage', 'after-verify', 'after-layer-publish', 'after-marker-sync', 'before-exchange', 'after-exchange', 'after-db'] as const;
 export type CollapseStep = (typeof COLLAPSE_STEPS)[number];
 
 export interface CollapseHooks {

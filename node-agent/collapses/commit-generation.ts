@@ -16,6 +16,8 @@ import { CollapseError } from './collapse-errors.js';
 import { nextLinkPath, type CollapseHooks } from './collapse-intent.js';
 import { cleanDigests } from '../store/store-walk.js';
 import { exchangeLiveMapping, removeNextMapping } from './exchange-live.js';
+import { identityDir, layerDir, mountStack, removeGeneration } from '../store/generation-stack.js';
+import { layerMismatch } from './stage-layer.js';
 import type { StagedGeneration } from './stage-generation.js';
 
 /** The base a candidate was captured from: the generation number and PRIME's digest then. */
@@ -85,14 +87,18 @@ async function commitSerialized(store: Store, items: readonly CommitItem[], opti
     for (const { staged } of items) {
       // Into generations/<id> (a leftover of the same id, never recorded since the root is still at its base, goes first).
       const genDir = generationDir(store.layout, staged.generationId);
+      // A full payload or a stacked generation's own layer moves in from staging.
+      const own = staged.layer ? layerDir(store.layout, staged.generationId) : payloadDir(store.layout, staged.generationId);
       if ((await pathKind(staged.payloadPath)) === 'dir') {
-        await rm(genDir, { recursive: true, force: true });
+        await removeGeneration(store.layout, staged.generationId);
         await mkdir(genDir, { mode: 0o700 });
-        await rename(staged.payloadPath, payloadDir(store.layout, staged.generationId));
+        await rename(staged.payloadPath, own);
         await rm(staged.stagingDir, { recursive: true, force: true });
       }
-      await writeMarker(store.layout, staged.generationId, { rootKey: staged.rootKey, generation: staged.generation, digest: staged.digest });
+      await writeMarker(store.layout, staged.generationId, { rootKey: staged.rootKey, generation: staged.generation, digest: staged.digest, ...(staged.layers ? { layers: staged.layers } : {}) });
       await fsyncDirectory(genDir);
+      await step('after-layer-publish');
+      if (staged.layers) mountStack(store.layout, staged.generationId, staged.layers);
     }
     await fsyncDirectory(store.layout.staging);
     await fsyncDirectory(store.layout.generations);
@@ -109,11 +115,21 @@ async function commitSerialized(store: Store, items: readonly CommitItem[], opti
         throw e;
       }
     }
-    const digests = await cleanDigests([...primePaths, ...items.map(({ staged }) => payloadDir(store.layout, staged.generationId))], store.dir);
+    // A stacked generation over its base's stack (PRIME's, re-hashed here) with its own layer on top has
+    // the staged digest when PRIME has the base digest and the layer is still exactly what was staged
+    // (checked again, O(change)). Every other staged payload is walked, and so is one whose derivation
+    // fails, so a refusal says what the staged bytes are.
+    const derived = (i: CommitItem, primeDigest: string | undefined): boolean =>
+      i.staged.layer?.overBase === true && primeDigest === i.expectedBase.digest && layerMismatch(layerDir(store.layout, i.staged.generationId), i.staged.layer.items, i.staged.layer.root) === undefined;
+    const stagedPath = (i: CommitItem): string => payloadDir(store.layout, i.staged.generationId);
+    const primeDigests = await cleanDigests(primePaths, store.dir);
+    const walked = items.filter((i, n) => !derived(i, primeDigests[n]));
+    const walkedDigests = walked.length > 0 ? await cleanDigests(walked.map(stagedPath), store.dir) : [];
     const hashes: BoundaryHashes = { prime: new Map(), staged: new Map() };
-    items.forEach(({ rootName }, n) => {
-      hashes.prime.set(rootName, digests[n]);
-      hashes.staged.set(rootName, digests[items.length + n]);
+    items.forEach((i, n) => {
+      hashes.prime.set(i.rootName, primeDigests[n]);
+      const w = walked.indexOf(i);
+      hashes.staged.set(i.rootName, w >= 0 ? walkedDigests[w] : i.staged.digest);
     });
     await options.authorize?.(hashes);
     for (const { rootName, staged, expectedBase } of items) {
@@ -139,7 +155,7 @@ async function commitSerialized(store: Store, items: readonly CommitItem[], opti
   const now = store.now();
   const payloads = new Map<string, bigint[]>();
   for (const { staged } of items) {
-    const st = await lstat(payloadDir(store.layout, staged.generationId), { bigint: true });
+    const st = await lstat(identityDir(store.layout, staged.generationId, staged.layers !== undefined), { bigint: true });
     payloads.set(staged.generationId, [st.dev, st.ino]);
   }
   store.db.transaction(() => {
@@ -166,7 +182,7 @@ async function undoBeforeExchange(store: Store, staged: readonly StagedGeneratio
   removeNextMapping(store.layout);
   for (const s of staged) {
     await rm(nextLinkPath(store.layout, s.rootKey), { force: true });
-    await rm(generationDir(store.layout, s.generationId), { recursive: true, force: true });
+    await removeGeneration(store.layout, s.generationId);
     await rm(s.stagingDir, { recursive: true, force: true });
   }
   await fsyncDirectory(store.dir);

@@ -14,7 +14,8 @@ import { fsyncDirectory, pathKind, replaceSymlink } from '../store/durable-fs.js
 import { readMarker } from '../store/generation-marker.js';
 import type { Store } from '../store/open-store.js';
 import { errnoCode } from '../store/store-errors.js';
-import { generationDir, liveLinkPath, liveLinkTarget, payloadDir } from '../store/store-layout.js';
+import { liveLinkPath, liveLinkTarget, payloadDir } from '../store/store-layout.js';
+import { identityDir, isStacked, mountStack, removeGeneration } from '../store/generation-stack.js';
 import { deleteIntent, getGeneration, getRoot, insertGeneration, listIntents, upsertRoot } from '../store/store-records.js';
 import { asSetIntent, COLLAPSE_INTENT_KIND, nextLinkPath, type CollapseIntent, type CollapseSetIntent } from './collapse-intent.js';
 import { collapseWalk, type CollapseWalk } from '../store/store-walk.js';
@@ -52,6 +53,13 @@ async function verifiedNew(store: Store, i: CollapseIntent): Promise<CollapseWal
   const marker = readMarker(store.layout, i.generationId);
   if (marker?.rootKey !== i.rootKey || marker.generation !== i.generation || marker.digest !== i.digest) return undefined;
   const payload = payloadDir(store.layout, i.generationId);
+  if (marker.layers) {
+    try {
+      mountStack(store.layout, i.generationId, marker.layers); // after a restart of the node it is not mounted
+    } catch {
+      return undefined;
+    }
+  }
   if ((await pathKind(payload)) !== 'dir') return undefined;
   const walk = await collapseWalk(payload, store.dir);
   return walk.problems.length === 0 && walk.digest === i.digest ? walk : undefined;
@@ -78,7 +86,7 @@ export async function recoverCollapseIntent(store: Store, id: string, data: Coll
       await cleanup(store, set, { keepGenerations: true });
       const now = store.now();
       const payloads: { dev: bigint; ino: bigint }[] = [];
-      for (const i of set.roots) payloads.push(await lstat(payloadDir(store.layout, i.generationId!), { bigint: true }));
+      for (const i of set.roots) payloads.push(await lstat(identityDir(store.layout, i.generationId!, isStacked(readMarker(store.layout, i.generationId!))), { bigint: true }));
       store.db.transaction(() => {
         set.roots.forEach((i, n) => {
           insertGeneration(store.db, { id: i.generationId!, rootKey: i.rootKey, number: i.generation!, digest: i.digest!, payloadDev: String(payloads[n]!.dev), payloadIno: String(payloads[n]!.ino) }, walks[n]!.manifest, now);
@@ -123,7 +131,7 @@ async function cleanup(store: Store, set: CollapseSetIntent, o: { keepGeneration
     await rm(nextLinkPath(store.layout, i.rootKey), { force: true }); // single-link layout of older agents
     await rm(i.staging, { recursive: true, force: true });
     if (!o.keepGenerations && i.generationId && i.generation !== undefined && getGeneration(store.db, i.rootKey, i.generation)?.id !== i.generationId) {
-      await rm(generationDir(store.layout, i.generationId), { recursive: true, force: true });
+      await removeGeneration(store.layout, i.generationId);
     }
   }
   removeNextMapping(store.layout);

@@ -1,24 +1,25 @@
-// Staging the next generation of a root: its payload built from the base payload and the candidate's
-// delta for that root, then walked and required to have exactly the digest the delta gives.
+// Staging the next generation of a root from the base generation and the candidate's delta for that root.
 //
-// Cost: O(entries of the next manifest) metadata operations — every unchanged file is one link(2) to the
-// base payload's inode (no bytes copied; generations share them inside the store), every directory and
-// symlink is re-created, and only the changed files' bytes are copied (from the candidate) — plus one
-// walk of the staged payload that hashes only the copied files (linked inodes carry the base manifest's
-// hash; the commit boundary re-hashes PRIME, which they are, for real). An O(change) version would clone
-// directories lazily; not done here.
+// Normally the next generation is stacked (store/generation-stack.ts): its layer holds only what the
+// delta changes (stage-layer.ts), is checked to hold exactly that, and goes on top of the base's stack.
+// Cost: O(changed paths); the base is never walked or linked here. The commit boundary measures PRIME and
+// re-checks the layer; the stacked payload then has the next manifest's digest by construction.
 //
-// Sharing inodes has two consequences: a walk of one payload sees files with more links than it finds
-// (collapse-walk.ts accepts that), and a file changed in place in PRIME changes the same file in every
-// older generation that shares it (so an older generation is history, not a verified backup).
-import { chmodSync, chownSync, closeSync, copyFileSync, fsyncSync, lchownSync, linkSync, lstatSync, mkdirSync, openSync, symlinkSync } from 'node:fs';
+// When the base's stack is MAX_STACK_DEPTH layers deep, the next generation is a full one instead (the
+// compaction): every unchanged file one link(2) to the inode of the layer that provides it, directories
+// and symlinks re-created, the changed files copied from the candidate, and the result walked (hashing
+// only the copied files: linked inodes carry the base manifest's hash) and required to have the digest.
+import { chmodSync, chownSync, closeSync, copyFileSync, fsyncSync, lchownSync, linkSync, lstatSync, mkdirSync, openSync, readdirSync, symlinkSync } from 'node:fs';
 import { readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { applyDelta, manifestDigest, validateManifest, type Manifest, type ManifestEntry, type RootAttributes } from '../../core/manifest.js';
 import { generationIdFor } from '../../core/root-key.js';
 import type { Store } from '../store/open-store.js';
-import { payloadDir } from '../store/store-layout.js';
+import { payloadDir, type StoreLayout } from '../store/store-layout.js';
+import { readMarker } from '../store/generation-marker.js';
+import { MAX_STACK_DEPTH, layerDir, stackIds } from '../store/generation-stack.js';
+import { buildLayer, layerMismatch, planLayer, type LayerItem } from './stage-layer.js';
 import { getGeneration, getGenerationManifest, getRoot } from '../store/store-records.js';
 import type { KnownHash } from '../store/walk-tree-sync.js';
 import type { StoredDelta } from '../store/candidates.js';
@@ -37,9 +38,17 @@ export interface StagedGeneration {
   /** manifestDigest(applyDelta(base manifest, delta)), which the staged payload's walk was required to equal. */
   digest: string;
   manifest: Manifest;
-  /** The staging directory (it holds `payload`); removed once the payload moves into generations/. */
+  /** The staging directory (it holds `payload` or `layer`); removed once they move into generations/. */
   stagingDir: string;
+  /** A full generation's staged payload (stagingDir/payload); for a stacked one, where its layer is staged. */
   payloadPath: string;
+  /** A stacked generation: the generation ids of its stack, topmost first (its own first when it has a layer). */
+  layers?: string[];
+  /**
+   * A stacked generation's own layer: what it must hold, checked again at the commit boundary, and whether
+   * the rest of its stack is its base's (then it has the staged digest whenever PRIME has the base's).
+   */
+  layer?: { items: LayerItem[]; root: RootAttributes; overBase: boolean };
   /** Files linked to the base payload and files copied from the candidate. */
   linked: number;
   copied: number;
@@ -95,14 +104,43 @@ export async function stageGeneration(store: Store, rootName: string, candidateD
   const generationId = generationIdFor(root.rootKey, generation, digest);
 
   const stagingDir = options.stagingDir ?? join(store.layout.staging, `collapse-${randomUUID()}`);
-  const payloadPath = join(stagingDir, 'payload');
   const basePayload = payloadDir(store.layout, base.id);
+  const baseIds = stackIds(readMarker(store.layout, base.id), base.id);
+  const candidateRoot = join(candidateDir, 'roots', root.rootKey);
+  const staged = { rootName, rootKey: root.rootKey, baseGeneration, baseGenerationId: base.id, baseDigest: base.digest, generation, generationId, digest, manifest, stagingDir };
   await rm(stagingDir, { recursive: true, force: true });
   mkdirSync(stagingDir, { mode: 0o700 });
+
+  if (baseIds.length < MAX_STACK_DEPTH) {
+    const layerPath = join(stagingDir, 'layer');
+    let layer: NonNullable<StagedGeneration['layer']>;
+    let copied: number;
+    try {
+      const items = planLayer(baseManifest, manifest, [...delta.upsert.map((e) => e.path), ...delta.deleted]);
+      const top = lstatSync(basePayload);
+      const rootAttributes = manifest.root ?? { mode: top.mode & 0o7777, uid: top.uid, gid: top.gid };
+      copied = buildLayer(layerPath, items, rootAttributes, candidateRoot).copied;
+      layer = { items, root: rootAttributes, overBase: true };
+    } catch (e) {
+      await rm(stagingDir, { recursive: true, force: true });
+      throw new CollapseError('STAGED_UNTESTED', `building the layer of generation ${generation} of ${rootName} failed: ${String(e)}`, { cause: e });
+    }
+    await options.hooks?.afterStep?.('after-stage');
+    const mismatch = layerMismatch(layerPath, layer.items, layer.root);
+    if (mismatch !== undefined) {
+      await rm(stagingDir, { recursive: true, force: true });
+      throw new CollapseError('STAGED_UNTESTED', `the staged layer of ${rootName} is not the candidate's: ${mismatch}`);
+    }
+    await options.hooks?.afterStep?.('after-verify');
+    return { ...staged, payloadPath: layerPath, layers: [generationId, ...baseIds], layer, linked: 0, copied };
+  }
+
+  // The compaction: a full generation, each unchanged file linked from the layer that provides it.
+  const payloadPath = join(stagingDir, 'payload');
   let counts: { linked: number; copied: number };
   const seed = new Map<string, KnownHash>();
   try {
-    counts = await buildPayload(payloadPath, manifest, new Set(delta.upsert.map((e) => e.path)), basePayload, join(candidateDir, 'roots', root.rootKey), seed);
+    counts = await buildPayload(payloadPath, manifest, new Set(delta.upsert.map((e) => e.path)), providerOf(store.layout, baseIds), candidateRoot, seed);
   } catch (e) {
     await rm(stagingDir, { recursive: true, force: true });
     throw new CollapseError('STAGED_UNTESTED', `building the payload of generation ${generation} of ${rootName} failed: ${String(e)}`, { cause: e });
@@ -122,20 +160,28 @@ export async function stageGeneration(store: Store, rootName: string, candidateD
     throw new CollapseError('STAGED_UNTESTED', `the staged payload of ${rootName} is not the candidate's: ${why}`);
   }
   await options.hooks?.afterStep?.('after-verify');
-  return {
-    rootName,
-    rootKey: root.rootKey,
-    baseGeneration,
-    baseGenerationId: base.id,
-    baseDigest: base.digest,
-    generation,
-    generationId,
-    digest,
-    manifest,
-    stagingDir,
-    payloadPath,
-    ...counts,
-  };
+  return { ...staged, payloadPath, ...counts };
+}
+
+/**
+ * Where each path of a stack's merged tree lives: the topmost layer holding it as a non-directory, else
+ * the full generation at the bottom. Reads the layers only (each holds one collapse's change).
+ */
+export function providerOf(l: StoreLayout, ids: readonly string[]): (path: string) => string {
+  const bottom = payloadDir(l, ids[ids.length - 1]!);
+  const provided = new Map<string, string>();
+  for (const id of ids.slice(0, -1).reverse()) {
+    const top = layerDir(l, id);
+    const visit = (rel: string): void => {
+      for (const d of readdirSync(join(top, rel), { withFileTypes: true })) {
+        const path = rel === '' ? d.name : `${rel}/${d.name}`;
+        if (d.isDirectory()) visit(path);
+        else if (!d.isCharacterDevice()) provided.set(path, join(top, path)); // a whiteout provides nothing
+      }
+    };
+    visit('');
+  }
+  return (path) => provided.get(path) ?? join(bottom, path);
 }
 
 /** Entries in byte order, so each parent directory exists before what it holds. */
@@ -143,7 +189,7 @@ export async function buildPayload(
   payload: string,
   manifest: Manifest,
   changed: ReadonlySet<string>,
-  basePayload: string,
+  source: string | ((path: string) => string),
   candidateRoot: string,
   seed?: Map<string, KnownHash>,
 ): Promise<{ linked: number; copied: number }> {
@@ -168,7 +214,7 @@ export async function buildPayload(
       syncFile(to);
       copied++;
     } else {
-      linkSync(join(basePayload, e.path), to); // the base inode: its owners and mode are already the entry's
+      linkSync(typeof source === 'string' ? join(source, e.path) : source(e.path), to); // the base inode: its owners and mode are already the entry's
       if (seed && e.sha256 !== undefined) {
         const st = lstatSync(to, { bigint: true });
         seed.set(`${st.dev}:${st.ino}`, { size: st.size, mtimeNs: st.mtimeNs, ctimeNs: st.ctimeNs, sha256: e.sha256 });

@@ -1,9 +1,9 @@
 // Staging a return to a checkpoint: the next generation of a Root whose content is exactly an earlier
-// generation's (the checkpoint). Every file is a link to the checkpoint payload's inode, directories and
-// symlinks are re-created, and the staged payload is walked and must have the checkpoint's recorded
-// digest — so a checkpoint whose bytes changed in place since (generations share inodes) is refused.
+// generation's (the checkpoint). It is the checkpoint's stack of layers again (store/generation-stack.ts)
+// under an empty layer of its own, so nothing is copied; the checkpoint's payload is walked and must have
+// its recorded digest, so a checkpoint whose bytes changed since is refused.
 import { randomUUID } from 'node:crypto';
-import { mkdirSync } from 'node:fs';
+import { lstatSync, mkdirSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { manifestDigest } from '../../core/manifest.js';
@@ -13,7 +13,10 @@ import { payloadDir } from '../store/store-layout.js';
 import { getGeneration, getGenerationManifest, getRoot } from '../store/store-records.js';
 import { CollapseError } from './collapse-errors.js';
 import { collapseWalkDigest } from '../store/store-walk.js';
-import { buildPayload, type StageOptions, type StagedGeneration } from './stage-generation.js';
+import type { StageOptions, StagedGeneration } from './stage-generation.js';
+import { buildLayer } from './stage-layer.js';
+import { readMarker } from '../store/generation-marker.js';
+import { stackIds } from '../store/generation-stack.js';
 
 export async function stageReturn(store: Store, rootName: string, fromGeneration: number, checkpointGeneration: number, options: StageOptions = {}): Promise<StagedGeneration> {
   const root = getRoot(store.db, rootName);
@@ -26,18 +29,21 @@ export async function stageReturn(store: Store, rootName: string, fromGeneration
   if (digest !== checkpoint.digest) throw new CollapseError('CANDIDATE_INVALID', `the recorded manifest of generation ${checkpointGeneration} of ${rootName} does not have its digest`);
   const generation = fromGeneration + 1;
   const stagingDir = options.stagingDir ?? join(store.layout.staging, `collapse-${randomUUID()}`);
-  const payloadPath = join(stagingDir, 'payload');
+  // The next generation is the checkpoint's own stack again (a full checkpoint: a stack of itself alone),
+  // with no layer of its own: nothing is copied or linked. Its payload is mounted at the commit, and
+  // walked there; here the checkpoint's payload is walked and must still have its recorded digest.
+  const generationId = generationIdFor(root.rootKey, generation, digest);
+  const layers = [generationId, ...stackIds(readMarker(store.layout, checkpoint.id), checkpoint.id)];
   await rm(stagingDir, { recursive: true, force: true });
   mkdirSync(stagingDir, { mode: 0o700 });
-  let counts: { linked: number; copied: number };
-  try {
-    counts = await buildPayload(payloadPath, manifest, new Set(), payloadDir(store.layout, checkpoint.id), '');
-  } catch (e) {
-    await rm(stagingDir, { recursive: true, force: true });
-    throw new CollapseError('STAGED_UNTESTED', `building generation ${generation} of ${rootName} from checkpoint ${checkpointGeneration} failed: ${String(e)}`, { cause: e });
-  }
+  // Its own layer is empty but for its top directory (the checkpoint's root attributes): every stacked
+  // generation has a layer of its own, whose directory identifies it (store-records payload_dev/ino).
+  const top = lstatSync(payloadDir(store.layout, checkpoint.id));
+  const topAttributes = manifest.root ?? { mode: top.mode & 0o7777, uid: top.uid, gid: top.gid };
+  const layerPath = join(stagingDir, 'layer');
+  buildLayer(layerPath, [], topAttributes, '');
   await options.hooks?.afterStep?.('after-stage');
-  const walk = await collapseWalkDigest(payloadPath, store.dir);
+  const walk = await collapseWalkDigest(payloadDir(store.layout, checkpoint.id), store.dir);
   if (walk.problems.length > 0 || walk.digest !== digest) {
     await rm(stagingDir, { recursive: true, force: true });
     throw new CollapseError('STAGED_UNTESTED', `the checkpoint of ${rootName} (generation ${checkpointGeneration}) no longer has its recorded digest`);
@@ -50,11 +56,14 @@ export async function stageReturn(store: Store, rootName: string, fromGeneration
     baseGenerationId: from.id,
     baseDigest: from.digest,
     generation,
-    generationId: generationIdFor(root.rootKey, generation, digest),
+    generationId,
     digest,
     manifest,
     stagingDir,
-    payloadPath,
-    ...counts,
+    payloadPath: layerPath,
+    layers,
+    layer: { items: [], root: topAttributes, overBase: false },
+    linked: 0,
+    copied: 0,
   };
 }

@@ -16,6 +16,11 @@ export interface RootMount {
   rootKey: string;
   /** The generation payload directory (PRIME at fork time), read through the store. */
   payload: string;
+  /**
+   * The payload's layers, topmost first (store/generation-stack.ts): each is idmapped and the overlay
+   * stacks them under the world's upper. Absent: the payload is one directory.
+   */
+  layers?: string[];
   /** Where the Root appears inside the world (its spec.path). */
   path: string;
 }
@@ -63,6 +68,23 @@ export function upperTopOwner(id: number, idBase: number): number {
   return id < ID_RANGE ? idBase + id : id;
 }
 
+/**
+ * Idmaps each layer of a generation, topmost first, at <lower>/0, <lower>/1, ...; returns those mount
+ * points (the overlay's lower layers, in order). <lower>/0 is the generation's own directory: the
+ * isolation observation identifies the base by it (lowerTop).
+ */
+export function mountLowers(lower: string, layers: readonly string[], usernsFd: number): string[] {
+  return layers.map((layer, i) => {
+    const at = join(lower, String(i));
+    mkdirp(at, 0o700);
+    native.mountIdmapped(layer, at, usernsFd, { readonly: true, recursive: false });
+    return at;
+  });
+}
+
+/** Where a Root's topmost lower layer is mounted in a world or check (the generation's identity). */
+export const lowerTop = (l: Pick<LayerPaths, 'lower'>): string => join(l.lower, '0');
+
 /** Mounts one Root's overlay; returns its layer paths. */
 export function mountRootLayer(paths: WorldPaths, root: RootMount, usernsFd: number, idBase: number): LayerPaths {
   const l = layerPaths(paths, root.rootKey);
@@ -71,8 +93,8 @@ export function mountRootLayer(paths: WorldPaths, root: RootMount, usernsFd: num
   const top = lstatSync(root.payload);
   chownSync(l.upper, upperTopOwner(top.uid, idBase), upperTopOwner(top.gid, idBase));
   chmodSync(l.upper, top.mode & 0o7777);
-  native.mountIdmapped(root.payload, l.lower, usernsFd, { readonly: true, recursive: false });
-  native.mountOverlay(l.merged, { lower: [l.lower], upper: l.upper, work: l.work, extra: OVERLAY_OPTIONS, nosuid: true, nodev: true });
+  const lowers = mountLowers(l.lower, root.layers ?? [root.payload], usernsFd);
+  native.mountOverlay(l.merged, { lower: lowers, upper: l.upper, work: l.work, extra: OVERLAY_OPTIONS, nosuid: true, nodev: true });
   return l;
 }
 

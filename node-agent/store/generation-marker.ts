@@ -11,6 +11,11 @@ export const GenerationMarkerSchema = z.strictObject({
   rootKey: z.string().min(1),
   generation: z.number().int().positive(),
   digest: z.string().regex(/^sha256:[0-9a-f]{64}$/),
+  /**
+   * A stacked generation (generation-stack.ts): the generation ids whose layers make its payload, topmost
+   * first, the last a full generation. Absent: the payload is a full tree of its own.
+   */
+  layers: z.array(z.string().regex(/^[A-Za-z0-9._-]+$/)).min(1).max(64).optional(),
 });
 
 export type GenerationMarker = z.infer<typeof GenerationMarkerSchema>;

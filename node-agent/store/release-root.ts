@@ -23,6 +23,7 @@ import type { Store } from './open-store.js';
 import { RELEASE_INTENT_KIND, releaseIntentFor, type ReleaseHooks, type ReleaseIntent } from './release-intent.js';
 import { StoreError } from './store-errors.js';
 import { liveLinkPath, payloadDir } from './store-layout.js';
+import { unmountRootStacks } from './generation-stack.js';
 import { serializedOnStore } from './store-serial.js';
 import { deleteIntent, getGeneration, getRoot, insertIntent, listIntents, setRootState, type RootRecord } from './store-records.js';
 import { collapseWalk } from './store-walk.js';
@@ -107,6 +108,7 @@ export async function finishRelease(store: Store, id: string, i: ReleaseIntent, 
     if ((await pathKind(liveLink)) === 'symlink') await unlink(liveLink);
     await fsyncDirectory(store.layout.live);
   });
+  unmountRootStacks(store, i.rootKey); // the history stays in the store as layers, read by nobody
   store.db.transaction(() => {
     setRootState(store.db, i.name, 'Released', 'ROOT_RELEASED', `generation ${i.generation} (${i.digest}) was released to ${i.hostPath} as a plain directory; its history stays in the store`, store.now());
     deleteIntent(store.db, id);

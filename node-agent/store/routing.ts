@@ -2,9 +2,11 @@
 // before anyone reads: host path -> live/<root key> -> generations/<id>/payload of the recorded
 // generation, each hop exact and each store directory a real directory, and the directory reached the
 // very one (device and inode) that was published for that generation, so a payload swapped for another
-// directory under the same name is caught.
+// directory under the same name is caught. A stacked generation (generation-stack.ts) is identified by
+// its own layer, and its payload must be a mount (another device) over the payload directory.
 import { lstatSync, readlinkSync, statSync } from 'node:fs';
 import { readMarker } from './generation-marker.js';
+import { isStacked, layerDir, stackDirs, stackIds } from './generation-stack.js';
 import type { Store } from './open-store.js';
 import { StoreError, errnoCode } from './store-errors.js';
 import { serializedOnStore } from './store-serial.js';
@@ -16,6 +18,8 @@ export interface Routing {
   generationId: string;
   /** The payload directory of PRIME, as a path with no links in it. */
   payloadPath: string;
+  /** Its layers, topmost first (generation-stack.ts): the payload itself when it is a full generation. */
+  layers: string[];
   liveLink: string;
 }
 
@@ -69,12 +73,23 @@ function routeOf(store: Store, name: string): Routing {
   if (hostTarget === null) throw broken(name, `${root.nodePath} is not a symlink`);
   if (hostTarget !== liveLink) throw broken(name, `${root.nodePath} points to ${hostTarget}, not to ${liveLink}`);
   const recorded = `${gen.payloadDev}:${gen.payloadIno}`;
+  // A stacked generation is identified by its own layer, and its payload is the mount of its stack on
+  // top of the (empty) payload directory: all three ways in must reach that mount, on another device.
+  let expected = recorded;
+  if (isStacked(marker)) {
+    const layer = orUndefined(() => lstatSync(layerDir(store.layout, gen.id), { bigint: true }));
+    const found = layer ? `${layer.dev}:${layer.ino}` : 'nothing';
+    if (found !== recorded) throw broken(name, `the layer of generation ${gen.id} is not the one published (device:inode ${recorded}, found ${found})`);
+    const mounted = orUndefined(() => statSync(payloadPath, { bigint: true }));
+    if (!mounted || mounted.dev === layer!.dev) throw broken(name, `the stacked payload of generation ${gen.id} is not mounted at ${payloadPath}`);
+    expected = `${mounted.dev}:${mounted.ino}`;
+  }
   for (const via of [payloadPath, liveLink, root.nodePath]) {
     const reached = orUndefined(() => statSync(via, { bigint: true }));
     const found = reached ? `${reached.dev}:${reached.ino}` : 'nothing';
-    if (found !== recorded) throw broken(name, `${via} does not resolve to the payload published for generation ${gen.id} (device:inode ${recorded}, found ${found})`);
+    if (found !== expected) throw broken(name, `${via} does not resolve to the payload published for generation ${gen.id} (device:inode ${expected}, found ${found})`);
   }
-  return { root, generationId: gen.id, payloadPath, liveLink };
+  return { root, generationId: gen.id, payloadPath, layers: isStacked(marker) ? stackDirs(store.layout, stackIds(marker, gen.id)) : [payloadPath], liveLink };
 }
 
 /** A stat that cannot be taken (missing, a non-directory or a loop on the way) is no directory and no payload. */

@@ -169,3 +169,15 @@ export function getGenerationManifest(db: Database, id: string): Manifest | unde
   const row = db.prepare('SELECT manifest_json FROM generations WHERE id = ?').get(id) as { manifest_json: string } | undefined;
   return row && (JSON.parse(row.manifest_json) as Manifest);
 }
+
+/**
+ * The ids of the generations whose payloads are read: every generation of a Root that is not Released
+ * (the store's own list, for mounting stacked payloads at open), or of one Root key.
+ */
+export function listGenerationIds(db: Database, rootKey?: string): string[] {
+  const rows = rootKey === undefined
+    ? db.prepare(`SELECT g.id FROM generations g JOIN roots r ON r.root_key = g.root_key WHERE r.state != 'Released' ORDER BY g.root_key, g.number`).all()
+    : db.prepare('SELECT id FROM generations WHERE root_key = ? ORDER BY number').all(rootKey);
+  return (rows as { id: string }[]).map((r) => r.id);
+}
+

@@ -26,6 +26,8 @@ export interface WorldRoot {
   path: string;
   /** PRIME's payload directory at fork time (read through the store). */
   payload: string;
+  /** Its layers, topmost first (store/generation-stack.ts); absent: the payload is one directory. */
+  layers?: string[];
   generation: number;
   digest: string;
   /**
@@ -79,7 +81,7 @@ export function startWorldRun(spec: WorldRunSpec, report: (e: WorldEvent) => Pro
       // The upper layers' own filesystem of the reserved size (disk-image.ts), read back before anything runs.
       if (spec.ephemeralStorageBytes !== undefined) await report({ type: 'disk', readback: await mountRunDisk(spec.paths, spec.ephemeralStorageBytes) });
       const forked = spec.timers?.timeFork();
-      const layers = runRootfs(spec, spec.paths, spec.roots.map((r) => ({ rootKey: r.rootKey, payload: r.payload, path: r.path })), spec.credential ? { credential: spec.credential } : {});
+      const layers = runRootfs(spec, spec.paths, spec.roots.map((r) => ({ rootKey: r.rootKey, payload: r.payload, ...(r.layers ? { layers: r.layers } : {}), path: r.path })), spec.credential ? { credential: spec.credential } : {});
       forked?.();
       workload = await startRun(spec, spec.paths, cgroup, made.readback, spec.paths.output);
       observation = workload.observation;

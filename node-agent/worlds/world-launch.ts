@@ -78,7 +78,7 @@ export async function buildRunSpec(world: Pick<World, 'metadata' | 'spec'>, ctx:
       return m;
     };
     const path = ctx.rootPaths(name) ?? routing.root.nodePath;
-    roots.push({ name, rootKey, path, payload: routing.payloadPath, generation, digest: routing.root.digest, manifest });
+    roots.push({ name, rootKey, path, payload: routing.payloadPath, layers: routing.layers, generation, digest: routing.root.digest, manifest });
   }
   const first = roots[0];
   if (!first) throw new LaunchRefused('ROOT_NOT_FOUND', 'the World names no Root');

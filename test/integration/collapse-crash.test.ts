@@ -38,12 +38,13 @@ const COLLAPSE_TEST_STEPS = COLLAPSE_OBSERVED_STEPS.filter((x) => x !== 'after-r
 const RUNS_PER_STEP = 2;
 const CLI = fileURLToPath(new URL('../../cli/worldline.js', import.meta.url));
 /** The steps before the single exchange: a kill there must leave PRIME at its base. */
-const BEFORE_EXCHANGE: readonly CollapseTestStep[] = ['after-prepared', 'after-authorized', 'after-intent', 'after-stage', 'after-verify', 'after-marker-sync', 'after-grant-spent', 'before-exchange'];
+const BEFORE_EXCHANGE: readonly CollapseTestStep[] = ['after-prepared', 'after-authorized', 'after-intent', 'after-stage', 'after-verify', 'after-layer-publish', 'after-marker-sync', 'after-grant-spent', 'before-exchange'];
 /** The steps that leave a collapse intent for startup recovery, and what recovery must make of it. */
 const RECOVERY: Partial<Record<CollapseTestStep, 'rolled-back' | 'committed'>> = {
   'after-intent': 'rolled-back',
   'after-stage': 'rolled-back',
   'after-verify': 'rolled-back',
+  'after-layer-publish': 'rolled-back',
   'after-marker-sync': 'rolled-back',
   'after-grant-spent': 'rolled-back',
   'before-exchange': 'rolled-back',

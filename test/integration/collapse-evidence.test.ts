@@ -280,7 +280,7 @@ describe('collapse evidence on a real stack', () => {
     const staging = join(s.storeDir, 'staging');
     const dirs = readdirSync(staging).filter((d) => d.startsWith('collapse-'));
     assert.equal(dirs.length, 1, dirs.join(','));
-    writeFileSync(join(staging, dirs[0]!, 'payload', 'README.md'), 'ok, and something nobody tested\n');
+    writeFileSync(join(staging, dirs[0]!, 'layer', 'README.md'), 'ok, and something nobody tested\n');
     rmSync(flag);
     const c = await waitCollapse(s, 'staged-col');
     denied(c, 'STAGED_UNTESTED');

@@ -8,7 +8,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { chownSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { chownSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseLedgerLine } from '../../core/receipts/ledger-line.js';
@@ -79,7 +79,9 @@ describe('collapse on a real stack', () => {
     // The host path routes through live/ to the new generation.
     assert.equal(readFileSync(join(hostPath, 'a.txt'), 'utf8'), 'alpha\nfirst\n');
     assert.equal(readFileSync(join(hostPath, 'b.txt'), 'utf8'), 'bravo\n');
-    assert.ok(statSync(join(hostPath, 'b.txt')).nlink > 1, 'the unchanged file is shared with generation 1');
+    // The new generation is a stack: generation 1's tree under a layer holding only the change.
+    const generationOne = readdirSync(join(s.storeDir, 'generations')).find((id) => id.includes('_g1_'))!;
+    assert.equal(statSync(join(hostPath, 'b.txt')).ino, statSync(join(s.storeDir, 'generations', generationOne, 'payload', 'b.txt')).ino, 'the unchanged file is generation 1\'s own');
     const rootAfter = await s.waitFor('Root col at generation 2', async () => {
       const r = await s.get('root', 'col');
       return r?.status?.generation === 2 ? r : undefined;

@@ -12,7 +12,7 @@ import assert from 'node:assert/strict';
 import { chownSync, existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { execFileSync } from 'node:child_process';
-import { readdirSync, statSync } from 'node:fs';
+import { readdirSync } from 'node:fs';
 import { startStack, type Stack } from '../support/stack.js';
 import { condition, kc } from '../support/wait.js';
 import { GATE_PAUSE_ENV } from '../support/observation-hooks.js';
@@ -79,19 +79,21 @@ describe('isolation observations bound by their producers', () => {
     assert.ok(!r.status.isolation.decision.reasons.includes('SUBJECT_MISMATCH'));
   });
 
-  /** The lower layer of the World's only Root (<store>/worlds/<uid>/layers/<root key>/lower). */
+  /**
+   * The topmost lower layer of the World's only Root (<store>/worlds/<uid>/layers/<root key>/lower/0): the
+   * forked generation's own layer, which identifies it (node-agent/sandbox/rootfs.ts lowerTop).
+   */
   const lowerOf = (uid: string): string => {
     const layers = join(s.storeDir, 'worlds', uid, 'layers');
     const [key] = readdirSync(layers).filter((n) => n !== 'lost+found');
-    return join(layers, key!, 'lower');
+    return join(layers, key!, 'lower', '0');
   };
 
   test('the Root\'s older generation mounted as the lower layer: the subject measured is not the plan\'s (SUBJECT_MISMATCH)', async () => {
     const r = await pausedRun('other-base', (uid) => {
       const lower = lowerOf(uid);
-      const mounted = statSync(lower);
-      // The generation payload that is not the one mounted: generation 1 (the World forked 2).
-      const older = readdirSync(join(s.storeDir, 'generations')).map((g) => join(s.storeDir, 'generations', g, 'payload')).find((p) => statSync(p).ino !== mounted.ino);
+      // Generation 1's payload (the World forked generation 2, a stack whose own layer is mounted there).
+      const older = readdirSync(join(s.storeDir, 'generations')).filter((g) => g.includes('_g1_')).map((g) => join(s.storeDir, 'generations', g, 'payload'))[0];
       assert.ok(older, 'no older generation payload in the store');
       execFileSync('umount', ['-l', lower]);
       execFileSync('mount', ['--bind', '-o', 'ro', older, lower]);

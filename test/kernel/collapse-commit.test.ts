@@ -100,7 +100,7 @@ test('PRIME_MOVED: a candidate of a base that another collapse replaced', async 
   });
 });
 
-test('STAGED_UNTESTED: a staged payload that does not walk to the delta digest', async (t) => {
+test('STAGED_UNTESTED: a staged layer that does not hold the candidate change', async (t) => {
   const s = await scratch(t);
   const store = await openTestStore(t, join(s.dir, 'store'));
   await adoptSample(store, s.dir);
@@ -109,7 +109,7 @@ test('STAGED_UNTESTED: a staged payload that does not walk to the delta digest',
   await assert.rejects(
     stageGeneration(store, 'project', made.candidate.dir, 1, {
       stagingDir: staging,
-      hooks: { afterStep: (step) => (step === 'after-stage' ? writeFile(join(staging, 'payload', 'README.md'), 'tampered') : undefined) },
+      hooks: { afterStep: (step) => (step === 'after-stage' ? writeFile(join(staging, 'layer', 'README.md'), 'tampered') : undefined) },
     }),
     (e) => isCollapseError(e, 'STAGED_UNTESTED'),
   );

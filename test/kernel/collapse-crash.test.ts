@@ -3,6 +3,7 @@
 // database and live/ agree (the route check passes), and nothing staged is left behind.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { readdirSync } from 'node:fs';
 import { execFile } from 'node:child_process';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -74,8 +75,9 @@ test('fail-closed: a published generation whose payload changed before recovery 
     first.store.close();
   }
   assert.equal(await collapseAndCrash([dir, 'project', made.candidate.dir, String(made.base.generation), made.base.digest, 'after-exchange']), 'SIGKILL');
-  const live = join(dir, 'live', 'project');
-  await writeFile(join(live, 'docs', 'guide.md'), 'tampered after the crash\n'); // a copied file: not shared with the base
+  // PRIME is a read-only stack now: the only way to change it is inside its layer in the store.
+  const published = readdirSync(join(dir, 'generations')).find((id) => id.includes('_g2_'))!;
+  await writeFile(join(dir, 'generations', published, 'layer', 'docs', 'guide.md'), 'tampered after the crash\n');
 
   const { store } = await openStore({ dir });
   t.after(() => store.close());

@@ -34,6 +34,8 @@ const SEQUENCE: [CollapseStep, number][] = [
   ['after-verify', 1],
   ['after-stage', 2],
   ['after-verify', 2],
+  ['after-layer-publish', 1],
+  ['after-layer-publish', 2],
   ['after-marker-sync', 1],
   ['before-exchange', 1],
   ['after-exchange', 1],

@@ -2,6 +2,8 @@
 // themselves, a sample tree with owners and special modes, and snapshots to prove "nothing changed".
 import { execFile } from 'node:child_process';
 import { chmod, chown, lchown, mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
+import { MNT_DETACH, umount2 } from '../../native/index.js';
+import { mountsUnder } from '../../node-agent/store/mount-table.js';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -29,6 +31,8 @@ export async function scratch(t: TestContext): Promise<Scratch> {
   const mounts: string[] = [];
   t.after(async () => {
     for (const m of mounts.reverse()) await run('umount', [m]);
+    // A store's stacked generations are mounted (node-agent/store/generation-stack.ts): deepest first.
+    for (const m of mountsUnder(dir)) umount2(m, MNT_DETACH);
     await rm(dir, { recursive: true, force: true });
   });
   return {

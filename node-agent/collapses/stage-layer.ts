@@ -1,0 +1,192 @@
+// The layer of a stacked generation (store/generation-stack.ts): what a candidate changes against its
+// base, written as an overlay layer, and the check that a layer holds exactly that.
+//
+// For every path the candidate adds, changes or removes (in byte order, so a parent comes first):
+// - removed: a whiteout (a 0:0 character device, made with renameat2 RENAME_WHITEOUT) hides it and
+//   everything below it in the layers under this one;
+// - a file or a symlink: its bytes copied from the candidate (or its target), owner and mode set; it hides
+//   whatever the layers below have at that path;
+// - a directory: created with its owner and mode; the layers below show through it.
+// Every directory on the way to one of those is created with the owner and mode the next manifest gives
+// it (overlayfs shows the topmost layer's directory attributes), and so is the layer's own top directory.
+//
+// Cost: O(changed paths × depth). The layers below are never read or written here.
+import { chmodSync, chownSync, closeSync, copyFileSync, fsyncSync, lchownSync, lstatSync, mkdirSync, openSync, readdirSync, readlinkSync, symlinkSync, unlinkSync, writeFileSync, constants as fsc } from 'node:fs';
+import { join } from 'node:path';
+import { compareBytes, parentOf } from '../../core/relative-path.js';
+import type { Manifest, ManifestEntry, RootAttributes } from '../../core/manifest.js';
+import * as native from '../../native/index.js';
+import { hashOpenFile } from '../store/hash-file.js';
+
+/** One thing a layer holds, and what it must be. */
+export type LayerItem =
+  | { path: string; kind: 'entry'; entry: ManifestEntry }
+  | { path: string; kind: 'whiteout' };
+
+export interface BuiltLayer {
+  items: LayerItem[];
+  /** Files whose bytes were copied from the candidate. */
+  copied: number;
+  whiteouts: number;
+}
+
+/** The entry at `path` of a manifest whose entries are in byte order (binary search). */
+export function entryAt(m: Manifest, path: string): ManifestEntry | undefined {
+  let lo = 0;
+  let hi = m.entries.length - 1;
+  while (lo <= hi) {
+    const mid = (lo + hi) >> 1;
+    const e = m.entries[mid]!;
+    const c = compareBytes(e.path, path);
+    if (c === 0) return e;
+    if (c < 0) lo = mid + 1;
+    else hi = mid - 1;
+  }
+  return undefined;
+}
+
+function ancestorsOf(path: string): string[] {
+  const out: string[] = [];
+  for (let p = parentOf(path); p !== ''; p = parentOf(p)) out.push(p);
+  return out.reverse();
+}
+
+/** What the layer must hold for `changed` paths, computed from the two manifests alone. */
+export function planLayer(base: Manifest, next: Manifest, changed: Iterable<string>): LayerItem[] {
+  const paths = [...new Set(changed)].sort(compareBytes);
+  const hidden = new Set<string>(); // paths whose whole subtree the layer replaces or removes
+  const placed = new Map<string, LayerItem>();
+  for (const p of paths) {
+    if (ancestorsOf(p).some((a) => hidden.has(a))) continue;
+    const now = entryAt(next, p);
+    if (!now && !entryAt(base, p)) continue; // neither before nor after: nothing to hide
+    for (const a of ancestorsOf(p)) {
+      if (placed.has(a)) continue;
+      const dir = entryAt(next, a);
+      if (dir?.type !== 'dir') throw new Error(`the next manifest has no directory ${a} above ${p}`);
+      placed.set(a, { path: a, kind: 'entry', entry: dir });
+    }
+    if (!now) {
+      placed.set(p, { path: p, kind: 'whiteout' });
+      hidden.add(p);
+    } else {
+      placed.set(p, { path: p, kind: 'entry', entry: now });
+      if (now.type !== 'dir') hidden.add(p);
+    }
+  }
+  return [...placed.values()].sort((a, b) => compareBytes(a.path, b.path));
+}
+
+function setOwnerAndMode(path: string, a: ManifestEntry | RootAttributes): void {
+  chownSync(path, a.uid, a.gid);
+  chmodSync(path, a.mode); // after chown, which clears setuid and setgid bits
+}
+
+function syncPath(path: string): void {
+  const fd = openSync(path, 'r');
+  try {
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** A whiteout at `path`: an empty file renamed away with RENAME_WHITEOUT leaves one behind. */
+function makeWhiteout(dir: string, name: string): void {
+  const dirFd = openSync(dir, fsc.O_RDONLY | fsc.O_DIRECTORY | fsc.O_NOFOLLOW);
+  try {
+    const spare = `.wl-whiteout-${process.pid}`;
+    writeFileSync(join(dir, name), '', { flag: 'wx', mode: 0o600 });
+    native.renameat2(dirFd, name, dirFd, spare, native.RENAME_WHITEOUT);
+    unlinkSync(join(dir, spare));
+  } finally {
+    closeSync(dirFd);
+  }
+}
+
+/**
+ * Writes the layer at `layer` (a new directory): the items of planLayer, file bytes from `candidateRoot`
+ * (the candidate's copy of the Root's changed files), the top directory with `rootAttributes`.
+ */
+export function buildLayer(layer: string, items: readonly LayerItem[], rootAttributes: RootAttributes, candidateRoot: string): BuiltLayer {
+  mkdirSync(layer, { mode: 0o700 });
+  const dirs = [layer];
+  let copied = 0;
+  let whiteouts = 0;
+  for (const item of items) {
+    const to = join(layer, item.path);
+    if (item.kind === 'whiteout') {
+      makeWhiteout(join(layer, parentOf(item.path)), item.path.slice(item.path.lastIndexOf('/') + 1));
+      whiteouts++;
+      continue;
+    }
+    const e = item.entry;
+    if (e.type === 'dir') {
+      mkdirSync(to, { mode: 0o700 });
+      setOwnerAndMode(to, e);
+      dirs.push(to);
+    } else if (e.type === 'symlink') {
+      symlinkSync(e.target ?? '', to);
+      lchownSync(to, e.uid, e.gid);
+    } else {
+      copyFileSync(join(candidateRoot, e.path), to, fsc.COPYFILE_EXCL);
+      setOwnerAndMode(to, e);
+      syncPath(to);
+      copied++;
+    }
+  }
+  setOwnerAndMode(layer, rootAttributes);
+  for (const d of dirs) syncPath(d);
+  return { items: [...items], copied, whiteouts };
+}
+
+/**
+ * The first way the layer at `layer` differs from `items` (and top attributes `root`), or undefined when
+ * it holds exactly them: each item with its type, owner, mode, size, bytes (hashed now) or target, each
+ * whiteout a 0:0 character device, and no other entry in any directory of the layer.
+ */
+export function layerMismatch(layer: string, items: readonly LayerItem[], root: RootAttributes): string | undefined {
+  const buffer = Buffer.allocUnsafe(1 << 16);
+  const children = new Map<string, Set<string>>([['', new Set()]]);
+  for (const item of items) {
+    const parent = parentOf(item.path);
+    const set = children.get(parent);
+    if (!set) return `${item.path}: its directory is not part of the layer`;
+    set.add(item.path.slice(item.path.lastIndexOf('/') + 1));
+    if (item.kind === 'entry' && item.entry.type === 'dir') children.set(item.path, new Set());
+  }
+  const top = lstatSync(layer);
+  if (!top.isDirectory() || (top.mode & 0o7777) !== root.mode || top.uid !== root.uid || top.gid !== root.gid) return 'the layer top directory has other attributes';
+  for (const [dir, names] of children) {
+    const found = readdirSync(join(layer, dir));
+    if (found.length !== names.size || found.some((n) => !names.has(n))) return `${dir || '.'}: the layer's directory holds ${found.length} entries, ${names.size} expected`;
+  }
+  for (const item of items) {
+    const path = join(layer, item.path);
+    const st = lstatSync(path);
+    if (item.kind === 'whiteout') {
+      if (!st.isCharacterDevice() || st.rdev !== 0) return `${item.path}: not a whiteout`;
+      continue;
+    }
+    const e = item.entry;
+    if (st.uid !== e.uid || st.gid !== e.gid) return `${item.path}: owner ${st.uid}:${st.gid}, expected ${e.uid}:${e.gid}`;
+    if (e.type === 'symlink') {
+      if (!st.isSymbolicLink() || readlinkSync(path) !== (e.target ?? '')) return `${item.path}: not the symlink expected`;
+      continue;
+    }
+    if ((st.mode & 0o7777) !== e.mode) return `${item.path}: mode ${(st.mode & 0o7777).toString(8)}, expected ${e.mode.toString(8)}`;
+    if (e.type === 'dir') {
+      if (!st.isDirectory()) return `${item.path}: not a directory`;
+      continue;
+    }
+    if (!st.isFile() || st.nlink !== 1) return `${item.path}: not a singly linked regular file`;
+    const fd = openSync(path, fsc.O_RDONLY | fsc.O_NOFOLLOW);
+    try {
+      const h = hashOpenFile(fd, buffer);
+      if (h.size !== e.size || h.sha256 !== e.sha256) return `${item.path}: its bytes are not the candidate's`;
+    } finally {
+      closeSync(fd);
+    }
+  }
+  return undefined;
+}

@@ -1,0 +1,123 @@
+// A generation's payload as a stack of immutable layers (docs/architecture.md, "Generations as layers").
+//
+// A full generation (an adopted Root, a compaction) keeps its whole tree in generations/<id>/payload. A
+// layered generation keeps only what it changes against its parent in generations/<id>/layer (the changed
+// files, a whiteout per removed path, and every directory on the way with its new owner and mode), and its
+// payload directory is the mount point of a read-only overlay of its stack: its marker's `layers`, topmost
+// first, each a layered generation's layer/ down to one full generation's payload/ at the bottom. A stack
+// of one layer (a return to a full checkpoint) is a read-only bind mount of it.
+//
+// The layers never change after they are published: a Collapse adds a layer, never edits one, so every
+// generation and every World forked from one keeps the bytes it was published with.
+import { lstatSync, mkdirSync } from 'node:fs';
+import { rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import * as native from '../../native/index.js';
+import { readMarker, type GenerationMarker } from './generation-marker.js';
+import { mountPoints } from './mount-table.js';
+import { StoreError } from './store-errors.js';
+import type { Store } from './open-store.js';
+import { generationDir, payloadDir, type StoreLayout } from './store-layout.js';
+import { listGenerationIds } from './store-records.js';
+
+/** At most this many layers under a payload: the next collapse compacts into a full generation instead. */
+export const MAX_STACK_DEPTH = 32;
+
+/** Overlay options that keep the layers as they are: no redirects, no metadata-only copies, no index. */
+export const STACK_OVERLAY_OPTIONS = ['redirect_dir=off', 'metacopy=off', 'index=off', 'xino=off'];
+
+export const layerDir = (l: StoreLayout, genId: string): string => join(l.generations, genId, 'layer');
+
+/** The generation ids of a generation's stack, topmost first: its marker's layers, or itself alone. */
+export function stackIds(marker: Pick<GenerationMarker, 'layers'> | undefined, genId: string): string[] {
+  return marker?.layers ?? [genId];
+}
+
+/** The directories of a stack of generation ids: layer/ of each but the last, payload/ of the last (a full one). */
+export function stackDirs(l: StoreLayout, ids: readonly string[]): string[] {
+  return ids.map((id, i) => (i === ids.length - 1 ? payloadDir(l, id) : layerDir(l, id)));
+}
+
+/** The layer directories of a recorded generation, topmost first (one entry for a full generation). */
+export function generationLayers(l: StoreLayout, genId: string): string[] {
+  const marker = readMarker(l, genId);
+  if (!marker) throw new StoreError('LIVE_MAPPING_BROKEN', `generation ${genId} has no readable marker`);
+  return stackDirs(l, stackIds(marker, genId));
+}
+
+/**
+ * The directory whose device and inode identify a generation (generations.payload_dev/ino): a full
+ * generation's payload, a stacked one's own layer (its payload is a mount, whose device changes each time
+ * it is mounted).
+ */
+export function identityDir(l: StoreLayout, genId: string, stacked: boolean): string {
+  return stacked ? layerDir(l, genId) : payloadDir(l, genId);
+}
+
+/** The layer directories of a recorded generation's payload directory (the payload alone when it is full). */
+export function payloadLayers(l: StoreLayout, genId: string): string[] {
+  const marker = readMarker(l, genId);
+  return isStacked(marker) ? stackDirs(l, stackIds(marker, genId)) : [payloadDir(l, genId)];
+}
+
+/** True when a generation's payload is a mount of its stack (not a full tree of its own). */
+export const isStacked = (marker: Pick<GenerationMarker, 'layers'> | undefined): boolean => marker?.layers !== undefined;
+
+/** Mounts a stacked generation's payload read-only from its layers; nothing when it is mounted already. */
+export function mountStack(l: StoreLayout, genId: string, ids: readonly string[], mounted: ReadonlySet<string> = new Set(mountPoints())): void {
+  const target = payloadDir(l, genId);
+  if (mounted.has(target)) return;
+  mkdirSync(target, { recursive: true, mode: 0o700 }); // present already after a restart of the node
+  const dirs = stackDirs(l, ids);
+  for (const d of dirs) {
+    if (!lstatSync(d).isDirectory()) throw new StoreError('LIVE_MAPPING_BROKEN', `layer ${d} of generation ${genId} is not a directory`);
+  }
+  if (dirs.length === 1) native.bindMount(dirs[0]!, target, { readonly: true, recursive: false, nosuid: true, nodev: true });
+  else native.mountOverlay(target, { lower: dirs, extra: STACK_OVERLAY_OPTIONS, readonly: true, nosuid: true, nodev: true });
+}
+
+/** Unmounts a stacked generation's payload if it is mounted (before its directory is removed). */
+export function unmountStack(l: StoreLayout, genId: string): void {
+  const target = payloadDir(l, genId);
+  if (!mountPoints().includes(target)) return;
+  native.umount2(target, native.MNT_DETACH);
+}
+
+/** Removes a generation's directory, unmounting its stacked payload first (a mounted one is read-only). */
+export async function removeGeneration(l: StoreLayout, genId: string): Promise<void> {
+  unmountStack(l, genId);
+  await rm(generationDir(l, genId), { recursive: true, force: true });
+}
+
+/**
+ * Mounts the payload of every stacked generation of a Root not released that is not mounted (after the
+ * node restarted, or the first open after an upgrade). A stack
+ * whose layers are missing refuses to open the store by name: no reader may find an empty payload.
+ */
+export function remountStacks(store: Pick<Store, 'db' | 'layout'>): number {
+  const mounted = new Set(mountPoints());
+  let count = 0;
+  for (const id of listGenerationIds(store.db)) {
+    const marker = readMarker(store.layout, id);
+    if (!isStacked(marker)) continue;
+    const target = payloadDir(store.layout, id);
+    if (!mounted.has(target)) {
+      try {
+        mountStack(store.layout, id, stackIds(marker, id), mounted);
+      } catch (e) {
+        throw new StoreError('LIVE_MAPPING_BROKEN', `the stacked payload of generation ${id} cannot be mounted: ${String(e)}`, { cause: e });
+      }
+      count++;
+    }
+  }
+  return count;
+}
+
+/** Unmounts every stacked payload of a Root (once it is released: nothing reads its history through them). */
+export function unmountRootStacks(store: Pick<Store, 'db' | 'layout'>, rootKey: string): void {
+  const mounted = new Set(mountPoints());
+  for (const id of listGenerationIds(store.db, rootKey)) {
+    const target = payloadDir(store.layout, id);
+    if (mounted.has(target)) native.umount2(target, native.MNT_DETACH);
+  }
+}

@@ -1,0 +1,159 @@
+// Generations as stacks of immutable layers (node-agent/store/generation-stack.ts, collapses/stage-layer.ts):
+// a collapse writes only what the candidate changes, the payload is a read-only overlay of the stack, the
+// stacked payload walks to exactly the digest the commit derived for it, older generations keep their
+// bytes, the stack is compacted at its depth limit, and a restarted node mounts every stack again.
+import assert from 'node:assert/strict';
+import { lstatSync, readdirSync } from 'node:fs';
+import { appendFile, chmod, chown, mkdir, readFile, rm, symlink, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { MNT_DETACH, umount2 } from '../../native/index.js';
+import { collapseRoot } from '../../node-agent/collapses/collapse-root.js';
+import { isCollapseError } from '../../node-agent/collapses/collapse-errors.js';
+import { readMarker } from '../../node-agent/store/generation-marker.js';
+import { MAX_STACK_DEPTH, layerDir } from '../../node-agent/store/generation-stack.js';
+import { mountPoints } from '../../node-agent/store/mount-table.js';
+import { openStore } from '../../node-agent/store/open-store.js';
+import { checkRouting } from '../../node-agent/store/routing.js';
+import { payloadDir } from '../../node-agent/store/store-layout.js';
+import { getGeneration, getRoot } from '../../node-agent/store/store-records.js';
+import type { Store } from '../../node-agent/store/open-store.js';
+import { walkTreeSync } from '../../node-agent/store/walk-tree-sync.js';
+import { manifestDigest } from '../../core/manifest.js';
+import { adoptSample, makeCandidate, sampleChange } from './collapse-fixtures.js';
+import { openTestStore, scratch } from './store-fixtures.js';
+
+const walkDigest = (path: string): string => manifestDigest(walkTreeSync(path).manifest);
+
+/** Every entry under a directory, relative, in any order (a layer is small). */
+function listTree(dir: string, rel = ''): string[] {
+  return readdirSync(join(dir, rel), { withFileTypes: true }).flatMap((d) => {
+    const path = rel === '' ? d.name : `${rel}/${d.name}`;
+    return d.isDirectory() ? [path, ...listTree(dir, path)] : [path];
+  });
+}
+
+async function collapse(t: import('node:test').TestContext, store: Store, change: (next: string) => Promise<void>): Promise<{ generationId: string; digest: string }> {
+  const made = await makeCandidate(t, store, 'project', change);
+  const r = await collapseRoot(store, { rootName: 'project', candidateDir: made.candidate.dir, base: made.base });
+  assert.equal(r.digest, made.nextDigest);
+  return { generationId: r.generationId, digest: r.digest };
+}
+
+test('a collapse writes only the change as a layer, and PRIME is a read-only stack that walks to its digest', async (t) => {
+  const s = await scratch(t);
+  const store = await openTestStore(t, join(s.dir, 'store'));
+  const host = await adoptSample(store, s.dir);
+  const base = getGeneration(store.db, getRoot(store.db, 'project')!.rootKey, 1)!;
+  const next = await collapse(t, store, sampleChange);
+
+  assert.deepEqual(readMarker(store.layout, next.generationId)?.layers, [next.generationId, base.id]);
+  // The layer: the changed paths, the directories on their way, a whiteout per removed path; nothing else.
+  const layer = layerDir(store.layout, next.generationId);
+  assert.deepEqual(listTree(layer).sort(), ['README.md', 'docs', 'docs/guide.md', 'empty', 'shared', 'src', 'src/lib', 'src/lib/util.ts', 'src/main.ts'].sort());
+  for (const gone of ['shared', 'src/lib/util.ts']) {
+    const st = lstatSync(join(layer, gone));
+    assert.ok(st.isCharacterDevice() && st.rdev === 0, `${gone} is a whiteout`);
+  }
+  const route = await checkRouting(store, 'project');
+  assert.ok(mountPoints().includes(route.payloadPath), 'the payload is a mount of the stack');
+  assert.equal(walkDigest(host), next.digest, 'the host path shows the stack, which walks to the derived digest');
+  await assert.rejects(appendFile(join(host, 'README.md'), 'foreign\n'), { code: 'EROFS' });
+  assert.equal(walkDigest(payloadDir(store.layout, base.id)), base.digest, 'the base generation is untouched');
+});
+
+test('deltas of every kind stack to exactly the manifest the collapse recorded, collapse after collapse', async (t) => {
+  const s = await scratch(t);
+  const store = await openTestStore(t, join(s.dir, 'store'));
+  const host = await adoptSample(store, s.dir);
+  const changes: ((next: string) => Promise<void>)[] = [
+    sampleChange,
+    async (next) => {
+      await rm(join(next, 'src'), { recursive: true }); // a directory with its whole subtree
+      await writeFile(join(next, 'src'), 'now a file\n'); // ... replaced by a file
+      await chmod(next, 0o750); // the Root's own mode
+    },
+    async (next) => {
+      await rm(join(next, 'src'));
+      await mkdir(join(next, 'src/lib'), { recursive: true }); // a file replaced by a directory
+      await writeFile(join(next, 'src/lib/util.ts'), 'back again\n'); // a path removed two layers below
+      await symlink('../README.md', join(next, 'src/readme-link'));
+      await chown(join(next, 'docs'), 1000, 1000);
+      await chmod(join(next, 'docs'), 0o700); // a directory's owner and mode, its content kept
+    },
+    async (next) => {
+      await rm(join(next, 'docs'), { recursive: true });
+      await mkdir(join(next, 'docs')); // removed and created again: nothing of the old one shows
+      await writeFile(join(next, 'docs/new.md'), 'new\n');
+    },
+  ];
+  const published: { generationId: string; digest: string }[] = [];
+  for (const change of changes) {
+    published.push(await collapse(t, store, change));
+    assert.equal(walkDigest(host), published.at(-1)!.digest);
+    assert.deepEqual(walkTreeSync(host).problems, []);
+  }
+  assert.equal(await readFile(join(host, 'src/lib/util.ts'), 'utf8'), 'back again\n');
+  assert.deepEqual(readdirSync(join(host, 'docs')), ['new.md']);
+  // Snapshots: every generation still walks to the digest it was published with.
+  for (const g of published) assert.equal(walkDigest(payloadDir(store.layout, g.generationId)), g.digest, `${g.generationId} kept its bytes`);
+});
+
+test('FOREIGN_WRITE: a byte written into a layer under PRIME is found at the commit boundary', async (t) => {
+  const s = await scratch(t);
+  const store = await openTestStore(t, join(s.dir, 'store'));
+  await adoptSample(store, s.dir);
+  const first = await collapse(t, store, sampleChange);
+  const made = await makeCandidate(t, store, 'project', (next) => writeFile(join(next, 'tool'), '#!/bin/sh\necho 2\n'));
+  await appendFile(join(layerDir(store.layout, first.generationId), 'README.md'), 'foreign\n');
+  await assert.rejects(collapseRoot(store, { rootName: 'project', candidateDir: made.candidate.dir, base: made.base }), (e) => isCollapseError(e, 'FOREIGN_WRITE'));
+  assert.equal(getRoot(store.db, 'project')!.generation, 2);
+});
+
+test('STAGED_UNTESTED: a layer changed after it was verified is found at the commit boundary', async (t) => {
+  const s = await scratch(t);
+  const store = await openTestStore(t, join(s.dir, 'store'));
+  await adoptSample(store, s.dir);
+  const made = await makeCandidate(t, store, 'project', sampleChange);
+  let generationId = '';
+  const refused = collapseRoot(store, { rootName: 'project', candidateDir: made.candidate.dir, base: made.base }, {
+    afterStep: async (step) => {
+      if (step !== 'after-marker-sync') return;
+      generationId = readdirSync(store.layout.generations).find((id) => id.includes('_g2_'))!;
+      await writeFile(join(layerDir(store.layout, generationId), 'docs/guide.md'), 'substituted\n');
+    },
+  });
+  await assert.rejects(refused, (e) => isCollapseError(e, 'STAGED_UNTESTED'));
+  assert.equal(getRoot(store.db, 'project')!.generation, 1);
+  assert.ok(!readdirSync(store.layout.generations).includes(generationId), 'the refused generation is removed (unmounted first)');
+});
+
+test(`the stack is compacted into a full generation at ${MAX_STACK_DEPTH} layers, with the same bytes`, async (t) => {
+  const s = await scratch(t);
+  const store = await openTestStore(t, join(s.dir, 'store'));
+  const host = await adoptSample(store, s.dir);
+  let last = { generationId: '', digest: '' };
+  for (let n = 1; n <= MAX_STACK_DEPTH; n++) last = await collapse(t, store, (next) => writeFile(join(next, `file-${n}`), `${n}\n`));
+  const compacted = readMarker(store.layout, last.generationId);
+  assert.equal(compacted?.layers, undefined, 'the generation at the depth limit is a full one');
+  assert.equal(walkDigest(host), last.digest);
+  const after = await collapse(t, store, (next) => writeFile(join(next, 'after'), 'x\n'));
+  assert.deepEqual(readMarker(store.layout, after.generationId)?.layers, [after.generationId, last.generationId], 'the next stack starts on it');
+  assert.equal(walkDigest(host), after.digest);
+});
+
+test('a restarted node mounts every stacked payload again when the store opens', async (t) => {
+  const s = await scratch(t);
+  const dir = join(s.dir, 'store');
+  const first = await openStore({ dir });
+  const host = await adoptSample(first.store, s.dir);
+  const published = [await collapse(t, first.store, sampleChange), await collapse(t, first.store, (next) => writeFile(join(next, 'tool'), 'v3\n'))];
+  for (const g of published) umount2(payloadDir(first.store.layout, g.generationId), MNT_DETACH); // what a reboot leaves
+  // An empty payload directory is never taken for PRIME.
+  await assert.rejects(checkRouting(first.store, 'project'), (e) => (e as { code?: string }).code === 'LIVE_MAPPING_BROKEN');
+  first.store.close();
+  const again = await openTestStore(t, dir);
+  for (const g of published) assert.equal(walkDigest(payloadDir(again.layout, g.generationId)), g.digest);
+  await checkRouting(again, 'project');
+  assert.equal(walkDigest(host), published[1]!.digest);
+});
