@@ -9,17 +9,17 @@
 // compaction): every unchanged file one link(2) to the inode of the layer that provides it, directories
 // and symlinks re-created, the changed files copied from the candidate, and the result walked (hashing
 // only the copied files: linked inodes carry the base manifest's hash) and required to have the digest.
-import { chmodSync, chownSync, closeSync, copyFileSync, fsyncSync, lchownSync, linkSync, lstatSync, mkdirSync, openSync, readdirSync, symlinkSync } from 'node:fs';
+import { copyFileSync, lchownSync, linkSync, lstatSync, mkdirSync, readdirSync, symlinkSync } from 'node:fs';
 import { readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { randomUUID } from 'node:crypto';
-import { applyDelta, manifestDigest, validateManifest, type Manifest, type ManifestEntry, type RootAttributes } from '../../core/manifest.js';
+import { applyDelta, manifestDigest, validateManifest, type Manifest, type RootAttributes } from '../../core/manifest.js';
 import { generationIdFor } from '../../core/root-key.js';
 import type { Store } from '../store/open-store.js';
 import { payloadDir, type StoreLayout } from '../store/store-layout.js';
 import { readMarker } from '../store/generation-marker.js';
 import { MAX_STACK_DEPTH, layerDir, stackIds } from '../store/generation-stack.js';
-import { buildLayer, layerMismatch, planLayer, type LayerItem } from './stage-layer.js';
+import { buildLayer, layerMismatch, planLayer, setOwnerAndMode, syncPath, type LayerItem } from './stage-layer.js';
 import { getGeneration, getGenerationManifest, getRoot } from '../store/store-records.js';
 import type { KnownHash } from '../store/walk-tree-sync.js';
 import type { StoredDelta } from '../store/candidates.js';
@@ -211,7 +211,7 @@ export async function buildPayload(
     } else if (changed.has(e.path)) {
       copyFileSync(join(candidateRoot, e.path), to);
       setOwnerAndMode(to, e);
-      syncFile(to);
+      syncPath(to);
       copied++;
     } else {
       linkSync(typeof source === 'string' ? join(source, e.path) : source(e.path), to); // the base inode: its owners and mode are already the entry's
@@ -223,20 +223,6 @@ export async function buildPayload(
     }
   }
   if (manifest.root) setOwnerAndMode(payload, manifest.root);
-  for (const d of dirs) syncFile(d);
+  for (const d of dirs) syncPath(d);
   return { linked, copied };
-}
-
-function setOwnerAndMode(path: string, a: ManifestEntry | RootAttributes): void {
-  chownSync(path, a.uid, a.gid);
-  chmodSync(path, a.mode); // after chown, which clears setuid and setgid bits
-}
-
-function syncFile(path: string): void {
-  const fd = openSync(path, 'r');
-  try {
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
-  }
 }

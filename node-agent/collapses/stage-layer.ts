@@ -77,12 +77,14 @@ export function planLayer(base: Manifest, next: Manifest, changed: Iterable<stri
   return [...placed.values()].sort((a, b) => compareBytes(a.path, b.path));
 }
 
-function setOwnerAndMode(path: string, a: ManifestEntry | RootAttributes): void {
+/** Owner, then mode (chown clears setuid and setgid bits). */
+export function setOwnerAndMode(path: string, a: ManifestEntry | RootAttributes): void {
   chownSync(path, a.uid, a.gid);
   chmodSync(path, a.mode); // after chown, which clears setuid and setgid bits
 }
 
-function syncPath(path: string): void {
+/** fsync of a file or directory by path. */
+export function syncPath(path: string): void {
   const fd = openSync(path, 'r');
   try {
     fsyncSync(fd);
