@@ -1,7 +1,8 @@
 // What the fault campaign asserts once the last fault is over, each as a list of problems (empty when it
 // holds) so one run reports every broken property at once:
 //   namedStates  every World, Collapse and Root in a final phase with a reason documented in docs/codes.md;
-//   leftovers    nothing of an ended World left on the host (no mount under the store, no loop device
+//   leftovers    nothing of an ended World left on the host (no mount under the store but exactly the
+//                stacked generations' payloads, no loop device
 //                backed by a store file, no cgroup, no
 //                process in a world's cgroup or naming the store other than the agent, no descriptor of
 //                the agent on another network namespace, no nsfs mount) or in the store (read once the
@@ -52,10 +53,29 @@ export function namedStates(worlds: Obj[], collapses: Obj[], roots: Obj[], codes
   return out;
 }
 
+/** The payload directories of the store's generations whose marker names a stack of layers. */
+function stackedPayloads(storeDir: string): Set<string> {
+  const out = new Set<string>();
+  for (const id of readdirSync(join(storeDir, 'generations'))) {
+    try {
+      const marker = JSON.parse(readFileSync(join(storeDir, 'generations', id, 'marker.json'), 'utf8')) as { layers?: unknown };
+      if (Array.isArray(marker.layers)) out.add(join(storeDir, 'generations', id, 'payload'));
+    } catch {
+      /* no marker: not a published generation (storeLeftovers names a generation the database lacks) */
+    }
+  }
+  return out;
+}
+
 /** Host-side leftovers of the campaign's Worlds (uids `worldUids`), with the node-agent `agentPid` running. */
 export function hostLeftovers(s: FaultStack, worldUids: string[], agentPid: number): string[] {
   const out: string[] = [];
-  for (const m of mountsBelow(s.storeDir)) out.push(`mount left under the store: ${m}`);
+  // The store's own mounts are each stacked generation's payload (node-agent/store/generation-stack.ts):
+  // exactly the recorded generations whose marker names layers, and nothing else.
+  const stacked = stackedPayloads(s.storeDir);
+  const mounted = new Set(mountsBelow(s.storeDir));
+  for (const m of mounted) if (!stacked.has(m)) out.push(`mount left under the store: ${m}`);
+  for (const p of stacked) if (!mounted.has(p)) out.push(`stacked generation payload not mounted: ${p}`);
   const mountinfo = readFileSync('/proc/self/mountinfo', 'utf8').split('\n');
   for (const l of mountinfo) if (l.includes(' - nsfs ') && l.includes(s.scratch)) out.push(`nsfs mount left: ${l}`);
   const uids = new Set(worldUids);
@@ -98,7 +118,8 @@ export function hostLeftovers(s: FaultStack, worldUids: string[], agentPid: numb
 }
 
 /**
- * The store's leftovers: id slots, reservations, intents, collapse staging, prepared live links. Read with
+ * The store's leftovers: id slots, reservations, intents, generations not recorded, collapse staging,
+ * prepared live links. Read with
  * the node-agent stopped (it holds its database in EXCLUSIVE locking mode).
  */
 export function storeLeftovers(s: FaultStack): string[] {
@@ -108,6 +129,8 @@ export function storeLeftovers(s: FaultStack): string[] {
     for (const r of db.prepare('SELECT slot, world_uid FROM world_slots').all() as { slot: number; world_uid: string }[]) out.push(`id slot ${r.slot} still held by ${r.world_uid}`);
     for (const r of db.prepare('SELECT holder, stage FROM reservations').all() as { holder: string; stage: string }[]) out.push(`reservation left: ${r.stage} ${r.holder}`);
     for (const r of db.prepare('SELECT id, kind FROM intents').all() as { id: string; kind: string }[]) out.push(`intent left: ${r.kind} ${r.id}`);
+    const recorded = new Set((db.prepare('SELECT id FROM generations').all() as { id: string }[]).map((r) => r.id));
+    for (const id of readdirSync(join(s.storeDir, 'generations'))) if (!recorded.has(id)) out.push(`generations/${id} left: not recorded in the store`);
   } finally {
     db.close();
   }
