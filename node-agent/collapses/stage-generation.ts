@@ -9,7 +9,7 @@
 // compaction): every unchanged file one link(2) to the inode of the layer that provides it, directories
 // and symlinks re-created, the changed files copied from the candidate, and the result walked (hashing
 // only the copied files: linked inodes carry the base manifest's hash) and required to have the digest.
-import { copyFileSync, lchownSync, linkSync, lstatSync, mkdirSync, readdirSync, symlinkSync } from 'node:fs';
+import { linkSync, lstatSync, mkdirSync, readdirSync } from 'node:fs';
 import { readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { randomUUID } from 'node:crypto';
@@ -19,7 +19,7 @@ import type { Store } from '../store/open-store.js';
 import { payloadDir, type StoreLayout } from '../store/store-layout.js';
 import { readMarker } from '../store/generation-marker.js';
 import { MAX_STACK_DEPTH, layerDir, stackIds } from '../store/generation-stack.js';
-import { buildLayer, layerMismatch, setOwnerAndMode, syncPath } from './stage-layer.js';
+import { buildLayer, layerMismatch, setOwnerAndMode, syncPath, writeEntry } from './stage-layer.js';
 import { planLayer, type LayerItem } from '../../core/layer-plan.js';
 import { getGeneration, getGenerationManifest, getRoot } from '../store/store-records.js';
 import type { KnownHash } from '../store/walk-tree-sync.js';
@@ -168,7 +168,7 @@ export async function stageGeneration(store: Store, rootName: string, candidateD
  * Where each path of a stack's merged tree lives: the topmost layer holding it as a non-directory, else
  * the full generation at the bottom. Reads the layers only (each holds one collapse's change).
  */
-export function providerOf(l: StoreLayout, ids: readonly string[]): (path: string) => string {
+function providerOf(l: StoreLayout, ids: readonly string[]): (path: string) => string {
   const bottom = payloadDir(l, ids[ids.length - 1]!);
   const provided = new Map<string, string>();
   for (const id of ids.slice(0, -1).reverse()) {
@@ -202,18 +202,10 @@ export async function buildPayload(
   for (const e of manifest.entries) {
     if (++n % 512 === 0) await new Promise((r) => setImmediate(r));
     const to = join(payload, e.path);
-    if (e.type === 'dir') {
-      mkdirSync(to, { mode: 0o700 });
-      setOwnerAndMode(to, e);
-      dirs.push(to);
-    } else if (e.type === 'symlink') {
-      symlinkSync(e.target ?? '', to);
-      lchownSync(to, e.uid, e.gid);
-    } else if (changed.has(e.path)) {
-      copyFileSync(join(candidateRoot, e.path), to);
-      setOwnerAndMode(to, e);
-      syncPath(to);
-      copied++;
+    if (e.type !== 'file' || changed.has(e.path)) {
+      writeEntry(to, e, candidateRoot);
+      if (e.type === 'dir') dirs.push(to);
+      else if (e.type === 'file') copied++;
     } else {
       linkSync(typeof source === 'string' ? join(source, e.path) : source(e.path), to); // the base inode: its owners and mode are already the entry's
       if (seed && e.sha256 !== undefined) {

@@ -26,6 +26,24 @@ export interface BuiltLayer {
   whiteouts: number;
 }
 
+/**
+ * Creates one manifest entry at `to`: a directory (owner and mode; the caller fsyncs it once filled), a
+ * symlink, or a file copied from `candidateRoot` and fsynced, with the entry's owner and mode.
+ */
+export function writeEntry(to: string, e: ManifestEntry, candidateRoot: string): void {
+  if (e.type === 'dir') {
+    mkdirSync(to, { mode: 0o700 });
+    setOwnerAndMode(to, e);
+  } else if (e.type === 'symlink') {
+    symlinkSync(e.target ?? '', to);
+    lchownSync(to, e.uid, e.gid);
+  } else {
+    copyFileSync(join(candidateRoot, e.path), to, fsc.COPYFILE_EXCL);
+    setOwnerAndMode(to, e);
+    syncPath(to);
+  }
+}
+
 /** Owner, then mode (chown clears setuid and setgid bits). */
 export function setOwnerAndMode(path: string, a: ManifestEntry | RootAttributes): void {
   chownSync(path, a.uid, a.gid);
@@ -71,20 +89,9 @@ export function buildLayer(layer: string, items: readonly LayerItem[], rootAttri
       whiteouts++;
       continue;
     }
-    const e = item.entry;
-    if (e.type === 'dir') {
-      mkdirSync(to, { mode: 0o700 });
-      setOwnerAndMode(to, e);
-      dirs.push(to);
-    } else if (e.type === 'symlink') {
-      symlinkSync(e.target ?? '', to);
-      lchownSync(to, e.uid, e.gid);
-    } else {
-      copyFileSync(join(candidateRoot, e.path), to, fsc.COPYFILE_EXCL);
-      setOwnerAndMode(to, e);
-      syncPath(to);
-      copied++;
-    }
+    writeEntry(to, item.entry, candidateRoot);
+    if (item.entry.type === 'dir') dirs.push(to);
+    else if (item.entry.type === 'file') copied++;
   }
   setOwnerAndMode(layer, rootAttributes);
   for (const d of dirs) syncPath(d);

@@ -24,7 +24,7 @@ import { listGenerationIds } from './store-records.js';
 export const MAX_STACK_DEPTH = 32;
 
 /** Overlay options that keep the layers as they are: no redirects, no metadata-only copies, no index. */
-export const STACK_OVERLAY_OPTIONS = ['redirect_dir=off', 'metacopy=off', 'index=off', 'xino=off'];
+const STACK_OVERLAY_OPTIONS = ['redirect_dir=off', 'metacopy=off', 'index=off', 'xino=off'];
 
 export const layerDir = (l: StoreLayout, genId: string): string => join(l.generations, genId, 'layer');
 
@@ -36,13 +36,6 @@ export function stackIds(marker: Pick<GenerationMarker, 'layers'> | undefined, g
 /** The directories of a stack of generation ids: layer/ of each but the last, payload/ of the last (a full one). */
 export function stackDirs(l: StoreLayout, ids: readonly string[]): string[] {
   return ids.map((id, i) => (i === ids.length - 1 ? payloadDir(l, id) : layerDir(l, id)));
-}
-
-/** The layer directories of a recorded generation, topmost first (one entry for a full generation). */
-export function generationLayers(l: StoreLayout, genId: string): string[] {
-  const marker = readMarker(l, genId);
-  if (!marker) throw new StoreError('LIVE_MAPPING_BROKEN', `generation ${genId} has no readable marker`);
-  return stackDirs(l, stackIds(marker, genId));
 }
 
 /**
@@ -77,7 +70,7 @@ export function mountStack(l: StoreLayout, genId: string, ids: readonly string[]
 }
 
 /** Unmounts a stacked generation's payload if it is mounted (before its directory is removed). */
-export function unmountStack(l: StoreLayout, genId: string): void {
+function unmountStack(l: StoreLayout, genId: string): void {
   const target = payloadDir(l, genId);
   if (!mountPoints().includes(target)) return;
   native.umount2(target, native.MNT_DETACH);
