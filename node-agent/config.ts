@@ -41,6 +41,8 @@ export interface AgentConfig {
   trustPolicy?: string;
   /** How long an authorized Collapse waits for the controller's grant (when the trust policy pins a grant signer for this node). */
   grantWaitSeconds: number;
+  /** Watch the store's filesystem so collapses re-hash PRIME only when a change was observed (default true). */
+  primeWatcher: boolean;
 }
 
 export const USAGE = `usage: worldline-node-agent --node-name NAME [--store DIR] [--kubeconfig PATH] [--namespace NS]
@@ -55,6 +57,9 @@ export const USAGE = `usage: worldline-node-agent --node-name NAME [--store DIR]
                            each waiver (env WORLDLINE_TRUST_POLICY); without it every waiver is refused.
                            When it pins a collapse-grant signer for this node, every Collapse waits for the
                            controller's grant (docs/operations.md, "Collapse grants")
+  --prime-watcher on|off   watch the store's filesystem (fanotify) so a collapse re-hashes PRIME only when
+                           something changed under it since the last measurement (default on; env
+                           WORLDLINE_PRIME_WATCHER); off, or when it cannot start, every collapse walks PRIME
   --grant-wait-seconds N   how long an authorized Collapse waits for that grant before GRANT_MISSING (default 30)
   --link-tls-dir DIR       serve Worlds' logs and diffs to the controller over TLS with ca.crt, tls.crt and
                            tls.key from DIR (env WORLDLINE_LINK_TLS_DIR); without it nothing is served
@@ -110,6 +115,7 @@ export function parseAgentConfig(argv: readonly string[], env: NodeJS.ProcessEnv
       'receipts-export': { type: 'string' },
       'trust-policy': { type: 'string' },
       'grant-wait-seconds': { type: 'string' },
+      'prime-watcher': { type: 'string' },
       'cgroup-root': { type: 'string' },
       'link-tls-dir': { type: 'string' },
       'view-bind': { type: 'string' },
@@ -138,10 +144,13 @@ export function parseAgentConfig(argv: readonly string[], env: NodeJS.ProcessEnv
   const view = viewConfig(values, env);
   const trustPolicy = values['trust-policy'] ?? (env.WORLDLINE_TRUST_POLICY || undefined);
   if (trustPolicy !== undefined && (!isAbsolute(trustPolicy) || trustPolicy.includes('\0'))) throw new Error(`--trust-policy must be an absolute file path, got "${trustPolicy}"\n${USAGE}`);
+  const watcherFlag = values['prime-watcher'] ?? (env.WORLDLINE_PRIME_WATCHER || 'on');
+  if (watcherFlag !== 'on' && watcherFlag !== 'off') throw new Error(`--prime-watcher must be on or off, got "${watcherFlag}"\n${USAGE}`);
   const grantWaitSeconds = int('grant-wait-seconds', values['grant-wait-seconds'] ?? '30', 1, 600);
   return {
     ...(trustPolicy !== undefined ? { trustPolicy } : {}),
     grantWaitSeconds,
+    primeWatcher: watcherFlag === 'on',
     ...(kubeconfig ? { kubeconfig } : {}),
     ...(view ? { view } : {}),
     nodeName,

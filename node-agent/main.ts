@@ -81,7 +81,7 @@ function grantRevoked(trustPolicy: string | undefined, id: string): boolean {
 async function openNodeStore(cfg: AgentConfig, logger: Logger): Promise<{ store: Store; cgroups: CgroupLayout }> {
   let opened;
   try {
-    opened = await openStore({ dir: cfg.storeDir });
+    opened = await openStore({ dir: cfg.storeDir, watchPrime: cfg.primeWatcher });
   } catch (err) {
     if (isStoreError(err) && err.code === 'STORE_LOCKED') {
       logger.error('another node-agent owns this store', { code: err.code, store: cfg.storeDir, error: err.message });
@@ -89,7 +89,9 @@ async function openNodeStore(cfg: AgentConfig, logger: Logger): Promise<{ store:
     }
     throw err;
   }
-  const { store, recovered, created } = opened;
+  const { store, recovered, created, watcherError } = opened;
+  if (watcherError !== undefined) logger.warn('the PRIME watcher could not start: every collapse walks PRIME', { error: watcherError });
+  else if (cfg.primeWatcher) logger.info('the PRIME watcher observes the store filesystem', { store: store.dir });
   // The grant store is provisioned with the store, and only then: one that goes missing later is never
   // quietly started anew (that would forget what was spent); the waivers it would spend refuse instead.
   if (created) {
@@ -190,6 +192,7 @@ async function main(): Promise<void> {
   collectDefaultMetrics({ register: registry });
   const metrics = createReconcileMetrics(registry);
   const agentMetrics = createAgentMetrics(registry);
+  store.primeMeasures.onRehash = (by) => agentMetrics.primeRehash(by);
 
   const admission = nodeAdmission(cfg, store, agentMetrics, logger);
   const clock = systemClock;

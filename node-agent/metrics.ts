@@ -30,6 +30,7 @@ export interface AgentMetrics {
   readonly collapses: Counter<'mode' | 'state' | 'reason'>;
   readonly collapseDuration: Histogram<'state'>;
   readonly receiptLedgerVerified: Gauge;
+  readonly primeRehashes: Counter<'by'>;
 
   /** Count one admission answer. */
   admission(stage: AdmissionStage, outcome: AdmissionOutcome): void;
@@ -52,6 +53,8 @@ export interface AgentMetrics {
   collapse(mode: string, state: string, reason: string | undefined, seconds: number): void;
   /** Record whether the receipt ledger passed verification when it was opened (1) or failed it (0). */
   ledgerVerified(ok: boolean): void;
+  /** Count one re-hash of live PRIME for a collapse decision: walked, or vouched for by the PRIME watcher. */
+  primeRehash(by: 'walk' | 'watcher'): void;
 }
 
 function getOrCreate<T>(registry: Registry, name: string, create: () => T): T {
@@ -107,7 +110,12 @@ export function createAgentMetrics(registry: Registry): AgentMetrics {
     new Gauge({ name: 'worldline_receipt_ledger_verified', help: '1 when the receipt ledger passed verification as the agent opened it, 0 when it failed (no Collapse is served until it is repaired).', registers }),
   );
 
+  const primeRehashes = getOrCreate(registry, 'worldline_prime_rehashes_total', () =>
+    new Counter({ name: 'worldline_prime_rehashes_total', help: 'Re-hashes of live PRIME for collapse decisions, by how: walk (the tree walked) or watcher (a recorded walk the PRIME watcher vouched for).', labelNames: ['by'] as const, registers }),
+  );
+
   // Every bounded series exists from the start, so a rate over it has a zero to start from.
+  for (const by of ['walk', 'watcher'] as const) primeRehashes.inc({ by }, 0);
   for (const stage of ADMISSION_STAGES) for (const outcome of ADMISSION_OUTCOMES) admissionDecisions.inc({ stage, outcome }, 0);
   for (const resource of NODE_RESOURCES) admissionReserved.set({ resource }, 0);
   for (const phase of WORLD_PHASES) worlds.set({ phase }, 0);
@@ -158,5 +166,7 @@ export function createAgentMetrics(registry: Registry): AgentMetrics {
     },
     receiptLedgerVerified,
     ledgerVerified: (ok) => receiptLedgerVerified.set(ok ? 1 : 0),
+    primeRehashes,
+    primeRehash: (by) => primeRehashes.inc({ by }),
   };
 }

@@ -20,6 +20,7 @@ import {
   type Id,
   type ParentId,
   type PrimeGenerationId,
+  type PrimeObservationId,
   type RequirementId,
   type RootSetId,
   type StagedRootId,
@@ -36,6 +37,8 @@ export const REASONS = [
   'CONFLICT',
   'FOREIGN_WRITES_UNMEASURED',
   'FOREIGN_WRITE',
+  'IDENTITY_ABSENT_PRIME_OBSERVATION',
+  'PRIME_OBSERVATION_GAP',
   'PRIME_GENERATION_UNOBSERVED',
   'PRIME_MOVED',
   'IDENTITY_ABSENT_PARENT',
@@ -134,6 +137,16 @@ export interface CheckpointObligation {
 
 export type Obligation = CandidateObligation | CheckpointObligation;
 
+/**
+ * How the re-hash of live PRIME in `base.primeRehash` was obtained: walked for this decision, or vouched
+ * for by the PRIME watcher — the digest a recorded walk gave, standing only while the watcher's
+ * observation state of PRIME's layers when that walk began (the store's measurement record) equals its
+ * state when this decision's measurement ended (the watcher, read again). Any other value is absent.
+ */
+export type PrimeRehashSource =
+  | { readonly by: 'walk' }
+  | { readonly by: 'watcher'; readonly measured: PrimeObservationId; readonly now: PrimeObservationId };
+
 export interface DecisionInput {
   /** `prepare` before anything is staged; `commit` at the serialized boundary, just before the exchange. */
   readonly stage: 'prepare' | 'commit';
@@ -149,6 +162,8 @@ export interface DecisionInput {
   readonly parent: { readonly storePrime: ParentId; readonly candidateBase: ParentId };
   /** base: a fresh re-hash of live PRIME vs the base digest the world record kept at fork time. */
   readonly base: { readonly primeRehash: BaseId; readonly world: BaseId };
+  /** Where base.primeRehash came from; required (absent: not authorized). */
+  readonly primeRehashSource: PrimeRehashSource;
   /** delta: the delta digest in the capture record vs a re-hash of the candidate payload in the content store. */
   readonly delta: { readonly captured: DeltaId; readonly stored: DeltaId };
   /** root set: the roots the world record names vs the roots the store's live mapping holds for them. */
@@ -204,6 +219,8 @@ export function decide(input: DecisionInput): Decision {
   if (input.candidateValid !== true) add('CANDIDATE_INVALID');
   measuredNone(input.conflicts, 'CONFLICTS_UNMEASURED', 'CONFLICT', add);
   measuredNone(input.foreignWrites, 'FOREIGN_WRITES_UNMEASURED', 'FOREIGN_WRITE', add);
+
+  primeRehashSource(input.primeRehashSource, add);
 
   const { before, after } = input.primeGeneration;
   if (!before.present || !after.present) add('PRIME_GENERATION_UNOBSERVED');
@@ -276,6 +293,13 @@ function checkpointObligation(o: CheckpointObligation, subject: EvidenceSubjectI
   }
   // checkpoint: the checkpoint the world recorded (world record) vs what the witness re-hashed (store now).
   pair(o.checkpoint, w.checkpoint, 'IDENTITY_ABSENT_CHECKPOINT', 'CHECKPOINT_WITNESS_MISMATCH', add);
+}
+
+function primeRehashSource(source: PrimeRehashSource | undefined, add: (r: Reason) => void): void {
+  if (source?.by === 'walk') return;
+  // measured: the watcher's state when the recorded walk began vs now: its state when the measurement ended.
+  if (source?.by === 'watcher') pair(source.measured, source.now, 'IDENTITY_ABSENT_PRIME_OBSERVATION', 'PRIME_OBSERVATION_GAP', add);
+  else add('IDENTITY_ABSENT_PRIME_OBSERVATION'); // missing, or a source we do not know: nobody vouched
 }
 
 function pair<K extends string>(a: Id<K>, b: Id<NoInfer<K>>, ifAbsent: Reason, ifUnequal: Reason, add: (r: Reason) => void): void {

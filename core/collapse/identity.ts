@@ -20,6 +20,7 @@ export const ID_KINDS = [
   'verifierDeclared',
   'verifierExecuted',
   'primeGeneration',
+  'primeObservation',
   'world',
 ] as const;
 export type IdKind = (typeof ID_KINDS)[number];
@@ -42,6 +43,8 @@ export type VerifierDeclaredId = Id<'verifierDeclared'>;
 export type VerifierExecutedId = Id<'verifierExecuted'>;
 export type PrimeGenerationId = Id<'primeGeneration'>;
 export type WorldId = Id<'world'>;
+/** The PRIME watcher's observation state of a Root's layers (node-agent/store/prime-watcher.ts stateOf). */
+export type PrimeObservationId = Id<'primeObservation'>;
 
 export class IdentityError extends Refusal {
   declare readonly code: 'IDENTITY_INVALID';

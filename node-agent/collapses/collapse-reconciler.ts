@@ -33,7 +33,8 @@ import type { PolicyChecksView } from '../evidence/policy-requirement.js';
 import { isCollapseError } from './collapse-errors.js';
 import { collapseRoots, type CollapseRootRequest } from './collapse-root.js';
 import type { BoundaryHashes } from './commit-generation.js';
-import { cleanDigest } from '../store/store-walk.js';
+import type { PrimeRehash } from '../store/prime-measures.js';
+import { rehashPrime } from '../store/rehash-prime.js';
 import { committedCandidate, getTransaction, listTransactions, putTransaction, type AgentCollapseStatus, type StatusReceipt, type TransactionRow } from './collapse-transactions.js';
 import { measureCheckpointReturn } from './measure-checkpoint.js';
 import { measureCandidate, type WorldView } from './measure-collapse.js';
@@ -328,9 +329,10 @@ class NodeCollapseReconciler {
     return this.deny(c, t, ['COLLAPSE_INTERRUPTED'], 'the node-agent restarted before this collapse committed; PRIME was left at its base');
   }
 
-  private async walkPrime(root: { name: string }): Promise<string | undefined> {
+  /** Live PRIME's digest: vouched for by the watcher when nothing changed under its layers since a recorded walk, else walked. */
+  private async walkPrime(root: { name: string }): Promise<PrimeRehash | undefined> {
     try {
-      return await cleanDigest((await checkRouting(this.d.store, root.name)).payloadPath, this.d.store.dir);
+      return await rehashPrime(this.d.store, root.name);
     } catch (e) {
       if (isStoreError(e)) return undefined;
       throw e;

@@ -15,8 +15,9 @@ import { deleteIntent, getRoot, insertGeneration, upsertRoot, type RootRecord } 
 import { CollapseError } from './collapse-errors.js';
 import { nextLinkPath, type CollapseHooks } from './collapse-intent.js';
 import { cleanDigests } from '../store/store-walk.js';
+import type { MeasureStart, PrimeRehash, PrimeSource } from '../store/prime-measures.js';
 import { exchangeLiveMapping, removeNextMapping } from './exchange-live.js';
-import { identityDir, layerDir, mountStack, removeGeneration } from '../store/generation-stack.js';
+import { identityDir, layerDir, mountStack, removeGeneration, stackDirs } from '../store/generation-stack.js';
 import { layerMismatch } from './stage-layer.js';
 import type { StagedGeneration } from './stage-generation.js';
 
@@ -29,6 +30,8 @@ export interface ExpectedBase {
 /** The boundary's re-hashes per Root name (undefined: the walk found a problem). */
 export interface BoundaryHashes {
   prime: Map<string, string | undefined>;
+  /** How each PRIME re-hash was obtained: walked here, or a recorded walk the watcher vouches for. */
+  primeSources: Map<string, PrimeSource>;
   staged: Map<string, string | undefined>;
 }
 
@@ -83,6 +86,8 @@ async function commitSerialized(store: Store, items: readonly CommitItem[], opti
   }
 
   let exchanged = false;
+  // The new generations' measurements, begun (their layers watched) before the boundary checks them.
+  const starts = new Map<string, MeasureStart>();
   try {
     for (const { staged } of items) {
       // Into generations/<id> (a leftover of the same id, never recorded since the root is still at its base, goes first).
@@ -104,17 +109,27 @@ async function commitSerialized(store: Store, items: readonly CommitItem[], opti
     await fsyncDirectory(store.layout.generations);
     await step('after-marker-sync');
 
-    // The commit boundary: every walk immediately before the exchange — live PRIME and the staged payload
-    // of each Root, in one pass that reads each shared inode once.
-    const primePaths: string[] = [];
-    for (const { rootName } of items) {
+    // The commit boundary: every measurement immediately before the exchange — live PRIME and the staged
+    // payload of each Root. PRIME is walked (one pass that reads each shared inode once) unless the watcher
+    // vouches that nothing changed under its layers since a recorded walk.
+    const measures = store.primeMeasures;
+    const primes: PrimeRehash[] = [];
+    const toWalk: { n: number; rootKey: string; generationId: string; payloadPath: string; layers: string[] }[] = [];
+    for (const [n, { rootName, staged }] of items.entries()) {
+      let route;
       try {
-        primePaths.push((await checkRouting(store, rootName)).payloadPath);
+        route = await checkRouting(store, rootName);
       } catch (e) {
         if (isStoreError(e, 'LIVE_MAPPING_BROKEN')) throw new CollapseError('LIVE_MAPPING_BROKEN', e.message, { cause: e });
         throw e;
       }
+      starts.set(rootName, measures.begin(staged.layers ? stackDirs(store.layout, staged.layers) : [payloadDir(store.layout, staged.generationId)]));
+      const vouched = measures.vouch(route.root.rootKey, route.generationId);
+      if (vouched) primes[n] = vouched;
+      else toWalk.push({ n, rootKey: route.root.rootKey, generationId: route.generationId, payloadPath: route.payloadPath, layers: route.layers });
     }
+    const walkedPrimes = await measures.walk(toWalk, store.dir);
+    toWalk.forEach((w, k) => (primes[w.n] = walkedPrimes[k]!));
     // A stacked generation over its base's stack (PRIME's, re-hashed here) with its own layer on top has
     // the staged digest when PRIME has the base digest and the layer is still exactly what was staged
     // (checked again, O(change)). Every other staged payload is walked, and so is one whose derivation
@@ -122,12 +137,13 @@ async function commitSerialized(store: Store, items: readonly CommitItem[], opti
     const derived = (i: CommitItem, primeDigest: string | undefined): boolean =>
       i.staged.layer?.overBase === true && primeDigest === i.expectedBase.digest && layerMismatch(layerDir(store.layout, i.staged.generationId), i.staged.layer.items, i.staged.layer.root) === undefined;
     const stagedPath = (i: CommitItem): string => payloadDir(store.layout, i.staged.generationId);
-    const primeDigests = await cleanDigests(primePaths, store.dir);
+    const primeDigests = primes.map((p) => p.digest);
     const walked = items.filter((i, n) => !derived(i, primeDigests[n]));
     const walkedDigests = walked.length > 0 ? await cleanDigests(walked.map(stagedPath), store.dir) : [];
-    const hashes: BoundaryHashes = { prime: new Map(), staged: new Map() };
+    const hashes: BoundaryHashes = { prime: new Map(), primeSources: new Map(), staged: new Map() };
     items.forEach((i, n) => {
       hashes.prime.set(i.rootName, primeDigests[n]);
+      hashes.primeSources.set(i.rootName, primes[n]!.source);
       const w = walked.indexOf(i);
       hashes.staged.set(i.rootName, w >= 0 ? walkedDigests[w] : i.staged.digest);
     });
@@ -144,10 +160,14 @@ async function commitSerialized(store: Store, items: readonly CommitItem[], opti
     await step('before-exchange');
     exchangeLiveMapping(store.layout, new Map(items.map(({ staged }) => [staged.rootKey, liveLinkTarget(staged.generationId)])));
     exchanged = true;
+    // What the boundary measured of each new generation is PRIME's measurement now.
+    for (const { rootName, staged } of items) store.primeMeasures.record(staged.rootKey, staged.generationId, starts.get(rootName)!, hashes.staged.get(rootName));
+    starts.clear();
     await step('after-exchange');
     removeNextMapping(store.layout);
     await fsyncDirectory(store.dir);
   } catch (e) {
+    for (const s of starts.values()) store.primeMeasures.abandon(s);
     if (!exchanged) await undoBeforeExchange(store, items.map((i) => i.staged)).catch(() => undefined);
     throw e;
   }

@@ -1,8 +1,9 @@
 // Identity values over all of a World's Roots, shared by the collapse measurements of both modes: one
 // per-Root value each (Roots in the World's order) folded into the single value a decision pair compares.
 import type { Database } from 'better-sqlite3';
-import type { DecisionInput } from '../../core/collapse/decide.js';
-import { absentId, presentId } from '../../core/collapse/identity.js';
+import type { DecisionInput, PrimeRehashSource } from '../../core/collapse/decide.js';
+import { absentId, idFrom, presentId } from '../../core/collapse/identity.js';
+import type { PrimeMeasures, PrimeSource } from '../store/prime-measures.js';
 import { digestOf } from '../../core/digest.js';
 import { getRoot } from '../store/store-records.js';
 
@@ -21,6 +22,21 @@ export function primeGenerations(db: Database, roots: readonly string[]): Part[]
     const r = getRoot(db, name);
     return [name, r ? String(r.generation) : null];
   });
+}
+
+/**
+ * How the Roots' PRIME re-hashes were obtained, read when the measurement ends: walked, or vouched for by
+ * the watcher — the recorded states (store's measurement record) vs the watcher's states read now.
+ */
+export function primeRehashSource(measures: PrimeMeasures, sources: readonly (readonly [string, PrimeSource | undefined])[]): PrimeRehashSource {
+  const vouched: [string, Extract<PrimeSource, { by: 'watcher' }>][] = [];
+  for (const [name, s] of sources) if (s?.by === 'watcher') vouched.push([name, s]);
+  if (vouched.length === 0) return { by: 'walk' };
+  return {
+    by: 'watcher',
+    measured: idFrom('primeObservation', composite(vouched.map(([name, s]) => [name, s.measured]))),
+    now: idFrom('primeObservation', composite(vouched.map(([name, s]) => [name, measures.stateNow(s.dirs)]))),
+  };
 }
 
 /** root set: the Roots the World names vs the Roots the store holds Ready for them. */

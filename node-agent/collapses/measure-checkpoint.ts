@@ -13,7 +13,8 @@ import type { Store } from '../store/open-store.js';
 import { payloadDir } from '../store/store-layout.js';
 import { getGeneration, getGenerationManifest, getRoot, type RootRecord } from '../store/store-records.js';
 import { cleanDigest } from '../store/store-walk.js';
-import { composite, primeGenerations, rootSetIds, type Part } from './composite-id.js';
+import { composite, primeGenerations, primeRehashSource, rootSetIds, type Part } from './composite-id.js';
+import type { PrimeRehash, PrimeSource } from '../store/prime-measures.js';
 import type { BoundaryHashes } from './commit-generation.js';
 import type { WorldView } from './measure-collapse.js';
 
@@ -38,7 +39,7 @@ export async function measureCheckpointReturn(
   store: Store,
   world: WorldView,
   collapsed: CollapsedResult,
-  walkPrime: (root: RootRecord) => Promise<string | undefined>,
+  walkPrime: (root: RootRecord) => Promise<PrimeRehash | undefined>,
   boundary?: BoundaryHashes,
 ): Promise<CheckpointMeasurement> {
   const db = store.db;
@@ -50,6 +51,7 @@ export async function measureCheckpointReturn(
   const storePrime: Part[] = [];
   const collapsedTo: Part[] = [];
   const primeRehash: Part[] = [];
+  const primeSources: [string, PrimeSource | undefined][] = [];
   const collapsedDigest: Part[] = [];
   const recorded: Part[] = [];
   const stored: Part[] = [];
@@ -74,8 +76,10 @@ export async function measureCheckpointReturn(
     stored.push([name, gen?.digest]);
     witness.push([name, gen ? await cleanDigest(payloadDir(store.layout, gen.id), store.dir) : undefined]);
 
-    const rehash = boundary ? boundary.prime.get(name) : await walkPrime(root);
+    const walked = boundary ? undefined : await walkPrime(root);
+    const rehash = boundary ? boundary.prime.get(name) : walked?.digest;
     primeRehash.push([name, rehash]);
+    primeSources.push([name, boundary ? boundary.primeSources.get(name) : walked?.source]);
     staged.push([name, boundary?.staged.get(name)]);
     if (rehash === undefined) foreignMeasured = false;
     else if (rehash !== root.digest) foreign.push(name);
@@ -86,6 +90,7 @@ export async function measureCheckpointReturn(
     roots.push({ name, prime: { generation: root.generation, digest: root.digest }, checkpoint: { generation: checkpoint.generation, digest: checkpoint.digest } });
   }
   const end = primeGenerations(db, world.roots);
+  const source = primeRehashSource(store.primeMeasures, primeSources);
   const complete = roots.length === world.roots.length;
   const witnessValue = composite(witness);
 
@@ -100,6 +105,7 @@ export async function measureCheckpointReturn(
     parent: { storePrime: idFrom('parent', composite(storePrime)), candidateBase: idFrom('parent', composite(collapsedTo)) },
     // base: live PRIME re-hashed now vs the digest the World's collapse made (collapse transaction).
     base: { primeRehash: idFrom('base', composite(primeRehash)), world: idFrom('base', composite(collapsedDigest)) },
+    primeRehashSource: source,
     // delta: the checkpoint the World recorded at fork time vs the checkpoint generation's store record.
     delta: { captured: idFrom('delta', composite(recorded)), stored: idFrom('delta', composite(stored)) },
     rootSet: rootSetIds(world.roots, storeRoots),

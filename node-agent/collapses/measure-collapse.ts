@@ -21,7 +21,8 @@ import type { Store } from '../store/open-store.js';
 import { getGeneration, getGenerationManifest, getRoot, type RootRecord } from '../store/store-records.js';
 import type { StoredDelta } from '../store/candidates.js';
 import { generationManifest } from '../store/world-records.js';
-import { composite, primeGenerations, rootSetIds, type Part } from './composite-id.js';
+import { composite, primeGenerations, primeRehashSource, rootSetIds, type Part } from './composite-id.js';
+import type { PrimeRehash, PrimeSource } from '../store/prime-measures.js';
 import { decisionEvaluations } from './decision-evaluations.js';
 import { join } from 'node:path';
 
@@ -78,6 +79,7 @@ interface RootsPass {
   conflicts: string[];
   conflictsMeasured: boolean;
   primeRehash: Part[];
+  primeSources: [string, PrimeSource | undefined][];
   stagedRehash: Part[];
   storePrime: Part[];
   candidateBase: Part[];
@@ -103,13 +105,13 @@ async function measureRoots(
   db: Database,
   world: WorldView,
   stored: StoredCandidate | undefined,
-  walkPrime: (root: RootRecord) => Promise<string | undefined>,
+  walkPrime: (root: RootRecord) => Promise<PrimeRehash | undefined>,
   boundary: BoundaryHashes | undefined,
 ): Promise<RootsPass> {
   const pass: RootsPass = {
     roots: [], candidateValid: world.candidateDigest !== undefined && stored !== undefined && world.roots.length > 0,
     foreign: [], foreignMeasured: true, conflicts: [], conflictsMeasured: true,
-    primeRehash: [], stagedRehash: [], storePrime: [], candidateBase: [], worldBase: [], tested: [], storeRoots: [], manifests: new Map(),
+    primeRehash: [], primeSources: [], stagedRehash: [], storePrime: [], candidateBase: [], worldBase: [], tested: [], storeRoots: [], manifests: new Map(),
   };
   for (const name of world.roots) {
     const root = getRoot(db, name);
@@ -127,8 +129,10 @@ async function measureRoots(
     if (tested === false) pass.candidateValid = false;
     const testedDigest = tested === false ? null : tested;
 
-    const rehash = boundary ? boundary.prime.get(name) : await walkPrime(root);
+    const walked = boundary ? undefined : await walkPrime(root);
+    const rehash = boundary ? boundary.prime.get(name) : walked?.digest;
     pass.primeRehash.push([name, rehash]);
+    pass.primeSources.push([name, boundary ? boundary.primeSources.get(name) : walked?.source]);
     pass.stagedRehash.push([name, boundary ? boundary.staged.get(name) : undefined]);
     if (rehash === undefined) pass.foreignMeasured = false;
     else if (rehash !== root.digest) pass.foreign.push(name);
@@ -181,14 +185,15 @@ function candidateEvaluations(db: Database, world: WorldView, resolved: ReturnTy
 }
 
 /**
- * Measures a Candidate-mode collapse. `walkPrime(root)` re-hashes live PRIME of a Root (undefined: the
- * walk found a problem, or the live route is broken) and is only called at `prepare`.
+ * Measures a Candidate-mode collapse. `walkPrime(root)` re-hashes live PRIME of a Root, walked or vouched
+ * for by the watcher (undefined, or an undefined digest: the walk found a problem, or the live route is
+ * broken) and is only called at `prepare`.
  */
 export async function measureCandidate(
   store: Store,
   world: WorldView,
   policy: PolicyChecksView | undefined,
-  walkPrime: (root: RootRecord) => Promise<string | undefined>,
+  walkPrime: (root: RootRecord) => Promise<PrimeRehash | undefined>,
   checkResources: CheckResources | null,
   boundary?: BoundaryHashes,
 ): Promise<CandidateMeasurement> {
@@ -211,6 +216,7 @@ export async function measureCandidate(
   const modifiedVerifiers = verifiersModified(roots, resolved);
   const evaluations = candidateEvaluations(db, world, resolved, stored);
   const endGenerations = primeGenerations(db, world.roots);
+  const source = primeRehashSource(store.primeMeasures, pass.primeSources);
   const speaking = evaluations.reduce<(typeof evaluations)[number] | undefined>((a, e) => (!a || e.ordinal > a.ordinal ? e : a), undefined);
   const allRoots = roots.length === world.roots.length;
 
@@ -228,6 +234,8 @@ export async function measureCandidate(
     parent: { storePrime: idFrom('parent', composite(pass.storePrime)), candidateBase: idFrom('parent', composite(pass.candidateBase)) },
     // base: live PRIME re-hashed now vs the base digest the World kept at fork time.
     base: { primeRehash: idFrom('base', composite(pass.primeRehash)), world: idFrom('base', composite(pass.worldBase)) },
+    // How live PRIME was re-hashed: walked, or the watcher's state at the recorded walk vs its state now.
+    primeRehashSource: source,
     // delta: the digest the World's capture recorded vs the stored candidate re-hashed (candidate.json hashes to its name).
     delta: { captured: idFrom('delta', candidateDigest), stored: idFrom('delta', stored?.digest) },
     rootSet: rootSetIds(world.roots, pass.storeRoots),

@@ -8,6 +8,8 @@ import { recoverAdoptions, type RecoveryOutcome } from './recover-adoptions.js';
 import { DEFAULT_STORE_DIR, ensureLayout, ensurePrivateDir, layoutOf, type StoreLayout } from './store-layout.js';
 import { openLockedDatabase } from './store-lock.js';
 import { migrate } from './store-schema.js';
+import { PrimeMeasures } from './prime-measures.js';
+import { PrimeWatcher } from './prime-watcher.js';
 
 export interface Store {
   /** The store directory's real path (no links in it); host links name paths under it. */
@@ -15,12 +17,20 @@ export interface Store {
   readonly layout: StoreLayout;
   readonly db: Database;
   readonly now: () => Date;
+  /** What was last measured of each Root's live PRIME, and the watcher that may vouch for it (prime-measures.ts). */
+  readonly primeMeasures: PrimeMeasures;
   close(): void;
 }
 
 export interface OpenStoreOptions {
   dir?: string;
   now?: () => Date;
+  /**
+   * Start the PRIME watcher on the store's filesystem, so collapses re-hash PRIME only when something was
+   * observed under its layers. Off by default; when it cannot start, `watcherError` says why and every
+   * collapse walks PRIME.
+   */
+  watchPrime?: boolean;
 }
 
 export interface OpenedStore {
@@ -29,6 +39,8 @@ export interface OpenedStore {
   recovered: RecoveryOutcome[];
   /** True when this call made the store (it had no database): what is provisioned with a store is made now. */
   created: boolean;
+  /** Why the PRIME watcher asked for could not start (undefined: it started, or was not asked for). */
+  watcherError?: string;
 }
 
 export async function openStore(options: OpenStoreOptions = {}): Promise<OpenedStore> {
@@ -39,15 +51,29 @@ export async function openStore(options: OpenStoreOptions = {}): Promise<OpenedS
   const created = !existsSync(layout.database);
   // Lock before touching anything else, so a refused second agent changes nothing of a running one's.
   const db = openLockedDatabase(layout.database, dir);
-  const store: Store = { dir, layout, db, now: options.now ?? (() => new Date()), close: () => db.close() };
+  let watcher: PrimeWatcher | null = null;
+  let watcherError: string | undefined;
+  if (options.watchPrime === true) {
+    try {
+      watcher = new PrimeWatcher(dir);
+    } catch (e) {
+      watcherError = (e as Error).message;
+    }
+  }
+  const primeMeasures = new PrimeMeasures(watcher);
+  const close = (): void => {
+    primeMeasures.close();
+    db.close();
+  };
+  const store: Store = { dir, layout, db, now: options.now ?? (() => new Date()), primeMeasures, close };
   try {
     await ensureLayout(layout);
     migrate(db);
     remountStacks(store);
     const recovered = await recoverAdoptions(store);
-    return { store, recovered, created };
+    return { store, recovered, created, ...(watcherError !== undefined ? { watcherError } : {}) };
   } catch (e) {
-    db.close();
+    close();
     throw e;
   }
 }

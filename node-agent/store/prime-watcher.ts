@@ -14,8 +14,10 @@
 // (a directory moved in brings its whole subtree).
 //
 // A directory removed before the drain has a stale handle; it is located by its own removal event in the
-// same batch (parent handle + name + the directory's handle), provided no directory moved within the
-// batch (so `rm -r` of a tree between two drains is reported by name, not a gap).
+// same batch (parent handle + name + the directory's handle), so `rm -r` of a tree between two drains is
+// reported by name, not a gap, and so is a staging directory whose content was moved out before it was
+// removed (what every collapse does). Where a move in the batch makes that place wrong, the move itself
+// marks every tree it crossed (removedDirs says why).
 //
 // A gap (fail closed) is recorded, for every tree, when: the kernel's bounded queue overflowed
 // (FAN_Q_OVERFLOW: events were lost); an event cannot be attributed (its directory no longer exists and
@@ -73,6 +75,8 @@ interface Tree {
   gap: Gap | null;
   /** relative path ('.' for the tree's directory) -> seq of its latest change. */
   changes: Map<string, number>;
+  /** seq of the latest change observed under it (0: none since watch()). */
+  last: number;
 }
 
 const NAME_EVENTS = native.FAN_CREATE | native.FAN_DELETE | native.FAN_MOVED_FROM | native.FAN_MOVED_TO | native.FAN_DELETE_SELF | native.FAN_MOVE_SELF;
@@ -140,7 +144,7 @@ export class PrimeWatcher {
     if (native.statx(native.AT_FDCWD, real, 0).mntId !== this.mntId) throw new Error(`${dir} is on another mount than the store ${this.storeDir}`);
     this.drain();
     // A moment of its own: a token from before it (even with nothing observed since) is a gap for this tree.
-    this.trees.set(key, { dir: real, since: ++this.seq, gap: null, changes: new Map() });
+    this.trees.set(key, { dir: real, since: ++this.seq, gap: null, changes: new Map(), last: 0 });
   }
 
   unwatch(key: string): void {
@@ -173,6 +177,29 @@ export class PrimeWatcher {
     }
     const paths = [...tree.changes].filter(([, s]) => s > seq).map(([p]) => p);
     return { gap: false, paths: paths.sort() };
+  }
+
+  /**
+   * Drains, then one value for the trees under `keys` together: it is the same value later exactly when
+   * nothing was observed under any of them and no gap (of one of them, or of all) came in between. null
+   * when a key is not watched or the watcher is not observing (a value it cannot stand behind).
+   */
+  stateOf(keys: readonly string[]): string | null {
+    if (this.closed) return null;
+    this.drain();
+    if (this.fd === null) return null;
+    let last = this.lastGap.seq;
+    for (const key of keys) {
+      const t = this.trees.get(key);
+      if (t === undefined) return null;
+      last = Math.max(last, t.since, t.gap?.seq ?? 0, t.last);
+    }
+    return `${this.instance}:${last}`;
+  }
+
+  /** The keys watched now. */
+  watchedKeys(): string[] {
+    return [...this.trees.keys()];
   }
 
   /** Reads and attributes every queued event now. Never throws: a failure is a gap. */
@@ -248,15 +275,16 @@ export class PrimeWatcher {
   }
 
   /**
-   * Where each directory removed in this batch was: from its own DELETE event (parent handle + name + the
-   * directory's handle), the parent located first (by a live path or by its own removal).
-   * Sound only when no directory moved within the batch (paths then held still between an event and the
-   * removal that followed it); with a directory move in the batch nothing is located this way.
+   * Where each directory removed in this batch was when it was removed: from its own DELETE event (parent
+   * handle + name + the directory's handle), the parent located first (by its path now, or by its own
+   * removal). A directory moved in the batch can make that place differ from where an earlier event in
+   * the directory happened. That is sound for attribution: a tree whose inside the directory left or
+   * entered between the event and its removal has that move (or the move of an ancestor) reported in
+   * the same batch, under a path in the tree (MOVED_FROM or MOVED_TO in one of its directories) or at or
+   * above its directory (tree-moved); so the tree is marked changed or gapped by this drain either way.
    */
   private removedDirs(events: native.FanotifyEvent[], memo: Map<string, Resolved>): Map<string, string> {
     const removed = new Map<string, string>();
-    const moves = native.FAN_MOVED_FROM | native.FAN_MOVED_TO | native.FAN_MOVE_SELF;
-    if (events.some((e) => (e.mask & native.FAN_ONDIR) !== 0 && (e.mask & moves) !== 0)) return removed;
     // Events of one name merge (a directory created and removed between drains is one CREATE|DELETE event,
     // queued before its children's), so repeat until no pass locates another directory.
     const deletions = events.filter((e) => (e.mask & native.FAN_DELETE) !== 0 && (e.mask & native.FAN_ONDIR) !== 0 && e.dir !== undefined && e.fid !== undefined);
@@ -338,6 +366,7 @@ export class PrimeWatcher {
         this.seq++;
         bumped = true;
       }
+      t.last = this.seq;
       if (replaced) {
         t.gap = { seq: this.seq, reason: 'tree-moved', detail: `${path} was moved, removed or created, at or above ${key}'s directory` };
         t.changes.clear();

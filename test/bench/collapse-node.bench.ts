@@ -1,22 +1,22 @@
 // Benchmark: the node-level collapse path, no Kubernetes. On a scratch node store (world-env.ts), a World
 // over a Root of N files makes the same 10-file change as the stack benchmark and is captured (untimed);
-// then, timed apart: the walk of PRIME the node-agent makes to decide (cleanDigest, as the collapse
-// reconciler's prepare step does), and collapseRoot — intent, stage the next generation (and walk it and
+// then, timed apart: the re-hash of PRIME the node-agent makes to decide (rehashPrime, as the collapse
+// reconciler's prepare step does: a walk, or the PRIME watcher's word when it saw nothing since the last
+// one; WORLDLINE_PRIME_WATCHER=off walks every time), and collapseRoot — intent, stage the next generation (and walk it and
 // the base), walk PRIME and the staged payload again at the commit boundary, exchange, database — which
 // is what moves PRIME. The collapse decision itself (run by the agent at prepare and, through collapseRoot's
 // `authorize`, at the commit boundary on the walks already made) is database reads and is left out.
 // Next to it the same `cp -a` + `sha256sum` of the 10 changed files.
 import { join } from 'node:path';
 import { collapseRoot } from '../../node-agent/collapses/collapse-root.js';
-import { cleanDigest } from '../../node-agent/store/store-walk.js';
-import { checkRouting } from '../../node-agent/store/routing.js';
+import { rehashPrime } from '../../node-agent/store/rehash-prime.js';
 import type { Candidate } from '../../node-agent/store/candidates.js';
 import { changeCommand, copyAndHash, tenFileChange, type CollapseTarget } from './collapse.bench.js';
 import { median, percentile, settle } from './stats.js';
 import type { WorldEnv } from './world-env.js';
 
 export interface NodeCollapseSamples {
-  /** cleanDigest of PRIME (the prepare step's re-hash). */
+  /** rehashPrime (the prepare step's re-hash). */
   walkMs: number[];
   /** collapseRoot: stage + commit. */
   collapseMs: number[];
@@ -39,9 +39,8 @@ export async function nodeCollapseRound(env: WorldEnv, t: CollapseTarget, s: Nod
   }
 
   settle();
-  const prime = (await checkRouting(env.store, t.root)).payloadPath;
   const t0 = performance.now();
-  const digest = await cleanDigest(prime, env.store.dir);
+  const { digest } = await rehashPrime(env.store, t.root);
   const t1 = performance.now();
   if (digest !== r.baseDigest) throw new Error(`PRIME of ${t.root} does not walk clean to its base digest`);
   const result = await collapseRoot(env.store, { rootName: t.root, candidateDir: candidate.dir, base: { generation: r.baseGeneration, digest: r.baseDigest } });

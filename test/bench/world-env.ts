@@ -43,6 +43,7 @@ const AGENT_CONFIG: AgentConfig = {
   observeProcDir: '/proc',
   cgroupRoot: '/sys/fs/cgroup',
   grantWaitSeconds: 30,
+  primeWatcher: true,
   idSlots: 1,
   logLevel: 'error',
   defaultWallTimeSeconds: 600,
@@ -86,7 +87,10 @@ export async function openWorldEnv(parent = '/var/tmp'): Promise<WorldEnv> {
     rmSync(dir, { recursive: true, force: true });
   };
   try {
-    store = (await openStore({ dir: join(dir, 'store') })).store;
+    // The node-agent's default: the PRIME watcher on (WORLDLINE_PRIME_WATCHER=off for an A/B run).
+    const opened = await openStore({ dir: join(dir, 'store'), watchPrime: process.env.WORLDLINE_PRIME_WATCHER !== 'off' });
+    if (opened.watcherError !== undefined) throw new Error(`the PRIME watcher did not start: ${opened.watcherError}`);
+    store = opened.store;
   } catch (e) {
     cleanup();
     throw e;

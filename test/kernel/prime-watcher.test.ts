@@ -203,7 +203,8 @@ test('a directory removed before the drain is located by its own removal event; 
   rmSync(join(root, 'd'), { recursive: true });
   assert.deepEqual(paths(w.changesSince(key, t1)), ['d', 'd/e', 'd/e/f']);
 
-  // A directory moved and then removed: where its events happened cannot be known.
+  // A directory outside every tree, written, moved and then removed (a collapse's staging): placed where
+  // it was removed, outside; no tree changed and none has a gap.
   const t2 = w.mark(key);
   const t3 = w.mark(other.key);
   const gone = join(store, 'gone');
@@ -211,10 +212,33 @@ test('a directory removed before the drain is located by its own removal event; 
   writeFileSync(join(gone, 'f'), 'x');
   renameSync(gone, `${gone}-moved`);
   rmSync(`${gone}-moved`, { recursive: true });
-  for (const [k, t] of [[key, t2], [other.key, t3]] as const) {
-    const r = w.changesSince(k, t);
-    assert.equal(r.gap && r.reason, 'unattributed', JSON.stringify(r));
-  }
+  for (const [k, t] of [[key, t2], [other.key, t3]] as const) assert.deepEqual(w.changesSince(k, t), { gap: false, paths: [] });
+
+  // A directory inside the tree, written, moved out and removed: its events are placed outside (where it
+  // was removed), and the move out is what reports the tree changed.
+  const t4 = w.mark(key);
+  const t5 = w.mark(other.key);
+  mkdirSync(join(root, 'leaving'));
+  writeFileSync(join(root, 'leaving/f'), 'x');
+  renameSync(join(root, 'leaving'), join(store, 'left'));
+  rmSync(join(store, 'left'), { recursive: true });
+  assert.deepEqual(paths(w.changesSince(key, t4)), ['leaving']);
+  assert.deepEqual(w.changesSince(other.key, t5), { gap: false, paths: [] });
+});
+
+test('a directory removed after a move placed it elsewhere: every tree the move crossed is changed', () => {
+  const w = watcher();
+  const a = tree(w);
+  const b = tree(w);
+  mkdirSync(join(a.root, 'd'));
+  const ta = w.mark(a.key);
+  const tb = w.mark(b.key);
+  // Written while in tree a, moved into tree b, then removed there: all between two drains.
+  writeFileSync(join(a.root, 'd/f'), 'x');
+  renameSync(join(a.root, 'd'), join(b.root, 'd'));
+  rmSync(join(b.root, 'd'), { recursive: true });
+  assert.deepEqual(paths(w.changesSince(a.key, ta)), ['d'], 'the move out of a reports a changed');
+  assert.ok(paths(w.changesSince(b.key, tb)).includes('d'), 'the move into b and the removal report b changed');
 });
 
 test('a name that is not valid UTF-8 is a gap, not a wrong path', () => {

@@ -12,6 +12,7 @@ import {
   type EvidenceContext,
   type ExecutionRecord,
   type Measurement,
+  type PrimeRehashSource,
   type Reason,
 } from '../../core/collapse/decide.js';
 import { absentId, presentId, unmeasuredId, type Id } from '../../core/collapse/identity.js';
@@ -54,6 +55,11 @@ function checkpointObligation(over: Partial<CheckpointObligation> = {}): Checkpo
   };
 }
 
+/** PRIME's re-hash vouched for by the watcher: its state when the recorded walk began, and now. */
+function vouched(measured: string | null, now: string | null): PrimeRehashSource {
+  return { by: 'watcher', measured: measured === null ? absentId('primeObservation') : presentId('primeObservation', measured), now: now === null ? unmeasuredId('primeObservation') : presentId('primeObservation', now) };
+}
+
 function happy(over: Partial<DecisionInput> = {}): DecisionInput {
   return {
     stage: 'commit',
@@ -63,6 +69,7 @@ function happy(over: Partial<DecisionInput> = {}): DecisionInput {
     primeGeneration: { before: presentId('primeGeneration', '4'), after: presentId('primeGeneration', '4') },
     parent: { storePrime: presentId('parent', 'gen-4'), candidateBase: presentId('parent', 'gen-4') },
     base: { primeRehash: presentId('base', 'sha256:base'), world: presentId('base', 'sha256:base') },
+    primeRehashSource: vouched('w:7', 'w:7'),
     delta: { captured: presentId('delta', 'sha256:delta'), stored: presentId('delta', 'sha256:delta') },
     rootSet: { world: presentId('rootSet', 'sha256:roots'), store: presentId('rootSet', 'sha256:roots') },
     stagedRoot: { staged: presentId('stagedRoot', 'sha256:cand'), tested: presentId('stagedRoot', 'sha256:cand') },
@@ -86,6 +93,12 @@ const rows: { name: string; input: DecisionInput; want: Reason[] }[] = [
   { name: 'conflict found', input: happy({ conflicts: { measured: true, found: ['a.txt'] } }), want: ['CONFLICT'] },
   { name: 'foreign writes unmeasured', input: happy({ foreignWrites: { measured: false } }), want: ['FOREIGN_WRITES_UNMEASURED'] },
   { name: 'foreign write found', input: happy({ foreignWrites: { measured: true, found: ['b.txt'] } }), want: ['FOREIGN_WRITE'] },
+  { name: 'all hold, PRIME walked for this decision', input: happy({ primeRehashSource: { by: 'walk' } }), want: [] },
+  { name: 'PRIME re-hash source missing', input: happy({ primeRehashSource: undefined as unknown as PrimeRehashSource }), want: ['IDENTITY_ABSENT_PRIME_OBSERVATION'] },
+  { name: 'PRIME re-hash source unknown', input: happy({ primeRehashSource: { by: 'trust-me' } as unknown as PrimeRehashSource }), want: ['IDENTITY_ABSENT_PRIME_OBSERVATION'] },
+  { name: 'watcher state when the walk began not recorded', input: happy({ primeRehashSource: vouched(null, 'w:7') }), want: ['IDENTITY_ABSENT_PRIME_OBSERVATION'] },
+  { name: 'watcher not observing now', input: happy({ primeRehashSource: vouched('w:7', null) }), want: ['IDENTITY_ABSENT_PRIME_OBSERVATION'] },
+  { name: 'watcher saw a change or a gap since the walk', input: happy({ primeRehashSource: vouched('w:7', 'w:9') }), want: ['PRIME_OBSERVATION_GAP'] },
   { name: 'PRIME generation not observed after', input: happy({ primeGeneration: { before: presentId('primeGeneration', '4'), after: unmeasuredId('primeGeneration') } }), want: ['PRIME_GENERATION_UNOBSERVED'] },
   { name: 'PRIME moved during the decision', input: happy({ primeGeneration: { before: presentId('primeGeneration', '4'), after: presentId('primeGeneration', '5') } }), want: ['PRIME_MOVED'] },
   { name: 'parent absent', input: happy({ parent: { storePrime: presentId('parent', 'gen-4'), candidateBase: absentId('parent') } }), want: ['IDENTITY_ABSENT_PARENT'] },
@@ -218,6 +231,14 @@ const inputArb: fc.Arbitrary<DecisionInput> = fc
     generation: pairArb('primeGeneration'),
     parent: pairArb('parent'),
     base: pairArb('base'),
+    source: mostly(
+      fc.oneof(fc.constant<PrimeRehashSource>({ by: 'walk' }), pairArb('primeObservation').map(([measured, now]): PrimeRehashSource => ({ by: 'watcher', measured, now }))),
+      fc.oneof(
+        fc.constant(undefined as unknown as PrimeRehashSource),
+        fc.constant({ by: 'cached' } as unknown as PrimeRehashSource),
+        fc.tuple(idArb('primeObservation', ['a', 'b']), idArb('primeObservation', ['a', 'b'])).map(([measured, now]): PrimeRehashSource => ({ by: 'watcher', measured, now })),
+      ),
+    ),
     delta: pairArb('delta'),
     rootSet: pairArb('rootSet'),
     stagedRoot: pairArb('stagedRoot'),
@@ -232,6 +253,7 @@ const inputArb: fc.Arbitrary<DecisionInput> = fc
     primeGeneration: { before: g.generation[0], after: g.generation[1] },
     parent: { storePrime: g.parent[0], candidateBase: g.parent[1] },
     base: { primeRehash: g.base[0], world: g.base[1] },
+    primeRehashSource: g.source,
     delta: { captured: g.delta[0], stored: g.delta[1] },
     rootSet: { world: g.rootSet[0], store: g.rootSet[1] },
     stagedRoot: { staged: g.stagedRoot[0], tested: g.stagedRoot[1] },
@@ -275,6 +297,7 @@ function allHold(input: DecisionInput): boolean {
     same(input.primeGeneration.before, input.primeGeneration.after) &&
     same(input.parent.storePrime, input.parent.candidateBase) &&
     same(input.base.primeRehash, input.base.world) &&
+    (input.primeRehashSource?.by === 'walk' || (input.primeRehashSource?.by === 'watcher' && same(input.primeRehashSource.measured, input.primeRehashSource.now))) &&
     same(input.delta.captured, input.delta.stored) &&
     same(input.rootSet.world, input.rootSet.store) &&
     (input.stage === 'prepare' || same(input.stagedRoot.staged, input.stagedRoot.tested)) &&
@@ -302,7 +325,7 @@ test('decide (property): Authorized exactly when every condition holds; reasons 
 
 test('decide (property): an absent or unmeasured identity on either side of any pair is never Authorized', () => {
   const missing = fc.constantFrom('absent' as const, 'unmeasured' as const);
-  const pairs = ['parent', 'base', 'delta', 'rootSet', 'stagedRoot', 'generation'] as const;
+  const pairs = ['parent', 'base', 'delta', 'rootSet', 'stagedRoot', 'generation', 'primeObservation'] as const;
   fc.assert(
     fc.property(fc.constantFrom(...pairs), fc.boolean(), missing, (pair, left, why) => {
       const input = structuredClone(happy()) as { -readonly [K in keyof DecisionInput]: DecisionInput[K] };
@@ -312,6 +335,7 @@ test('decide (property): an absent or unmeasured identity on either side of any 
       if (pair === 'delta') input.delta = left ? { ...input.delta, captured: gone('delta') } : { ...input.delta, stored: gone('delta') };
       if (pair === 'rootSet') input.rootSet = left ? { ...input.rootSet, world: gone('rootSet') } : { ...input.rootSet, store: gone('rootSet') };
       if (pair === 'stagedRoot') input.stagedRoot = left ? { ...input.stagedRoot, staged: gone('stagedRoot') } : { ...input.stagedRoot, tested: gone('stagedRoot') };
+      if (pair === 'primeObservation') input.primeRehashSource = left ? { by: 'watcher', measured: gone('primeObservation'), now: presentId('primeObservation', 'w:7') } : { by: 'watcher', measured: presentId('primeObservation', 'w:7'), now: gone('primeObservation') };
       if (pair === 'generation') input.primeGeneration = left ? { ...input.primeGeneration, before: gone('primeGeneration') } : { ...input.primeGeneration, after: gone('primeGeneration') };
       assert.equal(decide(input).authorized, false);
     }),

@@ -41,6 +41,7 @@ function judge(rows: EvaluationRow[], current = REQ, required = ['unit', 'lint']
     primeGeneration: { before: presentId('primeGeneration', '1'), after: presentId('primeGeneration', '1') },
     parent: { storePrime: presentId('parent', 'r@1'), candidateBase: presentId('parent', 'r@1') },
     base: { primeRehash: presentId('base', 'b'), world: presentId('base', 'b') },
+    primeRehashSource: { by: 'walk' },
     delta: { captured: presentId('delta', SUBJECT), stored: presentId('delta', SUBJECT) },
     rootSet: { world: presentId('rootSet', 'r'), store: presentId('rootSet', 'r') },
     stagedRoot: { staged: presentId('stagedRoot', 's'), tested: presentId('stagedRoot', 's') },

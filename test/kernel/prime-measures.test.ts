@@ -1,0 +1,151 @@
+// The PRIME watcher in the collapse (node-agent/store/prime-measures.ts): after a measured walk, a commit
+// boundary re-hashes PRIME only when the watcher observed something under its layers, or lost sight of
+// them. Everything here runs on a fresh ext4 filesystem on a loop device, so that nothing else on the
+// machine writes to the filesystem the watcher marks (a write elsewhere to a hard-linked file is a gap,
+// which would make a "vouched" assertion depend on the machine).
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync, truncateSync, writeFileSync } from 'node:fs';
+import { appendFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { after, before, test, type TestContext } from 'node:test';
+import * as native from '../../native/index.js';
+import { collapseRoot } from '../../node-agent/collapses/collapse-root.js';
+import { isCollapseError } from '../../node-agent/collapses/collapse-errors.js';
+import { layerDir } from '../../node-agent/store/generation-stack.js';
+import { openStore, type Store } from '../../node-agent/store/open-store.js';
+import { checkRouting } from '../../node-agent/store/routing.js';
+import { getRoot } from '../../node-agent/store/store-records.js';
+import { walkTreeSync } from '../../node-agent/store/walk-tree-sync.js';
+import { manifestDigest } from '../../core/manifest.js';
+import { adoptSample, makeCandidate, sampleChange } from './collapse-fixtures.js';
+import { requireRoot } from '../support/require-root.js';
+
+requireRoot('the PRIME watcher in the collapse (fanotify filesystem marks, loop devices, ext4 mounts)');
+const PATH_ENV = { PATH: '/usr/sbin:/usr/bin:/sbin:/bin', LANG: 'C' };
+const dir = mkdtempSync(join('/var/tmp', 'wl-primemeasure-'));
+const mnt = join(dir, 'mnt');
+let device = '';
+
+before(() => {
+  const image = join(dir, 'fs.img');
+  writeFileSync(image, '');
+  truncateSync(image, 256 * 2 ** 20);
+  execFileSync('mkfs.ext4', ['-q', '-F', '-N', '65536', '--', image], { env: PATH_ENV });
+  device = native.loopAttach(image);
+  mkdirSync(mnt);
+  native.mount(device, mnt, 'ext4', native.MS_NODEV | native.MS_NOSUID, '');
+});
+
+after(() => {
+  if (device !== '') {
+    execFileSync('umount', ['-R', '-l', mnt], { env: PATH_ENV });
+    native.loopDetach(device);
+  }
+  rmSync(dir, { recursive: true, force: true });
+});
+
+let serial = 0;
+/** A store (and a directory beside it) on the test filesystem; its stacks are unmounted after the test. */
+async function openWatched(t: TestContext, watchPrime = true): Promise<{ store: Store; dir: string }> {
+  const d = join(mnt, `case${++serial}`);
+  mkdirSync(d);
+  const { store, watcherError } = await openStore({ dir: join(d, 'store'), watchPrime });
+  assert.equal(watcherError, undefined, 'the watcher started');
+  t.after(() => store.close());
+  return { store, dir: d };
+}
+
+async function collapse(t: TestContext, store: Store, change: (next: string) => Promise<void>): Promise<{ generationId: string; digest: string }> {
+  const made = await makeCandidate(t, store, 'project', change);
+  const r = await collapseRoot(store, { rootName: 'project', candidateDir: made.candidate.dir, base: made.base });
+  assert.equal(r.digest, made.nextDigest);
+  return { generationId: r.generationId, digest: r.digest };
+}
+
+const addFile = (name: string) => (next: string) => writeFile(join(next, name), `${name}\n`);
+const livePrimeDigest = async (store: Store): Promise<string> => manifestDigest(walkTreeSync((await checkRouting(store, 'project')).payloadPath).manifest);
+
+test('after one measured walk, commit boundaries take PRIME from the watcher, and the result still walks to the recorded digests', async (t) => {
+  const { store, dir: d } = await openWatched(t);
+  await adoptSample(store, d);
+  const counts = store.primeMeasures.counts;
+  await collapse(t, store, sampleChange);
+  assert.deepEqual(counts, { walked: 1, vouched: 0 }, 'the first boundary walked PRIME: nothing was measured before');
+  for (let i = 0; i < 4; i++) {
+    const made = await collapse(t, store, addFile(`file-${i}`));
+    assert.equal(await livePrimeDigest(store), made.digest, 'PRIME walks to the digest the collapse recorded');
+  }
+  assert.deepEqual(counts, { walked: 1, vouched: 4 }, 'each later boundary was vouched for: nothing changed under PRIME');
+});
+
+test('without the watcher, every commit boundary walks PRIME', async (t) => {
+  const { store, dir: d } = await openWatched(t, false);
+  await adoptSample(store, d);
+  for (let i = 0; i < 3; i++) await collapse(t, store, addFile(`file-${i}`));
+  assert.deepEqual(store.primeMeasures.counts, { walked: 3, vouched: 0 });
+});
+
+test('a write into one of PRIME\'s layers is observed: the boundary walks again and refuses FOREIGN_WRITE', async (t) => {
+  const { store, dir: d } = await openWatched(t);
+  await adoptSample(store, d);
+  const first = await collapse(t, store, sampleChange);
+  await collapse(t, store, addFile('second'));
+  assert.deepEqual(store.primeMeasures.counts, { walked: 1, vouched: 1 });
+  const made = await makeCandidate(t, store, 'project', addFile('third'));
+  // Below the top: the first collapse's layer is still in PRIME's stack.
+  await appendFile(join(layerDir(store.layout, first.generationId), 'README.md'), 'foreign\n');
+  await assert.rejects(collapseRoot(store, { rootName: 'project', candidateDir: made.candidate.dir, base: made.base }), (e) => isCollapseError(e, 'FOREIGN_WRITE'));
+  assert.deepEqual(store.primeMeasures.counts, { walked: 2, vouched: 1 }, 'not vouched for: walked');
+  assert.equal(getRoot(store.db, 'project')!.generation, 3, 'PRIME stayed where it was');
+});
+
+test('a write during the measuring walk is not vouched for afterwards', async (t) => {
+  const { store, dir: d } = await openWatched(t);
+  await adoptSample(store, d);
+  const first = await collapse(t, store, sampleChange);
+  const made = await makeCandidate(t, store, 'project', addFile('second'));
+  // At the boundary of the second collapse the watcher's state of the new stack is taken first; this
+  // write into the stack after that moment must make the next boundary walk.
+  await collapseRoot(store, { rootName: 'project', candidateDir: made.candidate.dir, base: made.base }, {
+    afterStep: async (step) => {
+      if (step === 'before-exchange') await appendFile(join(layerDir(store.layout, first.generationId), 'README.md'), 'late\n');
+    },
+  });
+  assert.deepEqual(store.primeMeasures.counts, { walked: 1, vouched: 1 });
+  const third = await makeCandidate(t, store, 'project', addFile('third'));
+  await assert.rejects(collapseRoot(store, { rootName: 'project', candidateDir: third.candidate.dir, base: third.base }), (e) => isCollapseError(e, 'FOREIGN_WRITE'));
+  assert.deepEqual(store.primeMeasures.counts, { walked: 2, vouched: 1 }, 'the write after the state was taken made the next boundary walk');
+});
+
+test('writes outside PRIME\'s layers (another directory of the same filesystem) do not cost a walk', async (t) => {
+  const { store, dir: d } = await openWatched(t);
+  await adoptSample(store, d);
+  await collapse(t, store, sampleChange);
+  for (let i = 0; i < 50; i++) await writeFile(join(d, `elsewhere-${i}`), 'x'.repeat(i));
+  await collapse(t, store, addFile('second'));
+  assert.deepEqual(store.primeMeasures.counts, { walked: 1, vouched: 1 });
+});
+
+test('a restarted store has a new watcher: its first boundary walks PRIME (the restart is a gap)', async (t) => {
+  const { store, dir: d } = await openWatched(t);
+  await adoptSample(store, d);
+  await collapse(t, store, sampleChange);
+  await collapse(t, store, addFile('second'));
+  store.close();
+  const { store: again } = await openStore({ dir: store.dir, watchPrime: true });
+  t.after(() => again.close());
+  await collapse(t, again, addFile('third'));
+  await collapse(t, again, addFile('fourth'));
+  assert.deepEqual(again.primeMeasures.counts, { walked: 1, vouched: 1 }, 'walked once after the restart, then vouched');
+  assert.equal(await livePrimeDigest(again), getRoot(again.db, 'project')!.digest);
+});
+
+test('a watcher that stops observing vouches for nothing: the boundary walks', async (t) => {
+  const { store, dir: d } = await openWatched(t);
+  await adoptSample(store, d);
+  await collapse(t, store, sampleChange);
+  store.primeMeasures.watcher!.close();
+  await collapse(t, store, addFile('second'));
+  assert.deepEqual(store.primeMeasures.counts, { walked: 2, vouched: 0 });
+});
