@@ -16,15 +16,17 @@ import { median, percentile, settle } from './stats.js';
 import type { WorldEnv } from './world-env.js';
 
 export interface NodeCollapseSamples {
-  /** rehashPrime (the prepare step's re-hash). */
+  /** rehashPrime (the prepare step's re-hash); the first at a size is a walk (nothing measured yet). */
   walkMs: number[];
+  /** How many of them the PRIME watcher vouched for. */
+  vouched: number;
   /** collapseRoot: stage + commit. */
   collapseMs: number[];
   cpMs: number[];
   sha256sumMs: number[];
 }
 
-export const noNodeCollapseSamples = (): NodeCollapseSamples => ({ walkMs: [], collapseMs: [], cpMs: [], sha256sumMs: [] });
+export const noNodeCollapseSamples = (): NodeCollapseSamples => ({ walkMs: [], vouched: 0, collapseMs: [], cpMs: [], sha256sumMs: [] });
 
 export async function nodeCollapseRound(env: WorldEnv, t: CollapseTarget, s: NodeCollapseSamples): Promise<void> {
   const rep = s.collapseMs.length;
@@ -40,7 +42,8 @@ export async function nodeCollapseRound(env: WorldEnv, t: CollapseTarget, s: Nod
 
   settle();
   const t0 = performance.now();
-  const { digest } = await rehashPrime(env.store, t.root);
+  const { digest, source } = await rehashPrime(env.store, t.root);
+  if (source.by === 'watcher') s.vouched++;
   const t1 = performance.now();
   if (digest !== r.baseDigest) throw new Error(`PRIME of ${t.root} does not walk clean to its base digest`);
   const result = await collapseRoot(env.store, { rootName: t.root, candidateDir: candidate.dir, base: { generation: r.baseGeneration, digest: r.baseDigest } });
@@ -58,7 +61,11 @@ export async function nodeCollapseRound(env: WorldEnv, t: CollapseTarget, s: Nod
 export interface NodeCollapseResult {
   files: number;
   runs: number;
+  /** The first re-hash (a full walk: the Root was just adopted, nothing was measured). */
+  firstRehashMs: number;
+  /** The median of the later ones (vouched for when the watcher saw nothing). */
   walkMs: number;
+  vouched: number;
   collapseMs: number;
   collapseP90Ms: number;
   cpMs: number;
@@ -69,7 +76,9 @@ export function nodeCollapseResult(files: number, s: NodeCollapseSamples): NodeC
   return {
     files,
     runs: s.collapseMs.length,
-    walkMs: median(s.walkMs),
+    firstRehashMs: s.walkMs[0] ?? NaN,
+    walkMs: s.walkMs.length > 1 ? median(s.walkMs.slice(1)) : NaN,
+    vouched: s.vouched,
     collapseMs: median(s.collapseMs),
     collapseP90Ms: percentile(s.collapseMs, 90),
     cpMs: median(s.cpMs),
