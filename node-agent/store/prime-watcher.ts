@@ -29,9 +29,11 @@
 // maxPathsPerTree paths piled up for one tree. A token from another watcher instance (a restart, or a
 // token from before this process) is a gap; so is a token older than the watch() of its tree, and a move
 // or removal of the tree's directory or one of its ancestors.
-// Not gaps: the "self" events of an object whose last name was removed (DELETE_SELF, and the link-count
-// ATTRIB merged with it): removing the last name was itself reported, with the name, by a DELETE or
-// MOVED_TO on its directory. Link-count changes (ATTRIB without a directory name) are attributed to the
+// Not gaps: events reported without a directory of an object that has no name when drained — the "self"
+// events of an object whose last name was removed (DELETE_SELF, link-count ATTRIBs), and the metadata of
+// a file made without a name (O_TMPFILE: overlayfs builds every copy-up that way in its work directory):
+// removing each name was itself reported, with the name, by a DELETE or MOVED_FROM on its directory, and
+// a nameless object is in no tree. Link-count changes (ATTRIB without a directory name) are attributed to the
 // object's current path.
 //
 // Honest limits:
@@ -348,7 +350,10 @@ export class PrimeWatcher {
     // A name that is not UTF-8 reads back with U+FFFD: it would name another path, so it names none.
     if (paths.some((p) => p.includes('\uFFFD'))) return { unattributed: 'a path that is not valid UTF-8', reason: 'unattributed' };
     if (paths.length === 0) {
-      if (fid !== null && deletedSelf) return { paths: [] }; // covered by the DELETE / MOVED_TO that removed its last name
+      // An object with no name now (gone, or unlinked and still open) reported without a directory: every
+      // tree that held one of its names was told of that name's removal, by name (DELETE / MOVED_FROM);
+      // one that never had a name (O_TMPFILE, as an overlayfs copy-up starts) was in no tree.
+      if (fid !== null) return { paths: [] };
       return { unattributed: `an event (mask 0x${e.mask.toString(16)}) ${fid === null ? 'without a handle' : 'of an object that no longer exists'}`, reason: 'unattributed' };
     }
     return { paths };

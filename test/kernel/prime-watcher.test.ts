@@ -10,7 +10,7 @@ import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import {
   chmodSync, chownSync, linkSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmdirSync, rmSync, symlinkSync, truncateSync, unlinkSync,
-  utimesSync, writeFileSync,
+  utimesSync, writeFileSync, openSync, writeSync, fchmodSync, closeSync, constants as fsConstants,
 } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { join } from 'node:path';
@@ -248,6 +248,55 @@ test('a name that is not valid UTF-8 is a gap, not a wrong path', () => {
   writeFileSync(Buffer.concat([Buffer.from(`${root}/bad-`), Buffer.from([0xff, 0xfe])]), 'x');
   const r = w.changesSince(key, token);
   assert.equal(r.gap && r.reason, 'unattributed', JSON.stringify(r));
+});
+
+test('a file outside every tree that loses a second name and is then removed is no gap', () => {
+  const w = watcher();
+  const { key } = tree(w);
+  const token = w.mark(key);
+  const outside = join(store, `linked-${++serial}`);
+  mkdirSync(outside);
+  writeFileSync(join(outside, 'f'), 'x');
+  w.drain(); // the write is placed while the file has one name
+  linkSync(join(outside, 'f'), join(outside, 'g'));
+  w.drain(); // the link is seen; what follows reaches the watcher only after the file is gone
+  rmSync(join(outside, 'g')); // the link count drops: an event with the object's handle and no name
+  writeFileSync(join(outside, 'f'), 'y'); // other events of the object between (no merge with what follows)
+  chmodSync(join(outside, 'f'), 0o600);
+  rmSync(join(outside, 'f'));
+  assert.deepEqual(w.changesSince(key, token), { gap: false, paths: [] });
+});
+
+test('changes to a file that never had a name (O_TMPFILE, as overlayfs copies up) are no gap', () => {
+  const w = watcher();
+  const { key } = tree(w);
+  const token = w.mark(key);
+  const O_TMPFILE = 0o20200000; // __O_TMPFILE | O_DIRECTORY (x86-64, arm64)
+  const fd = openSync(store, O_TMPFILE | fsConstants.O_RDWR, 0o600);
+  writeSync(fd, 'x');
+  fchmodSync(fd, 0o640); // reported with the object's handle and no name
+  closeSync(fd); // and gone before the watcher drains
+  assert.deepEqual(w.changesSince(key, token), { gap: false, paths: [] });
+});
+
+test('an overlayfs copy-up in an upper directory outside every tree, removed before the drain, is no gap', () => {
+  const w = watcher();
+  const { key } = tree(w);
+  const base = join(store, `ovl-${++serial}`);
+  for (const d of ['lower', 'upper', 'work', 'merged']) mkdirSync(join(base, d), { recursive: true });
+  writeFileSync(join(base, 'lower/f'), 'x');
+  execFileSync('mount', ['-t', 'overlay', 'overlay', '-o', `lowerdir=${base}/lower,upperdir=${base}/upper,workdir=${base}/work`, join(base, 'merged')], { env: PATH_ENV });
+  try {
+    const token = w.mark(key);
+    // The copy-up builds the upper file nameless (O_TMPFILE in work/), sets its owner, mode and times,
+    // then links it into upper/: some of those events carry the object's handle and no name.
+    chmodSync(join(base, 'merged/f'), 0o600);
+    utimesSync(join(base, 'merged/f'), 1, 1);
+    rmSync(join(base, 'upper/f')); // gone before the watcher drains
+    assert.deepEqual(w.changesSince(key, token), { gap: false, paths: [] });
+  } finally {
+    execFileSync('umount', [join(base, 'merged')], { env: PATH_ENV });
+  }
 });
 
 test('a closed watcher answers only gaps', () => {
