@@ -4,12 +4,10 @@
 // machine writes to the filesystem the watcher marks (a write elsewhere to a hard-linked file is a gap,
 // which would make a "vouched" assertion depend on the machine).
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, truncateSync, writeFileSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { appendFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, test, type TestContext } from 'node:test';
-import * as native from '../../native/index.js';
 import { collapseRoot } from '../../node-agent/collapses/collapse-root.js';
 import { isCollapseError } from '../../node-agent/collapses/collapse-errors.js';
 import { layerDir } from '../../node-agent/store/generation-stack.js';
@@ -20,30 +18,14 @@ import { walkTreeSync } from '../../node-agent/store/walk-tree-sync.js';
 import { manifestDigest } from '../../core/manifest.js';
 import { adoptSample, makeCandidate, sampleChange } from './collapse-fixtures.js';
 import { requireRoot } from '../support/require-root.js';
+import { loopExt4 } from './loop-ext4.js';
 
 requireRoot('the PRIME watcher in the collapse (fanotify filesystem marks, loop devices, ext4 mounts)');
-const PATH_ENV = { PATH: '/usr/sbin:/usr/bin:/sbin:/bin', LANG: 'C' };
-const dir = mkdtempSync(join('/var/tmp', 'wl-primemeasure-'));
-const mnt = join(dir, 'mnt');
-let device = '';
+const fs = loopExt4('wl-primemeasure-');
+const mnt = fs.mnt;
 
-before(() => {
-  const image = join(dir, 'fs.img');
-  writeFileSync(image, '');
-  truncateSync(image, 256 * 2 ** 20);
-  execFileSync('mkfs.ext4', ['-q', '-F', '-N', '65536', '--', image], { env: PATH_ENV });
-  device = native.loopAttach(image);
-  mkdirSync(mnt);
-  native.mount(device, mnt, 'ext4', native.MS_NODEV | native.MS_NOSUID, '');
-});
-
-after(() => {
-  if (device !== '') {
-    execFileSync('umount', ['-R', '-l', mnt], { env: PATH_ENV });
-    native.loopDetach(device);
-  }
-  rmSync(dir, { recursive: true, force: true });
-});
+before(() => fs.mount());
+after(() => fs.unmount());
 
 let serial = 0;
 /** A store (and a directory beside it) on the test filesystem; its stacks are unmounted after the test. */

@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import {
-  chmodSync, chownSync, linkSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmdirSync, rmSync, symlinkSync, truncateSync, unlinkSync,
+  chmodSync, chownSync, linkSync, mkdirSync, readFileSync, renameSync, rmdirSync, rmSync, symlinkSync, truncateSync, unlinkSync,
   utimesSync, writeFileSync, openSync, writeSync, fchmodSync, closeSync, constants as fsConstants,
 } from 'node:fs';
 import { createInterface } from 'node:readline';
@@ -17,33 +17,21 @@ import { join } from 'node:path';
 import * as native from '../../native/index.js';
 import { PrimeWatcher, type ChangesSince } from '../../node-agent/store/prime-watcher.js';
 import { requireRoot } from '../support/require-root.js';
+import { loopExt4, PATH_ENV } from './loop-ext4.js';
 
 requireRoot('the PRIME watcher tests (fanotify filesystem marks, loop devices, ext4 mounts)');
-const PATH_ENV = { PATH: '/usr/sbin:/usr/bin:/sbin:/bin', LANG: 'C' };
-const dir = mkdtempSync(join('/var/tmp', 'wl-primewatch-'));
-const mnt = join(dir, 'mnt');
-const store = join(mnt, 'store');
-let device = '';
+const fs = loopExt4('wl-primewatch-');
+const store = join(fs.mnt, 'store');
 const watchers: PrimeWatcher[] = [];
 
 before(() => {
-  const image = join(dir, 'fs.img');
-  writeFileSync(image, '');
-  truncateSync(image, 256 * 2 ** 20);
-  execFileSync('mkfs.ext4', ['-q', '-F', '-N', '65536', '--', image], { env: PATH_ENV });
-  device = native.loopAttach(image);
-  mkdirSync(mnt);
-  native.mount(device, mnt, 'ext4', native.MS_NODEV | native.MS_NOSUID, '');
+  fs.mount();
   mkdirSync(store, { mode: 0o700 });
 });
 
 after(() => {
   for (const w of watchers) w.close();
-  if (device !== '') {
-    native.umount2(mnt, native.MNT_DETACH);
-    native.loopDetach(device);
-  }
-  rmSync(dir, { recursive: true, force: true });
+  fs.unmount();
 });
 
 function watcher(intervalMs = 0): PrimeWatcher {
