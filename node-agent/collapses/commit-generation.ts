@@ -7,7 +7,7 @@ import { lstat, mkdir, rename, rm } from 'node:fs/promises';
 import { fsyncDirectory, pathKind } from '../store/durable-fs.js';
 import { writeMarker } from '../store/generation-marker.js';
 import type { Store } from '../store/open-store.js';
-import { checkRouting } from '../store/routing.js';
+import { checkRouting, type Routing } from '../store/routing.js';
 import { isStoreError } from '../store/store-errors.js';
 import { serializedOnStore } from '../store/store-serial.js';
 import { generationDir, liveLinkTarget, payloadDir } from '../store/store-layout.js';
@@ -15,7 +15,7 @@ import { deleteIntent, getRoot, insertGeneration, upsertRoot, type RootRecord } 
 import { CollapseError } from './collapse-errors.js';
 import { nextLinkPath, type CollapseHooks } from './collapse-intent.js';
 import { cleanDigests } from '../store/store-walk.js';
-import type { MeasureStart, PrimeRehash, PrimeSource } from '../store/prime-measures.js';
+import type { MeasureStart, PrimeSource } from '../store/prime-measures.js';
 import { exchangeLiveMapping, removeNextMapping } from './exchange-live.js';
 import { identityDir, layerDir, mountStack, removeGeneration, stackDirs } from '../store/generation-stack.js';
 import { layerMismatch } from './stage-layer.js';
@@ -112,24 +112,18 @@ async function commitSerialized(store: Store, items: readonly CommitItem[], opti
     // The commit boundary: every measurement immediately before the exchange — live PRIME and the staged
     // payload of each Root. PRIME is walked (one pass that reads each shared inode once) unless the watcher
     // vouches that nothing changed under its layers since a recorded walk.
-    const measures = store.primeMeasures;
-    const primes: PrimeRehash[] = [];
-    const toWalk: { n: number; rootKey: string; generationId: string; payloadPath: string; layers: string[] }[] = [];
-    for (const [n, { rootName, staged }] of items.entries()) {
-      let route;
+    const routes: Routing[] = [];
+    for (const { rootName, staged } of items) {
       try {
-        route = await checkRouting(store, rootName);
+        routes.push(await checkRouting(store, rootName));
       } catch (e) {
         if (isStoreError(e, 'LIVE_MAPPING_BROKEN')) throw new CollapseError('LIVE_MAPPING_BROKEN', e.message, { cause: e });
         throw e;
       }
-      starts.set(rootName, measures.begin(staged.layers ? stackDirs(store.layout, staged.layers) : [payloadDir(store.layout, staged.generationId)]));
-      const vouched = measures.vouch(route.root.rootKey, route.generationId);
-      if (vouched) primes[n] = vouched;
-      else toWalk.push({ n, rootKey: route.root.rootKey, generationId: route.generationId, payloadPath: route.payloadPath, layers: route.layers });
+      // The new generation's layers are watched, and their state taken, before anything checks them.
+      starts.set(rootName, store.primeMeasures.begin(staged.layers ? stackDirs(store.layout, staged.layers) : [payloadDir(store.layout, staged.generationId)]));
     }
-    const walkedPrimes = await measures.walk(toWalk, store.dir);
-    toWalk.forEach((w, k) => (primes[w.n] = walkedPrimes[k]!));
+    const primes = await store.primeMeasures.rehash(routes, store.dir);
     // A stacked generation over its base's stack (PRIME's, re-hashed here) with its own layer on top has
     // the staged digest when PRIME has the base digest and the layer is still exactly what was staged
     // (checked again, O(change)). Every other staged payload is walked, and so is one whose derivation

@@ -14,6 +14,7 @@
 // carries the recorded state and the state read again when the measurement ends, and is refused when
 // they differ or either is missing.
 import type { PrimeWatcher } from './prime-watcher.js';
+import type { Routing } from './routing.js';
 import { cleanDigests } from './store-walk.js';
 
 /** Where a re-hash of live PRIME came from: a walk now, or a recorded walk the watcher vouches for. */
@@ -94,22 +95,29 @@ export class PrimeMeasures {
     return this.watcher?.stateOf(dirs) ?? null;
   }
 
-  /** Walks payloads together (an inode they share is read once), each walk recorded as a measurement. */
-  async walk(items: readonly { rootKey: string; generationId: string; payloadPath: string; layers: readonly string[] }[], storeDir: string): Promise<PrimeRehash[]> {
-    const starts = items.map((i) => this.begin(i.layers));
+  /**
+   * Live PRIME of each route: vouched for when the watcher saw nothing since a recorded walk; the others
+   * walked together (an inode they share is read once), each walk recorded as a measurement.
+   */
+  async rehash(routes: readonly Routing[], storeDir: string): Promise<PrimeRehash[]> {
+    const out: (PrimeRehash | null)[] = routes.map((r) => this.vouch(r.root.rootKey, r.generationId));
+    const toWalk = routes.filter((_, n) => out[n] === null);
+    if (toWalk.length === 0) return out as PrimeRehash[];
+    const starts = toWalk.map((r) => this.begin(r.layers));
     let digests: (string | undefined)[];
     try {
-      digests = await cleanDigests(items.map((i) => i.payloadPath), storeDir);
+      digests = await cleanDigests(toWalk.map((r) => r.payloadPath), storeDir);
     } catch (e) {
       starts.forEach((s) => this.abandon(s));
       throw e;
     }
-    this.counts.walked += items.length;
-    for (let i = 0; i < items.length; i++) this.onRehash?.('walk');
-    return items.map((i, n) => {
-      this.record(i.rootKey, i.generationId, starts[n]!, digests[n]);
-      return { digest: digests[n], source: { by: 'walk' } };
+    this.counts.walked += toWalk.length;
+    toWalk.forEach((r, k) => {
+      this.onRehash?.('walk');
+      this.record(r.root.rootKey, r.generationId, starts[k]!, digests[k]);
+      out[routes.indexOf(r)] = { digest: digests[k], source: { by: 'walk' } };
     });
+    return out as PrimeRehash[];
   }
 
   close(): void {

@@ -6,7 +6,5 @@ import { checkRouting } from './routing.js';
 
 /** Throws the route's store errors (LIVE_MAPPING_BROKEN, ROOT_NOT_FOUND, ...). */
 export async function rehashPrime(store: Store, rootName: string): Promise<PrimeRehash> {
-  const route = await checkRouting(store, rootName);
-  const m = store.primeMeasures;
-  return m.vouch(route.root.rootKey, route.generationId) ?? (await m.walk([{ rootKey: route.root.rootKey, generationId: route.generationId, payloadPath: route.payloadPath, layers: route.layers }], store.dir))[0]!;
+  return (await store.primeMeasures.rehash([await checkRouting(store, rootName)], store.dir))[0]!;
 }
