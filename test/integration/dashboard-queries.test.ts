@@ -95,6 +95,9 @@ describe('the dashboard and the alerts against a real Prometheus scraping a real
     ]);
     await prom.waitTargetsUp();
     const start = Math.floor(Date.now() / 1000);
+    // A sample of the (pre-created, zero) refusal series inside the range, before the first refusal:
+    // increase() over the range needs it, or a refusal whose first in-range sample is already 1 counts 0.
+    await scraped(`timestamp(worldline_admission_decisions_total{job="node-agent",stage="agent",outcome="RESOURCE_LIMIT_EXCEEDED"} == 0) >= ${start}`);
 
     const proj = join(s.scratch, 'proj');
     ownedDir(proj);
