@@ -114,10 +114,23 @@ export function manifestDigest(m: Manifest): string {
 function* manifestDigestParts(entries: readonly ManifestEntry[], tail: string): Generator<string> {
   yield '{"entries":[';
   for (let i = 0; i < entries.length; i += 1024) {
-    const chunk = entries.slice(i, i + 1024).map(measuredEntryJson).join(',');
+    const chunk = entries.slice(i, i + 1024).map(entryText).join(',');
     yield i === 0 ? chunk : `,${chunk}`;
   }
   yield tail;
+}
+
+/**
+ * measuredEntryJson(e), kept for a frozen entry: it cannot change, and a collapse digests a manifest whose
+ * entries are nearly all those of the generation it was made from (recorded manifests are served frozen,
+ * node-agent/store/manifest-cache.ts). An entry that is not frozen is written every time.
+ */
+const entryTexts = new WeakMap<ManifestEntry, string>();
+function entryText(e: ManifestEntry): string {
+  if (!Object.isFrozen(e)) return measuredEntryJson(e);
+  let text = entryTexts.get(e);
+  if (text === undefined) entryTexts.set(e, (text = measuredEntryJson(e)));
+  return text;
 }
 
 /** The value whose canonical JSON manifestDigest hashes. */
@@ -175,8 +188,36 @@ export interface ManifestDelta {
   rootAttributes?: RootAttributes;
 }
 
-/** The manifest `delta` makes of `base` (O(size of base); for staging, never for capture). */
+/**
+ * The manifest `delta` makes of `base`: its deleted paths removed, then its entries put (a later upsert
+ * of a path wins). O(size of base) as one merge when the base is in strict byte order, as a recorded
+ * manifest is; any other base takes the general path (applyDeltaBySorting), which gives the same result.
+ */
 export function applyDelta(base: Manifest, delta: ManifestDelta): Manifest {
+  const b = base.entries;
+  for (let i = 1; i < b.length; i++) if (compareEntries(b[i - 1]!, b[i]!) >= 0) return applyDeltaBySorting(base, delta);
+  const gone = new Set(delta.deleted);
+  const byPath = new Map<string, ManifestEntry>();
+  for (const e of delta.upsert) byPath.set(e.path, e);
+  const put = [...byPath.values()].sort(compareEntries);
+  const entries: ManifestEntry[] = [];
+  let i = 0;
+  let j = 0;
+  while (i < b.length || j < put.length) {
+    const order = i === b.length ? 1 : j === put.length ? -1 : compareEntries(b[i]!, put[j]!);
+    if (order > 0) entries.push(put[j++]!);
+    else {
+      if (order === 0) entries.push(put[j++]!);
+      else if (!gone.has(b[i]!.path)) entries.push(b[i]!);
+      i++;
+    }
+  }
+  const root = delta.rootAttributes ?? base.root;
+  return { entries, ...(root ? { root } : {}) };
+}
+
+/** applyDelta for any base: every entry into a map, the delta applied, sorted again (O(N log N)). */
+export function applyDeltaBySorting(base: Manifest, delta: ManifestDelta): Manifest {
   const entries = new Map(base.entries.map((e) => [e.path, e]));
   for (const p of delta.deleted) entries.delete(p);
   for (const e of delta.upsert) entries.set(e.path, e);
@@ -190,8 +231,70 @@ export interface ManifestProblem {
   message: string;
 }
 
+/**
+ * Manifests found valid that cannot change: frozen, their entries array and every entry too. validateManifest
+ * answers for them at once, and validateApplied can check only the change made to one.
+ */
+const knownValid = new WeakSet<Manifest>();
+
+function isDeepFrozen(m: Manifest): boolean {
+  return Object.isFrozen(m) && Object.isFrozen(m.entries) && (m.root === undefined || Object.isFrozen(m.root)) && m.entries.every((e) => Object.isFrozen(e));
+}
+
+/**
+ * The problems of `next`, which must be applyDelta(base, delta). When `base` is a known-valid (frozen,
+ * validated) manifest, only what the delta touches can be wrong, and that alone is checked: each put
+ * entry's path, shape and parent, and no entry left below a path that stopped being a directory. Any
+ * doubt goes to validateManifest(next), so the answer is always validateManifest's (property-tested).
+ */
+export function validateApplied(base: Manifest, delta: ManifestDelta, next: Manifest): ManifestProblem[] {
+  if (!knownValid.has(base) || !appliedLooksValid(delta, next)) return validateManifest(next);
+  if (isDeepFrozen(next)) knownValid.add(next);
+  return [];
+}
+
+/** True only when `next` is valid, given `base` valid and next = applyDelta(base, delta). */
+function appliedLooksValid(delta: ManifestDelta, next: Manifest): boolean {
+  const entries = next.entries;
+  /** The index of the first entry of `entries` whose path is >= key in byte order. */
+  const lowerBound = (key: string): number => {
+    let lo = 0;
+    let hi = entries.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (compareBytes(entries[mid]!.path, key) < 0) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo;
+  };
+  const at = (path: string): ManifestEntry | undefined => {
+    const e = entries[lowerBound(path)];
+    return e && e.path === path ? e : undefined;
+  };
+  const hasChildren = (dir: string): boolean => {
+    const e = entries[lowerBound(`${dir}/`)];
+    return e !== undefined && e.path.startsWith(`${dir}/`);
+  };
+  for (const { path } of delta.upsert) {
+    const e = at(path); // the entry next holds (the last upsert of the path, possibly a frozen copy)
+    if (!e || !isCleanRelativePath(e.path) || entryShapeProblem(e) !== null) return false;
+    const parent = parentOf(e.path);
+    if (parent !== '' && at(parent)?.type !== 'dir') return false;
+    if (e.type !== 'dir' && hasChildren(e.path)) return false;
+  }
+  for (const p of delta.deleted) if (at(p) === undefined && hasChildren(p)) return false;
+  return true;
+}
+
 /** Every problem of a manifest (empty when valid): clean paths, strict byte order, parents present as dirs. */
 export function validateManifest(m: Manifest): ManifestProblem[] {
+  if (knownValid.has(m)) return [];
+  const problems = manifestProblems(m);
+  if (problems.length === 0 && isDeepFrozen(m)) knownValid.add(m);
+  return problems;
+}
+
+function manifestProblems(m: Manifest): ManifestProblem[] {
   const problems: ManifestProblem[] = [];
   const dirs = new Set<string>();
   let previous: string | undefined;

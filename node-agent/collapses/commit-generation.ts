@@ -176,7 +176,7 @@ async function commitSerialized(store: Store, items: readonly CommitItem[], opti
     for (const { rootName, staged } of items) {
       const root = roots.get(rootName)!;
       const [dev, ino] = payloads.get(staged.generationId)!;
-      insertGeneration(store.db, { id: staged.generationId, rootKey: root.rootKey, number: staged.generation, digest: staged.digest, payloadDev: String(dev), payloadIno: String(ino) }, staged.manifest, now);
+      insertGeneration(store.db, { id: staged.generationId, rootKey: root.rootKey, number: staged.generation, digest: staged.digest, payloadDev: String(dev), payloadIno: String(ino) }, staged.manifest, now, staged.delta && { from: staged.baseGeneration, delta: staged.delta });
       upsertRoot(store.db, { ...root, state: 'Ready', generation: staged.generation, digest: staged.digest, reason: null, message: null }, now);
     }
     if (options.intentId) deleteIntent(store.db, options.intentId);

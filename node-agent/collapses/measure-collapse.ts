@@ -12,18 +12,19 @@ import type { Database } from 'better-sqlite3';
 import type { DecisionInput, Evaluation } from '../../core/collapse/decide.js';
 import { idFrom, presentId, unmeasuredId } from '../../core/collapse/identity.js';
 import { globToRegExp, verifierIdentity, type CheckResources } from '../../core/evidence/requirement.js';
-import { applyDelta, manifestDigest, validateManifest } from '../../core/manifest.js';
 import { evaluationsFor } from '../store/evaluation-records.js';
+import { entryReader } from '../store/generation-entries.js';
 import { verifierModifiedByCandidate } from '../../core/evidence/verifier-delta.js';
 import { readCandidate } from '../store/candidates.js';
 import { resolveRequirement, type PolicyChecksView } from '../evidence/policy-requirement.js';
 import type { Store } from '../store/open-store.js';
-import { getGeneration, getGenerationManifest, getRoot, type RootRecord } from '../store/store-records.js';
+import { getGeneration, getRoot, type RootRecord } from '../store/store-records.js';
 import type { StoredDelta } from '../store/candidates.js';
 import { generationManifest } from '../store/world-records.js';
 import { composite, primeGenerations, primeRehashSource, rootSetIds, type Part } from './composite-id.js';
 import type { PrimeRehash, PrimeSource } from '../store/prime-measures.js';
 import { decisionEvaluations } from './decision-evaluations.js';
+import { testedManifest } from './tested-manifest.js';
 import { join } from 'node:path';
 
 /** One Root of the World as the measurement found it. */
@@ -55,8 +56,6 @@ export interface WorldView {
   candidateDigest: string | undefined;
 }
 
-const entryQuery = 'SELECT type, mode, uid, gid, size, sha256, target FROM generation_entries WHERE generation_id = ? AND path = ?';
-
 /** Paths the candidate changes that PRIME also changed since the base (the two generations' entries compared). */
 function conflictsOf(db: Database, root: RootRecord, baseGeneration: number, delta: StoredDelta | null): { measured: false } | { measured: true; found: string[] } {
   if (!delta) return { measured: false };
@@ -64,9 +63,9 @@ function conflictsOf(db: Database, root: RootRecord, baseGeneration: number, del
   const base = getGeneration(db, root.rootKey, baseGeneration);
   const prime = getGeneration(db, root.rootKey, root.generation);
   if (!base || !prime) return { measured: false };
-  const q = db.prepare(entryQuery);
+  const [before, now] = [entryReader(db, root.rootKey, base.number), entryReader(db, root.rootKey, prime.number)];
   const touched = [...delta.upsert.map((e) => e.path), ...delta.deleted];
-  const found = touched.filter((p) => JSON.stringify(q.get(base.id, p) ?? null) !== JSON.stringify(q.get(prime.id, p) ?? null)).map((p) => `${root.name}/${p}`);
+  const found = touched.filter((p) => JSON.stringify(before.get(p) ?? null) !== JSON.stringify(now.get(p) ?? null)).map((p) => `${root.name}/${p}`);
   return { measured: true, found };
 }
 
@@ -95,10 +94,9 @@ type StoredCandidate = ReturnType<typeof readCandidate>;
 /** The digest the tested candidate gives a Root: its base generation's manifest with the delta applied (null: not computable; false: invalid). */
 function testedDigestOf(db: Database, root: RootRecord, baseGeneration: number, delta: StoredDelta | null): string | null | false {
   const baseGen = getGeneration(db, root.rootKey, baseGeneration);
-  const baseManifest = baseGen && getGenerationManifest(db, baseGen.id);
-  if (!baseManifest) return null;
-  const next = delta ? applyDelta(baseManifest, delta) : baseManifest;
-  return validateManifest(next).length === 0 ? manifestDigest(next) : false;
+  const tested = baseGen && testedManifest(db, baseGen.id, delta ?? { upsert: [], deleted: [] });
+  if (!tested) return null;
+  return tested.digest ?? false;
 }
 
 async function measureRoots(

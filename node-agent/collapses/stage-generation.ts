@@ -13,7 +13,7 @@ import { linkSync, lstatSync, mkdirSync, readdirSync } from 'node:fs';
 import { readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { randomUUID } from 'node:crypto';
-import { applyDelta, manifestDigest, validateManifest, type Manifest, type RootAttributes } from '../../core/manifest.js';
+import { type Manifest, type ManifestDelta, type RootAttributes } from '../../core/manifest.js';
 import { generationIdFor } from '../../core/root-key.js';
 import type { Store } from '../store/open-store.js';
 import { payloadDir, type StoreLayout } from '../store/store-layout.js';
@@ -22,6 +22,7 @@ import { MAX_STACK_DEPTH, layerDir, stackIds } from '../store/generation-stack.j
 import { buildLayer, layerMismatch, setOwnerAndMode, syncPath, writeEntry } from './stage-layer.js';
 import { planLayer, type LayerItem } from '../../core/layer-plan.js';
 import { getGeneration, getGenerationManifest, getRoot } from '../store/store-records.js';
+import { testedManifest } from './tested-manifest.js';
 import type { KnownHash } from '../store/walk-tree-sync.js';
 import type { StoredDelta } from '../store/candidates.js';
 import { CollapseError } from './collapse-errors.js';
@@ -39,6 +40,8 @@ export interface StagedGeneration {
   /** manifestDigest(applyDelta(base manifest, delta)), which the staged payload's walk was required to equal. */
   digest: string;
   manifest: Manifest;
+  /** The candidate's delta that made `manifest` of the base generation's (absent for a return): the store records only its entries. */
+  delta?: ManifestDelta;
   /** The staging directory (it holds `payload` or `layer`); removed once they move into generations/. */
   stagingDir: string;
   /** A full generation's staged payload (stagingDir/payload); for a stacked one, where its layer is staged. */
@@ -97,10 +100,9 @@ export async function stageGeneration(store: Store, rootName: string, candidateD
   if (delta.root !== rootName || delta.baseGeneration !== baseGeneration || delta.baseDigest !== base.digest) {
     throw new CollapseError('CANDIDATE_INVALID', `the candidate's delta for ${rootName} is based on generation ${delta.baseGeneration} (${delta.baseDigest}), not ${baseGeneration} (${base.digest})`);
   }
-  const manifest = applyDelta(baseManifest, delta);
-  const problem = validateManifest(manifest)[0];
-  if (problem) throw new CollapseError('CANDIDATE_INVALID', `the delta makes an invalid manifest: ${problem.path}: ${problem.message}`);
-  const digest = manifestDigest(manifest);
+  const { manifest, problems, digest } = testedManifest(store.db, base.id, delta)!;
+  const problem = problems[0];
+  if (problem || digest === null) throw new CollapseError('CANDIDATE_INVALID', `the delta makes an invalid manifest: ${problem?.path}: ${problem?.message}`);
   const generation = baseGeneration + 1;
   const generationId = generationIdFor(root.rootKey, generation, digest);
 
@@ -108,7 +110,7 @@ export async function stageGeneration(store: Store, rootName: string, candidateD
   const basePayload = payloadDir(store.layout, base.id);
   const baseIds = stackIds(readMarker(store.layout, base.id), base.id);
   const candidateRoot = join(candidateDir, 'roots', root.rootKey);
-  const staged = { rootName, rootKey: root.rootKey, baseGeneration, baseGenerationId: base.id, baseDigest: base.digest, generation, generationId, digest, manifest, stagingDir };
+  const staged = { rootName, rootKey: root.rootKey, baseGeneration, baseGenerationId: base.id, baseDigest: base.digest, generation, generationId, digest, manifest, delta, stagingDir };
   await rm(stagingDir, { recursive: true, force: true });
   mkdirSync(stagingDir, { mode: 0o700 });
 

@@ -1,13 +1,15 @@
 // A base generation's manifest as capture needs it: one entry by path, and the descendants of a
 // directory as one range — O(log N) each, never the whole manifest. The store's index reads the
-// generation_entries rows (see store-schema.ts migration 5); an in-memory index over a Manifest serves
+// entry spans (generation-entries.ts); an in-memory index over a Manifest serves
 // tests and callers that hold a manifest already.
 //
 // Ranges: the descendants of 'd' are exactly the paths p with 'd/' < p < 'd0' in byte order ('0' is '/'
 // + 1), which is SQLite's BINARY collation over UTF-8 text and core/relative-path.ts compareBytes.
-import type { Database, Statement } from 'better-sqlite3';
+import type { Database } from 'better-sqlite3';
 import { compareBytes } from '../../core/relative-path.js';
-import { compareEntries, type EntryType, type Manifest, type ManifestEntry, type RootAttributes } from '../../core/manifest.js';
+import { entryReader, type EntryReader } from './generation-entries.js';
+import { getGenerationManifest } from './store-records.js';
+import { compareEntries, type Manifest, type ManifestEntry, type RootAttributes } from '../../core/manifest.js';
 
 export interface BaseIndex {
   /** The root directory's own attributes, when the manifest measures them. */
@@ -32,48 +34,20 @@ function isChild(dir: string, path: string): boolean {
   return !path.includes('/', dir === '' ? 0 : dir.length + 1);
 }
 
-interface EntryRow {
-  path: string;
-  type: EntryType;
-  mode: number;
-  uid: number;
-  gid: number;
-  size: number | null;
-  sha256: string | null;
-  target: string | null;
-}
-
-function toEntry(r: EntryRow): ManifestEntry {
-  const e: ManifestEntry = { path: r.path, type: r.type, mode: r.mode, uid: r.uid, gid: r.gid };
-  if (r.size !== null) e.size = r.size;
-  if (r.sha256 !== null) e.sha256 = r.sha256;
-  if (r.target !== null) e.target = r.target;
-  return e;
-}
-
-const COLUMNS = 'path, type, mode, uid, gid, size, sha256, target';
-
-/** The index of a recorded generation, read from its generation_entries rows. */
+/** The index of a recorded generation, read from the store's entry spans (generation-entries.ts). */
 export function storedBaseIndex(db: Database, generationId: string): BaseIndex {
-  let one: Statement<[string, string]> | undefined;
-  let range: Statement<[string, string, string]> | undefined;
-  let all: Statement<[string]> | undefined;
-  const get = (path: string): ManifestEntry | undefined => {
-    one ??= db.prepare(`SELECT ${COLUMNS} FROM generation_entries WHERE generation_id = ? AND path = ?`);
-    const row = one.get(generationId, path) as EntryRow | undefined;
-    return row && toEntry(row);
+  let reader: EntryReader | null | undefined;
+  const open = (): EntryReader | null => {
+    if (reader === undefined) {
+      const g = db.prepare('SELECT root_key AS rootKey, number FROM generations WHERE id = ?').get(generationId) as { rootKey: string; number: number } | undefined;
+      reader = g ? entryReader(db, g.rootKey, g.number) : null;
+    }
+    return reader;
   };
+  const get = (path: string): ManifestEntry | undefined => open()?.get(path);
   const descendantsOf = (dir: string): ManifestEntry[] => {
     const { above, below } = rangeOf(dir);
-    let rows: EntryRow[];
-    if (below === undefined) {
-      all ??= db.prepare(`SELECT ${COLUMNS} FROM generation_entries WHERE generation_id = ? AND path > '' ORDER BY path`);
-      rows = all.all(generationId) as EntryRow[];
-    } else {
-      range ??= db.prepare(`SELECT ${COLUMNS} FROM generation_entries WHERE generation_id = ? AND path > ? AND path < ? ORDER BY path`);
-      rows = range.all(generationId, above, below) as EntryRow[];
-    }
-    return rows.map(toEntry);
+    return open()?.range(above, below) ?? [];
   };
   let root: RootAttributes | undefined | null = null;
   return {
@@ -124,18 +98,15 @@ export function manifestBaseIndex(m: Manifest): BaseIndex {
 }
 
 /**
- * A recorded generation's manifest that costs nothing until it is read: `entries` parses manifest_json
- * on first access; baseIndexOf() on it returns the store's index, so capture never parses it at all.
+ * A recorded generation's manifest that costs nothing until it is read: `entries` reads the whole
+ * manifest on first access (getGenerationManifest: cached, digest-checked); baseIndexOf() on it returns the store's index, so capture never parses it at all.
  */
 export function storedManifest(db: Database, generationId: string): Manifest {
   const index = storedBaseIndex(db, generationId);
   let entries: ManifestEntry[] | undefined;
   const m = {
     get entries(): ManifestEntry[] {
-      if (entries === undefined) {
-        const row = db.prepare('SELECT manifest_json FROM generations WHERE id = ?').get(generationId) as { manifest_json: string } | undefined;
-        entries = row ? (JSON.parse(row.manifest_json) as Manifest).entries : [];
-      }
+      entries ??= getGenerationManifest(db, generationId)?.entries ?? [];
       return entries;
     },
     set entries(v: ManifestEntry[]) {

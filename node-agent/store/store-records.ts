@@ -1,7 +1,10 @@
 // Rows of the store database: roots, generations and intents. Every statement takes its data through
 // placeholders.
 import type { Database } from 'better-sqlite3';
-import type { Manifest } from '../../core/manifest.js';
+import { manifestDigest, type Manifest } from '../../core/manifest.js';
+import { insertGenerationEntries, manifestAt, type GenerationChange } from './generation-entries.js';
+import { cachedManifest, rememberManifest } from './manifest-cache.js';
+import { StoreError } from './store-errors.js';
 
 /**
  * Releasing: the Root object is being deleted with spec.onDelete Release (node-agent/store/release-root.ts);
@@ -98,7 +101,7 @@ export function setRootState(db: Database, name: string, state: RootState, reaso
   return db.prepare('UPDATE roots SET state = ?, reason = ?, message = ?, updated_at = ? WHERE name = ?').run(state, reason, message, now.toISOString(), name).changes === 1;
 }
 
-/** Reads the covering index only, never the row: its manifest_json is O(root size) and lies before payload_dev. */
+/** Reads the covering index only (schema 4; the row held the whole manifest until the entry spans). */
 export function getGeneration(db: Database, rootKey: string, number: number): GenerationRecord | undefined {
   return db
     .prepare('SELECT id, root_key AS rootKey, number, digest, payload_dev AS payloadDev, payload_ino AS payloadIno, created_at AS createdAt FROM generations INDEXED BY generations_route WHERE root_key = ? AND number = ?')
@@ -111,27 +114,25 @@ export function generationByPayload(db: Database, rootKey: string, dev: string, 
 }
 
 /**
- * The generation row and, in the same transaction as the caller's, its manifest entries as rows of
- * generation_entries (the root directory's attributes under path ''). Idempotent: a generation already
- * recorded is left as it is.
+ * The generation row and, in the same transaction as the caller's, its manifest entries as spans
+ * (generation-entries.ts): with `change` (the delta applied to the Root's latest generation) only the
+ * changed entries are written. Idempotent: a generation already recorded is left as it is. The manifest
+ * is kept in the connection's cache, so the next collapse reads it without a query.
  */
-export function insertGeneration(db: Database, g: Omit<GenerationRecord, 'createdAt'>, manifest: Manifest, now: Date): void {
-  db.transaction(() => insertGenerationRows(db, g, manifest, now))(); // a savepoint when the caller holds a transaction
+export function insertGeneration(db: Database, g: Omit<GenerationRecord, 'createdAt'>, manifest: Manifest, now: Date, change?: GenerationChange): void {
+  db.transaction(() => insertGenerationRows(db, g, manifest, now, change))(); // a savepoint when the caller holds a transaction
+  rememberManifest(db, g.id, manifest);
 }
 
-function insertGenerationRows(db: Database, g: Omit<GenerationRecord, 'createdAt'>, manifest: Manifest, now: Date): void {
+function insertGenerationRows(db: Database, g: Omit<GenerationRecord, 'createdAt'>, manifest: Manifest, now: Date, change: GenerationChange | undefined): void {
   const inserted = db
     .prepare(
-      `INSERT INTO generations (id, root_key, number, digest, manifest_json, payload_dev, payload_ino, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+      `INSERT INTO generations (id, root_key, number, digest, payload_dev, payload_ino, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)
        ON CONFLICT (id) DO NOTHING`,
     )
-    .run(g.id, g.rootKey, g.number, g.digest, JSON.stringify(manifest), g.payloadDev, g.payloadIno, now.toISOString());
+    .run(g.id, g.rootKey, g.number, g.digest, g.payloadDev, g.payloadIno, now.toISOString());
   if (inserted.changes === 0) return;
-  const row = db.prepare(
-    `INSERT INTO generation_entries (generation_id, path, type, mode, uid, gid, size, sha256, target) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-  );
-  if (manifest.root) row.run(g.id, '', 'dir', manifest.root.mode, manifest.root.uid, manifest.root.gid, null, null, null);
-  for (const e of manifest.entries) row.run(g.id, e.path, e.type, e.mode, e.uid, e.gid, e.size ?? null, e.sha256 ?? null, e.target ?? null);
+  insertGenerationEntries(db, g.rootKey, g.number, manifest, change);
 }
 
 export interface IntentRecord<T> {
@@ -164,10 +165,23 @@ export function updateIntent(db: Database, id: string, data: unknown): void {
   db.prepare('UPDATE intents SET data_json = ? WHERE id = ?').run(JSON.stringify(data), id);
 }
 
-/** The full manifest of a recorded generation (O(root size): reads manifest_json), or undefined. */
+/**
+ * The full manifest of a recorded generation, or undefined. Generations never change once recorded, so
+ * the connection keeps the last few in memory, frozen. Read from the store (O(Root)), a manifest must
+ * re-digest to the generation's recorded digest, else GENERATION_ENTRIES_MISMATCH: rows that no longer
+ * describe the generation are never served as it.
+ */
 export function getGenerationManifest(db: Database, id: string): Manifest | undefined {
-  const row = db.prepare('SELECT manifest_json FROM generations WHERE id = ?').get(id) as { manifest_json: string } | undefined;
-  return row && (JSON.parse(row.manifest_json) as Manifest);
+  const cached = cachedManifest(db, id);
+  if (cached) return cached;
+  const g = db.prepare('SELECT root_key AS rootKey, number, digest FROM generations WHERE id = ?').get(id) as { rootKey: string; number: number; digest: string } | undefined;
+  if (!g) return undefined;
+  const manifest = manifestAt(db, g.rootKey, g.number);
+  const digest = manifestDigest(manifest);
+  if (digest !== g.digest) {
+    throw new StoreError('GENERATION_ENTRIES_MISMATCH', `the recorded entries of generation ${g.number} of ${g.rootKey} digest to ${digest}, not its recorded ${g.digest}`);
+  }
+  return rememberManifest(db, id, manifest);
 }
 
 /**

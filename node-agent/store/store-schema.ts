@@ -167,6 +167,32 @@ const MIGRATIONS: readonly string[] = [
      UPDATE reservation_totals SET cpu_millis = cpu_millis - OLD.cpu_millis + NEW.cpu_millis, memory_bytes = memory_bytes - OLD.memory_bytes + NEW.memory_bytes,
        pids = pids - OLD.pids + NEW.pids, ephemeral_storage_bytes = ephemeral_storage_bytes - OLD.ephemeral_storage_bytes + NEW.ephemeral_storage_bytes WHERE id = 1;
    END;`,
+  // (O(change) generations, issue 11) each manifest entry once per span of generations holding it
+  // (node-agent/store/generation-entries.ts): a generation writes only the entries it changes. Replaces
+  // generation_entries (one row per entry per generation) and generations.manifest_json (the whole manifest
+  // again as JSON). Backfill: a generation's rows become spans of that generation alone, except those of
+  // each Root's latest generation, which stay open for the next one.
+  `CREATE TABLE entry_spans (
+     root_key TEXT NOT NULL,
+     path TEXT NOT NULL,
+     from_number INTEGER NOT NULL,
+     to_number INTEGER CHECK (to_number IS NULL OR to_number > from_number),
+     type TEXT NOT NULL,
+     mode INTEGER NOT NULL,
+     uid INTEGER NOT NULL,
+     gid INTEGER NOT NULL,
+     size INTEGER,
+     sha256 TEXT,
+     target TEXT,
+     PRIMARY KEY (root_key, path, from_number)
+   ) STRICT, WITHOUT ROWID;
+   INSERT INTO entry_spans (root_key, path, from_number, to_number, type, mode, uid, gid, size, sha256, target)
+     SELECT g.root_key, e.path, g.number,
+            CASE WHEN g.number = (SELECT MAX(x.number) FROM generations x WHERE x.root_key = g.root_key) THEN NULL ELSE g.number + 1 END,
+            e.type, e.mode, e.uid, e.gid, e.size, e.sha256, e.target
+     FROM generation_entries e JOIN generations g ON g.id = e.generation_id;
+   DROP TABLE generation_entries;
+   ALTER TABLE generations DROP COLUMN manifest_json;`,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

@@ -4,7 +4,7 @@ import fc from 'fast-check';
 import { canonicalJson } from '../../core/canonical-json.js';
 import { digestOf } from '../../core/digest.js';
 import {
-  applyDelta, diffManifests, manifestDigest, manifestDigestValue, measuredEntry, measuredEntryJson, sortManifest, validateManifest, type Manifest, type ManifestEntry, type ManifestProblem,
+  applyDelta, applyDeltaBySorting, diffManifests, validateApplied, manifestDigest, manifestDigestValue, measuredEntry, measuredEntryJson, sortManifest, validateManifest, type Manifest, type ManifestEntry, type ManifestProblem,
 } from '../../core/manifest.js';
 import { compareBytes, isCleanRelativePath } from '../../core/relative-path.js';
 
@@ -157,6 +157,69 @@ test('applyDelta: deletes, upserts, keeps byte order and the root attributes', (
   assert.deepEqual(applyDelta(rooted, { upsert: [], deleted: [], rootAttributes: { mode: 0o700, uid: 1, gid: 1 } }).root, { mode: 0o700, uid: 1, gid: 1 });
   assert.deepEqual(applyDelta({ entries: [] }, { upsert: [], deleted: [], rootAttributes: { mode: 0o700, uid: 1, gid: 1 } }), { entries: [], root: { mode: 0o700, uid: 1, gid: 1 } });
   assert.equal('root' in applyDelta(base, { upsert: [], deleted: [] }), false, 'no root attributes are invented');
+});
+
+test('applyDelta: the merge over a sorted base gives what the general path gives, for any base and delta', () => {
+  const names = ['a', 'a/b', 'a0', 'b', '\u00e9', 'z'];
+  const entry = fc.tuple(fc.constantFrom(...names), fc.nat(5)).map(([p, size]) => file(p, { size }));
+  fc.assert(
+    fc.property(
+      fc.array(entry, { maxLength: 6 }),
+      fc.boolean(),
+      fc.array(entry, { maxLength: 6 }),
+      fc.array(fc.constantFrom(...names), { maxLength: 4 }),
+      fc.option(fc.record({ mode: fc.nat(0o777), uid: fc.nat(2), gid: fc.nat(2) }), { nil: undefined }),
+      (raw, sortIt, upsert, deleted, rootAttributes) => {
+        // Sorted and deduplicated (the merge), or as drawn: unsorted or with a path twice (the general path).
+        const entries = sortIt ? [...new Map(raw.map((e) => [e.path, e])).values()].sort((x, y) => compareBytes(x.path, y.path)) : raw;
+        const m: Manifest = { entries, ...(rootAttributes ? { root: rootAttributes } : {}) };
+        const delta = { upsert, deleted, ...(rootAttributes && !sortIt ? { rootAttributes } : {}) };
+        assert.deepEqual(applyDelta(m, delta), applyDeltaBySorting(m, delta));
+      },
+    ),
+    { numRuns: 3000 },
+  );
+});
+
+test('validateApplied: checking only the change gives the problems the whole check gives', () => {
+  const names = ['a', 'a/b', 'a/b/c', 'a/c', 'a0', 'b', 'b/x', '\u00e9', '\u00e9/f', 'bad//p'];
+  const deepFreeze = (m: Manifest): Manifest => Object.freeze({ ...m, entries: Object.freeze(m.entries.map((e) => Object.freeze({ ...e }))) as ManifestEntry[] });
+  const copy = (m: Manifest): Manifest => ({ ...m, entries: m.entries.map((e) => ({ ...e })) });
+  const entry = (p: string): fc.Arbitrary<ManifestEntry> =>
+    fc.oneof(fc.constant(dir(p)), fc.constant(file(p)), fc.constant({ path: p, type: 'symlink' as const, mode: 0o777, uid: 0, gid: 0, target: 'x' }), fc.constant(file(p, { sha256: 'nope' })));
+  // A valid base: chosen paths, each with its parents as directories.
+  const baseArb = fc.subarray(names.filter((p) => !p.includes('//'))).map((chosen) => {
+    const all = new Map<string, ManifestEntry>();
+    for (const p of chosen) {
+      const parts = p.split('/');
+      for (let i = 1; i < parts.length; i++) all.set(parts.slice(0, i).join('/'), dir(parts.slice(0, i).join('/')));
+      if (!all.has(p)) all.set(p, p.length % 2 ? file(p) : dir(p));
+    }
+    return { entries: [...all.values()].sort((x, y) => compareBytes(x.path, y.path)) };
+  });
+  const deltaArb = fc.record({
+    upsert: fc.array(fc.constantFrom(...names).chain(entry), { maxLength: 4 }),
+    deleted: fc.array(fc.constantFrom(...names), { maxLength: 3 }),
+  });
+  let fast = 0;
+  fc.assert(
+    fc.property(baseArb, deltaArb, (raw, delta) => {
+      const base = deepFreeze(raw);
+      assert.deepEqual(validateManifest(base), []); // now known valid
+      const next = deepFreeze(applyDelta(base, delta));
+      const expected = validateManifest(copy(next)); // a copy: the whole check, never the memo
+      assert.deepEqual(validateApplied(base, delta, next), expected);
+      if (expected.length === 0) {
+        fast++;
+        assert.deepEqual(validateManifest(next), [], 'a valid applied manifest is known valid');
+      }
+    }),
+    { numRuns: 5000 },
+  );
+  assert.ok(fast > 500, `only ${fast} valid applied manifests were drawn`);
+  // A base nobody validated gets the whole check, whatever the delta.
+  const invalid: Manifest = { entries: [file('z'), file('a')] };
+  assert.deepEqual(validateApplied(invalid, { upsert: [], deleted: [] }, applyDelta(invalid, { upsert: [], deleted: [] })), validateManifest(applyDelta(invalid, { upsert: [], deleted: [] })));
 });
 
 test('validateManifest: each problem names its path and says what is wrong', async (t) => {
