@@ -17,8 +17,8 @@ export function digestOf(value: unknown): string {
   return DIGEST_PREFIX + sha256Hex(canonicalJson(value));
 }
 
-/** `sha256:` digest of the concatenation of `parts`, hashed as they come (no one large string). */
-export function digestOfText(parts: Iterable<string>): string {
+/** `sha256:` digest of the concatenation of `parts` (text as UTF-8), hashed as they come (no one large string). */
+export function digestOfText(parts: Iterable<string | Uint8Array>): string {
   const hash = createHash('sha256');
   for (const part of parts) hash.update(part);
   return DIGEST_PREFIX + hash.digest('hex');

@@ -111,26 +111,50 @@ export function manifestDigest(m: Manifest): string {
   return digestOfText(manifestDigestParts(m.entries, tail));
 }
 
-function* manifestDigestParts(entries: readonly ManifestEntry[], tail: string): Generator<string> {
+function* manifestDigestParts(entries: readonly ManifestEntry[], tail: string): Generator<string | Buffer> {
   yield '{"entries":[';
-  for (let i = 0; i < entries.length; i += 1024) {
-    const chunk = entries.slice(i, i + 1024).map(entryText).join(',');
-    yield i === 0 ? chunk : `,${chunk}`;
+  let start = 0;
+  for (let i = 0; i < entries.length; i++) {
+    if (i + 1 < entries.length && i + 1 - start < MAX_CHUNK && !endsChunk(entries[i]!.path)) continue;
+    if (start > 0) yield ',';
+    yield chunkText(entries, start, i + 1);
+    start = i + 1;
   }
   yield tail;
 }
 
 /**
- * measuredEntryJson(e), kept for a frozen entry: it cannot change, and a collapse digests a manifest whose
- * entries are nearly all those of the generation it was made from (recorded manifests are served frozen,
- * node-agent/store/manifest-cache.ts). An entry that is not frozen is written every time.
+ * The digest's text is written in chunks that end after an entry whose path hashes to 0 mod 256 (and at
+ * MAX_CHUNK entries at most), so where a chunk ends depends on the paths, not on positions: a manifest
+ * made from another by a small delta has the same chunks except around the change. A chunk of frozen
+ * entries keeps its UTF-8 text, keyed by its first entry and valid only for the very same entry objects
+ * in the same order; a collapse at 100k entries then hashes ~19 MB of kept text instead of writing it.
+ * The bytes hashed are the same whatever the chunks (property-tested against the canonical value).
  */
-const entryTexts = new WeakMap<ManifestEntry, string>();
-function entryText(e: ManifestEntry): string {
-  if (!Object.isFrozen(e)) return measuredEntryJson(e);
-  let text = entryTexts.get(e);
-  if (text === undefined) entryTexts.set(e, (text = measuredEntryJson(e)));
-  return text;
+const MAX_CHUNK = 2048;
+interface ChunkText {
+  entries: readonly ManifestEntry[];
+  bytes: Buffer;
+}
+const chunkTexts = new WeakMap<ManifestEntry, ChunkText>();
+
+function endsChunk(path: string): boolean {
+  // FNV-1a over the last 16 UTF-16 units and the length: cheap, and spread enough over generated names.
+  let h = 0x811c9dc5 ^ path.length;
+  for (let k = Math.max(0, path.length - 16); k < path.length; k++) h = Math.imul(h ^ path.charCodeAt(k), 0x01000193);
+  return ((h ^ (h >>> 16)) & 0xff) === 0;
+}
+
+function chunkText(entries: readonly ManifestEntry[], from: number, to: number): string | Buffer {
+  const first = entries[from]!;
+  const kept = chunkTexts.get(first);
+  if (kept && kept.entries.length === to - from && kept.entries.every((e, k) => e === entries[from + k])) return kept.bytes;
+  const chunk = entries.slice(from, to);
+  const text = chunk.map(measuredEntryJson).join(',');
+  if (!chunk.every((e) => Object.isFrozen(e))) return text;
+  const bytes = Buffer.from(text, 'utf8');
+  chunkTexts.set(first, { entries: chunk, bytes });
+  return bytes;
 }
 
 /** The value whose canonical JSON manifestDigest hashes. */
@@ -190,28 +214,32 @@ export interface ManifestDelta {
 
 /**
  * The manifest `delta` makes of `base`: its deleted paths removed, then its entries put (a later upsert
- * of a path wins). O(size of base) as one merge when the base is in strict byte order, as a recorded
- * manifest is; any other base takes the general path (applyDeltaBySorting), which gives the same result.
+ * of a path wins). When the base is in strict byte order, as a recorded manifest is (checked, or known
+ * from validateManifest), the untouched runs are copied between the touched paths; any other base takes
+ * the general path (applyDeltaBySorting), which gives the same result.
  */
 export function applyDelta(base: Manifest, delta: ManifestDelta): Manifest {
   const b = base.entries;
-  for (let i = 1; i < b.length; i++) if (compareEntries(b[i - 1]!, b[i]!) >= 0) return applyDeltaBySorting(base, delta);
-  const gone = new Set(delta.deleted);
-  const byPath = new Map<string, ManifestEntry>();
-  for (const e of delta.upsert) byPath.set(e.path, e);
-  const put = [...byPath.values()].sort(compareEntries);
+  if (!knownValid.has(base)) for (let i = 1; i < b.length; i++) if (compareEntries(b[i - 1]!, b[i]!) >= 0) return applyDeltaBySorting(base, delta);
+  const put = new Map<string, ManifestEntry>();
+  for (const e of delta.upsert) put.set(e.path, e);
+  const touched = [...new Set([...delta.deleted, ...put.keys()])].sort(compareBytes);
+  // Runs of untouched base entries are copied between the touched paths, each found by binary search.
   const entries: ManifestEntry[] = [];
   let i = 0;
-  let j = 0;
-  while (i < b.length || j < put.length) {
-    const order = i === b.length ? 1 : j === put.length ? -1 : compareEntries(b[i]!, put[j]!);
-    if (order > 0) entries.push(put[j++]!);
-    else {
-      if (order === 0) entries.push(put[j++]!);
-      else if (!gone.has(b[i]!.path)) entries.push(b[i]!);
-      i++;
+  for (const path of touched) {
+    let hi = b.length;
+    for (let lo = i; lo < hi; ) {
+      const mid = (lo + hi) >>> 1;
+      if (compareBytes(b[mid]!.path, path) < 0) lo = mid + 1;
+      else hi = mid;
     }
+    while (i < hi) entries.push(b[i++]!);
+    if (i < b.length && b[i]!.path === path) i++; // replaced or deleted
+    const e = put.get(path);
+    if (e) entries.push(e);
   }
+  while (i < b.length) entries.push(b[i++]!);
   const root = delta.rootAttributes ?? base.root;
   return { entries, ...(root ? { root } : {}) };
 }

@@ -206,6 +206,7 @@ test('validateApplied: checking only the change gives the problems the whole che
     fc.property(baseArb, deltaArb, (raw, delta) => {
       const base = deepFreeze(raw);
       assert.deepEqual(validateManifest(base), []); // now known valid
+      assert.deepEqual(applyDelta(base, delta), applyDeltaBySorting(base, delta), 'applyDelta over a known-valid base');
       const next = deepFreeze(applyDelta(base, delta));
       const expected = validateManifest(copy(next)); // a copy: the whole check, never the memo
       assert.deepEqual(validateApplied(base, delta, next), expected);
@@ -220,6 +221,31 @@ test('validateApplied: checking only the change gives the problems the whole che
   // A base nobody validated gets the whole check, whatever the delta.
   const invalid: Manifest = { entries: [file('z'), file('a')] };
   assert.deepEqual(validateApplied(invalid, { upsert: [], deleted: [] }, applyDelta(invalid, { upsert: [], deleted: [] })), validateManifest(applyDelta(invalid, { upsert: [], deleted: [] })));
+});
+
+test('manifestDigest: frozen manifests changed by deltas again and again digest as their canonical value (kept chunk texts)', () => {
+  const freeze = (m: Manifest): Manifest => Object.freeze({ ...m, entries: Object.freeze(m.entries.map((e) => (Object.isFrozen(e) ? e : Object.freeze({ ...e })))) as ManifestEntry[] });
+  const names = Array.from({ length: 6000 }, (_, i) => `d${i % 7}/f${String(i).padStart(5, '0')}\u00e9`);
+  let m = freeze({ root: { mode: 0o755, uid: 0, gid: 0 }, entries: [...Array.from({ length: 7 }, (_, i) => dir(`d${i}`)), ...names.map((p) => file(p))].sort((x, y) => compareBytes(x.path, y.path)) });
+  assert.equal(manifestDigest(m), digestOf(manifestDigestValue(m)));
+  fc.assert(
+    fc.property(
+      fc.array(fc.tuple(fc.nat(names.length - 1), fc.constantFrom('modify', 'delete', 'add')), { minLength: 1, maxLength: 6 }),
+      (ops) => {
+        const upsert: ManifestEntry[] = [];
+        const deleted: string[] = [];
+        for (const [i, op] of ops) {
+          if (op === 'delete') deleted.push(names[i]!);
+          else upsert.push(file(op === 'add' ? `${names[i]!}+` : names[i]!, { size: i }));
+        }
+        m = freeze(applyDelta(m, { upsert, deleted }));
+        const text = digestOf(manifestDigestValue(m));
+        assert.equal(manifestDigest(m), text);
+        assert.equal(manifestDigest(m), text, 'digested again, from the kept chunks only');
+      },
+    ),
+    { numRuns: 200 },
+  );
 });
 
 test('validateManifest: each problem names its path and says what is wrong', async (t) => {
