@@ -16,8 +16,8 @@ export interface TestedManifest {
   digest: string | null;
 }
 
-/** Prepare's, the boundary's and the staging's computations of one collapse, and one spare. */
-const KEPT = 2;
+/** One per collapse in flight on the node's Roots (a few); their entries are mostly their bases', shared. */
+const KEPT = 8;
 const caches = new WeakMap<Database, Map<string, TestedManifest>>();
 
 /** The tested manifest of `delta` over recorded generation `baseId`, or undefined when that generation is not recorded. */

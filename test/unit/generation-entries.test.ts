@@ -4,6 +4,9 @@
 // every generation's manifest.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import fc from 'fast-check';
 import { applyDelta, compareEntries, manifestDigest, type Manifest, type ManifestDelta, type ManifestEntry } from '../../core/manifest.js';
@@ -99,27 +102,32 @@ test('a generation older than a recorded one is refused, and a recorded one is l
 });
 
 test('a manifest read from the store must digest to its generation; what is served is frozen', () => {
-  const db = fresh();
+  const dir = mkdtempSync(join(tmpdir(), 'wl-entries-'));
+  const file = join(dir, 'store.db');
+  const db = new Database(file);
+  migrate(db);
   const m1: Manifest = { root: { mode: 0o755, uid: 0, gid: 0 }, entries: [{ path: 'f', type: 'file', mode: 0o644, uid: 0, gid: 0, size: 1, sha256: 'a'.repeat(64) }] };
   const delta: ManifestDelta = { upsert: [{ path: 'g', type: 'file', mode: 0o644, uid: 0, gid: 0, size: 2, sha256: 'b'.repeat(64) }], deleted: [] };
   const m2 = applyDelta(m1, delta);
-  const m3 = applyDelta(m2, { upsert: [], deleted: ['f'] });
   record(db, 1, m1);
   record(db, 2, m2, { from: 1, delta });
-  record(db, 3, m3, { from: 2, delta: { upsert: [], deleted: ['f'] } });
-  // Generation 1 is no longer among the kept manifests: it is read from the rows and digest-checked.
-  assert.deepEqual(plain(getGenerationManifest(db, 'g1')!), m1);
+  // Served from the recording connection's cache: frozen, so no caller changes what the next one reads.
   const served = getGenerationManifest(db, 'g1')!;
+  assert.deepEqual(plain(served), m1);
   assert.throws(() => served.entries.push(m1.entries[0]!), TypeError);
   assert.throws(() => {
     (served.entries[0] as { size?: number }).size = 5;
   }, TypeError);
-  assert.equal(getGenerationManifest(db, 'nope'), undefined);
-  record(db, 4, m3, { from: 3, delta: { upsert: [], deleted: [] } });
-  record(db, 5, m3, { from: 4, delta: { upsert: [], deleted: [] } }); // g1 and g2 leave the cache
-  db.prepare(`UPDATE entry_spans SET size = 7 WHERE root_key = 'rk' AND path = 'g'`).run();
-  assert.throws(() => getGenerationManifest(db, 'g2'), (e: unknown) => isStoreError(e, 'GENERATION_ENTRIES_MISMATCH'));
-  db.close();
+  // Another connection has nothing cached: it reads the rows, which must digest to the recorded digest.
+  const other = new Database(file);
+  assert.deepEqual(plain(getGenerationManifest(other, 'g2')!), plain(m2));
+  assert.equal(getGenerationManifest(other, 'nope'), undefined);
+  other.prepare(`UPDATE entry_spans SET size = 7 WHERE root_key = 'rk' AND path = 'g'`).run();
+  const third = new Database(file);
+  assert.throws(() => getGenerationManifest(third, 'g2'), (e: unknown) => isStoreError(e, 'GENERATION_ENTRIES_MISMATCH'));
+  assert.deepEqual(plain(getGenerationManifest(third, 'g1')!), m1, 'generation 1 does not hold the changed span');
+  for (const d of [db, other, third]) d.close();
+  rmSync(dir, { recursive: true, force: true });
 });
 
 test('the migration to entry spans keeps every generation of every Root, and the next one builds on the latest', () => {
