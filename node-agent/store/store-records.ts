@@ -1,7 +1,7 @@
 // Rows of the store database: roots, generations and intents. Every statement takes its data through
 // placeholders.
 import type { Database } from 'better-sqlite3';
-import { manifestDigest, type Manifest } from '../../core/manifest.js';
+import { manifestDigest, validateManifest, type Manifest } from '../../core/manifest.js';
 import { insertGenerationEntries, manifestAt, type GenerationChange } from './generation-entries.js';
 import { cachedManifest, rememberManifest } from './manifest-cache.js';
 import { StoreError } from './store-errors.js';
@@ -121,7 +121,13 @@ export function generationByPayload(db: Database, rootKey: string, dev: string, 
  */
 export function insertGeneration(db: Database, g: Omit<GenerationRecord, 'createdAt'>, manifest: Manifest, now: Date, change?: GenerationChange): void {
   db.transaction(() => insertGenerationRows(db, g, manifest, now, change))(); // a savepoint when the caller holds a transaction
-  rememberManifest(db, g.id, manifest);
+  const kept = rememberManifest(db, g.id, manifest);
+  if (kept !== manifest) {
+    // A manifest from a walk (adoption, recovery) or a return: validated and digested once now, so the
+    // next collapse finds it known valid and its chunk texts kept (O(Root) here, not in that collapse).
+    validateManifest(kept);
+    manifestDigest(kept);
+  }
 }
 
 function insertGenerationRows(db: Database, g: Omit<GenerationRecord, 'createdAt'>, manifest: Manifest, now: Date, change: GenerationChange | undefined): void {
