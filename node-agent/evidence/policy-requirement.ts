@@ -71,7 +71,10 @@ export function resolveRequirement(
     for (const d of definitions) for (const p of boundVerifierPaths(d, manifest.entries)) paths.add(p);
     const sorted = [...paths].sort(compareBytes);
     bound.set(root, sorted);
-    const sums = new Map(manifest.entries.map((e) => [e.path, e.sha256]));
+    if (sorted.length === 0) continue; // nothing bound: the manifest's entries are not read (O(Root) at 100k files)
+    const wanted = new Set(sorted);
+    const sums = new Map<string, string | undefined>();
+    for (const e of manifest.entries) if (wanted.has(e.path)) sums.set(e.path, e.sha256);
     for (const p of sorted) files.push({ path: qualifiedVerifierPath(root, p), sha256: sums.get(p) ?? '' });
   }
   const declaredVerifier = verifierIdentity(files);
