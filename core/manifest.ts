@@ -212,6 +212,18 @@ export interface ManifestDelta {
   rootAttributes?: RootAttributes;
 }
 
+/** The index of the first of `entries` (in byte order of paths) at or after `from` whose path is >= `key`. */
+function firstAtOrAfter(entries: readonly ManifestEntry[], key: string, from = 0): number {
+  let lo = from;
+  let hi = entries.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (compareBytes(entries[mid]!.path, key) < 0) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
 /**
  * The manifest `delta` makes of `base`: its deleted paths removed, then its entries put (a later upsert
  * of a path wins). When the base is in strict byte order, as a recorded manifest is (checked, or known
@@ -228,12 +240,7 @@ export function applyDelta(base: Manifest, delta: ManifestDelta): Manifest {
   const entries: ManifestEntry[] = [];
   let i = 0;
   for (const path of touched) {
-    let hi = b.length;
-    for (let lo = i; lo < hi; ) {
-      const mid = (lo + hi) >>> 1;
-      if (compareBytes(b[mid]!.path, path) < 0) lo = mid + 1;
-      else hi = mid;
-    }
+    const hi = firstAtOrAfter(b, path, i);
     while (i < hi) entries.push(b[i++]!);
     if (i < b.length && b[i]!.path === path) i++; // replaced or deleted
     const e = put.get(path);
@@ -265,7 +272,8 @@ export interface ManifestProblem {
  */
 const knownValid = new WeakSet<Manifest>();
 
-function isDeepFrozen(m: Manifest): boolean {
+/** True when `m`, its entries array, its root attributes and every entry are frozen: nothing of it can change. */
+export function isDeepFrozen(m: Manifest): boolean {
   return Object.isFrozen(m) && Object.isFrozen(m.entries) && (m.root === undefined || Object.isFrozen(m.root)) && m.entries.every((e) => Object.isFrozen(e));
 }
 
@@ -284,23 +292,12 @@ export function validateApplied(base: Manifest, delta: ManifestDelta, next: Mani
 /** True only when `next` is valid, given `base` valid and next = applyDelta(base, delta). */
 function appliedLooksValid(delta: ManifestDelta, next: Manifest): boolean {
   const entries = next.entries;
-  /** The index of the first entry of `entries` whose path is >= key in byte order. */
-  const lowerBound = (key: string): number => {
-    let lo = 0;
-    let hi = entries.length;
-    while (lo < hi) {
-      const mid = (lo + hi) >>> 1;
-      if (compareBytes(entries[mid]!.path, key) < 0) lo = mid + 1;
-      else hi = mid;
-    }
-    return lo;
-  };
   const at = (path: string): ManifestEntry | undefined => {
-    const e = entries[lowerBound(path)];
+    const e = entries[firstAtOrAfter(entries, path)];
     return e && e.path === path ? e : undefined;
   };
   const hasChildren = (dir: string): boolean => {
-    const e = entries[lowerBound(`${dir}/`)];
+    const e = entries[firstAtOrAfter(entries, `${dir}/`)];
     return e !== undefined && e.path.startsWith(`${dir}/`);
   };
   for (const { path } of delta.upsert) {

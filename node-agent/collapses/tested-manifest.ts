@@ -3,8 +3,7 @@
 // computation costs ~0.5 s. A recorded generation never changes, so the result is kept per database
 // connection, keyed by the base generation's id and the delta's own digest; what is kept is frozen.
 import type { Database } from 'better-sqlite3';
-import { canonicalJson } from '../../core/canonical-json.js';
-import { digestOfText } from '../../core/digest.js';
+import { digestOf } from '../../core/digest.js';
 import { applyDelta, manifestDigest, validateApplied, type Manifest, type ManifestDelta, type ManifestProblem } from '../../core/manifest.js';
 import { freezeManifest } from '../store/manifest-cache.js';
 import { getGenerationManifest } from '../store/store-records.js';
@@ -22,7 +21,7 @@ const caches = new WeakMap<Database, Map<string, TestedManifest>>();
 
 /** The tested manifest of `delta` over recorded generation `baseId`, or undefined when that generation is not recorded. */
 export function testedManifest(db: Database, baseId: string, delta: ManifestDelta): TestedManifest | undefined {
-  const key = `${baseId}\n${digestOfText(canonicalJson({ upsert: delta.upsert, deleted: delta.deleted, rootAttributes: delta.rootAttributes ?? null }))}`;
+  const key = `${baseId}\n${digestOf({ upsert: delta.upsert, deleted: delta.deleted, rootAttributes: delta.rootAttributes ?? null })}`;
   let cache = caches.get(db);
   if (!cache) caches.set(db, (cache = new Map<string, TestedManifest>()));
   const kept = cache.get(key);

@@ -91,13 +91,10 @@ export function insertGenerationEntries(db: Database, rootKey: string, number: n
 
 /** The whole manifest of generation `number` (O(spans of the Root)), entries in byte order of paths. */
 export function manifestAt(db: Database, rootKey: string, number: number): Manifest {
-  const rows = db.prepare(`SELECT ${ENTRY_COLUMNS} FROM entry_spans WHERE root_key = ? AND ${HELD} ORDER BY path`).all(rootKey, number, number) as EntryRow[];
-  const m: Manifest = { entries: [] };
-  for (const r of rows) {
-    if (r.path === '') m.root = { mode: r.mode, uid: r.uid, gid: r.gid };
-    else m.entries.push(toEntry(r));
-  }
-  return m;
+  const reader = entryReader(db, rootKey, number);
+  const root = reader.get('');
+  const entries = reader.range('', undefined);
+  return root ? { entries, root: { mode: root.mode, uid: root.uid, gid: root.gid } } : { entries };
 }
 
 /** Point and range reads of one generation's entries, each an index seek. */
