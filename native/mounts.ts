@@ -57,6 +57,14 @@ export function bindMount(source: string, target: string, opts: BindMountOptions
 }
 
 /**
+ * A clone of the one mount at `source` (open_tree(OPEN_TREE_CLONE), not recursive), attached nowhere: its
+ * fd reaches, as `/proc/self/fd/<fd>/<path>`, what the mounts below `source` cover. Close it with closeFd.
+ */
+export function openDetachedTree(source: string): number {
+  return binding.openDetachedTree(v.absolutePath('source', source));
+}
+
+/**
  * Overlayfs via fsopen/fsconfig/fsmount/move_mount, one "lowerdir+" per layer (topmost first); without
  * `upper` (and `work`) the overlay is read-only and needs two or more lowers. Kernels
  * before 6.8 get a "lowerdir=a:b" string instead, and then a lower path with ':', ',' or '\' is refused.

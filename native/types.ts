@@ -227,6 +227,7 @@ export interface NativeBinding {
   mount(source: string | null, target: string, fstype: string | null, flags: number, data: string | null): void;
   umount2(target: string, flags: number): void;
   cloneMount(source: string, target: string, recursive: boolean, attrSet: number, usernsFd: number): void;
+  openDetachedTree(source: string): number;
   mountOverlay(target: string, lower: string[], upper: string, work: string, extra: string[], attrFlags: number): void;
   fsMount(fstype: string, source: string, target: string, options: string[], attrFlags: number): void;
   createUserNamespace(uidMap: IdMap[], gidMap: IdMap[]): number;

@@ -4,6 +4,7 @@
 #include "wl.h"
 
 #include <fcntl.h>
+#include <unistd.h>
 #include <sys/mount.h>
 
 static napi_value js_clone_mount(napi_env env, napi_callback_info info) {
@@ -31,7 +32,23 @@ static napi_value js_clone_mount(napi_env env, napi_callback_info info) {
   return wl_undefined(env);
 }
 
+/* openDetachedTree: open_tree(OPEN_TREE_CLONE) of one mount, not attached anywhere and without the mounts
+ * below it; the fd (close-on-exec) reaches what those mounts cover, as /proc/self/fd/<fd>/<path>. */
+static napi_value js_open_detached_tree(napi_env env, napi_callback_info info) {
+  napi_value argv[1];
+  WL_AUTOFREE char *source = NULL;
+  if (!wl_args(env, info, 1, argv) || !wl_string(env, argv[0], "source", &source)) return NULL;
+  int tree = WL_RETRY(open_tree(AT_FDCWD, source, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC));
+  if (tree < 0) return wl_throw_errno(env, errno, "open_tree", source);
+  napi_value out;
+  if (napi_create_int32(env, tree, &out) != napi_ok) {
+    close(tree);
+    return NULL;
+  }
+  return out;
+}
+
 bool wl_register_mount_tree(napi_env env, napi_value exports) {
-  static const wl_fn fns[] = {{"cloneMount", js_clone_mount}};
-  return wl_export_fns(env, exports, fns, 1);
+  static const wl_fn fns[] = {{"cloneMount", js_clone_mount}, {"openDetachedTree", js_open_detached_tree}};
+  return wl_export_fns(env, exports, fns, 2);
 }

@@ -17,7 +17,7 @@ import { nextLinkPath, type CollapseHooks } from './collapse-intent.js';
 import { cleanDigests } from '../store/store-walk.js';
 import type { MeasureStart, PrimeSource } from '../store/prime-measures.js';
 import { exchangeLiveMapping, removeNextMapping } from './exchange-live.js';
-import { identityDir, layerDir, mountStack, removeGeneration, stackDirs } from '../store/generation-stack.js';
+import { identityDir, layerDir, mountPayload, removeGeneration, stackDirs } from '../store/generation-stack.js';
 import { layerMismatch } from './stage-layer.js';
 import type { StagedGeneration } from './stage-generation.js';
 
@@ -103,7 +103,7 @@ async function commitSerialized(store: Store, items: readonly CommitItem[], opti
       await writeMarker(store.layout, staged.generationId, { rootKey: staged.rootKey, generation: staged.generation, digest: staged.digest, ...(staged.layers ? { layers: staged.layers } : {}) });
       await fsyncDirectory(genDir);
       await step('after-layer-publish');
-      if (staged.layers) mountStack(store.layout, staged.generationId, staged.layers);
+      mountPayload(store.layout, staged.generationId, staged.layers ? { layers: staged.layers } : undefined); // a stack, or a compaction's seal
     }
     await fsyncDirectory(store.layout.staging);
     await fsyncDirectory(store.layout.generations);

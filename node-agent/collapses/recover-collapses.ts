@@ -15,7 +15,7 @@ import { readMarker } from '../store/generation-marker.js';
 import type { Store } from '../store/open-store.js';
 import { errnoCode } from '../store/store-errors.js';
 import { liveLinkPath, liveLinkTarget, payloadDir } from '../store/store-layout.js';
-import { identityDir, isStacked, mountStack, removeGeneration } from '../store/generation-stack.js';
+import { identityDir, isStacked, mountPayload, removeGeneration } from '../store/generation-stack.js';
 import { deleteIntent, getGeneration, getRoot, insertGeneration, listIntents, upsertRoot } from '../store/store-records.js';
 import { asSetIntent, COLLAPSE_INTENT_KIND, nextLinkPath, type CollapseIntent, type CollapseSetIntent } from './collapse-intent.js';
 import { collapseWalk, type CollapseWalk } from '../store/store-walk.js';
@@ -53,12 +53,10 @@ async function verifiedNew(store: Store, i: CollapseIntent): Promise<CollapseWal
   const marker = readMarker(store.layout, i.generationId);
   if (marker?.rootKey !== i.rootKey || marker.generation !== i.generation || marker.digest !== i.digest) return undefined;
   const payload = payloadDir(store.layout, i.generationId);
-  if (marker.layers) {
-    try {
-      mountStack(store.layout, i.generationId, marker.layers); // after a restart of the node it is not mounted
-    } catch {
-      return undefined;
-    }
+  try {
+    mountPayload(store.layout, i.generationId, marker); // after a restart of the node it is not mounted
+  } catch {
+    return undefined;
   }
   if ((await pathKind(payload)) !== 'dir') return undefined;
   const walk = await collapseWalk(payload, store.dir);

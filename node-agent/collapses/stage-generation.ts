@@ -18,7 +18,7 @@ import { generationIdFor } from '../../core/root-key.js';
 import type { Store } from '../store/open-store.js';
 import { payloadDir, type StoreLayout } from '../store/store-layout.js';
 import { readMarker } from '../store/generation-marker.js';
-import { MAX_STACK_DEPTH, layerDir, stackIds } from '../store/generation-stack.js';
+import { MAX_STACK_DEPTH, layerDir, stackIds, withBeneath } from '../store/generation-stack.js';
 import { buildLayer, layerMismatch, setOwnerAndMode, syncPath, writeEntry } from './stage-layer.js';
 import { planLayer, type LayerItem } from '../../core/layer-plan.js';
 import { getGeneration, getGenerationManifest, getRoot } from '../store/store-records.js';
@@ -143,7 +143,11 @@ export async function stageGeneration(store: Store, rootName: string, candidateD
   let counts: { linked: number; copied: number };
   const seed = new Map<string, KnownHash>();
   try {
-    counts = await buildPayload(payloadPath, manifest, new Set(delta.upsert.map((e) => e.path)), providerOf(store.layout, baseIds), candidateRoot, seed);
+    // Beneath the seals (the bottom's read-only bind mount): link(2) cannot cross from a mount to the store's.
+    counts = await withBeneath(store.dir, (beneath) => {
+      const provider = providerOf(store.layout, baseIds);
+      return buildPayload(beneath(payloadPath), manifest, new Set(delta.upsert.map((e) => e.path)), (path) => beneath(provider(path)), candidateRoot, seed);
+    });
   } catch (e) {
     await rm(stagingDir, { recursive: true, force: true });
     throw new CollapseError('STAGED_UNTESTED', `building the payload of generation ${generation} of ${rootName} failed: ${String(e)}`, { cause: e });

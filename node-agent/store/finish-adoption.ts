@@ -8,6 +8,7 @@ import { manifestDigest, type Manifest } from '../../core/manifest.js';
 import { adoptPaths, type AdoptHooks, type AdoptIntent } from './adoption-intent.js';
 import { fsyncDirectory, pathKind, replaceSymlink } from './durable-fs.js';
 import { writeMarker } from './generation-marker.js';
+import { sealFull } from './generation-stack.js';
 import type { Store } from './open-store.js';
 import { errnoCode } from './store-errors.js';
 import { liveLinkTarget } from './store-layout.js';
@@ -72,5 +73,8 @@ export async function finishAdoption(store: Store, id: string, intent: AdoptInte
     upsertRoot(store.db, record, now);
     deleteIntent(store.db, id);
   })();
+  // Recorded, so sealed now: from here the host link ends on a read-only mount (a crash before this line is
+  // sealed by the next open, remountPayloads). Before the record, a recovery may still move the tree back.
+  sealFull(store.layout, intent.generationId);
   return getRoot(store.db, intent.name)!;
 }

@@ -1,17 +1,21 @@
 // A generation's payload as a stack of immutable layers (docs/architecture.md, "Generations as layers").
 //
-// A full generation (an adopted Root, a compaction) keeps its whole tree in generations/<id>/payload. A
+// A full generation (an adopted Root, a compaction) keeps its whole tree in generations/<id>/payload,
+// sealed by a read-only bind mount of the directory onto itself once it is published (sealFull). A
 // layered generation keeps only what it changes against its parent in generations/<id>/layer (the changed
 // files, a whiteout per removed path, and every directory on the way with its new owner and mode), and its
 // payload directory is the mount point of a read-only overlay of its stack: its marker's `layers`, topmost
 // first, each a layered generation's layer/ down to one full generation's payload/ at the bottom. A stack
 // of one layer (a return to a full checkpoint) is a read-only bind mount of it.
 //
-// The layers never change after they are published: a Collapse adds a layer, never edits one, so every
-// generation and every World forked from one keeps the bytes it was published with.
-import { lstatSync, mkdirSync } from 'node:fs';
+// The layers never change after they are published: a Collapse adds a layer, never edits one, and no path
+// outside the 0700 store reaches one writable (the host link ends on a read-only mount), so every
+// generation and every World forked from one keeps the bytes it was published with. The store itself
+// reaches beneath the seals through a detached clone of its own mount (withBeneath), to hard-link a
+// compaction's unchanged files: link(2) never crosses mounts.
+import { accessSync, constants, lstatSync, mkdirSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
-import { join } from 'node:path';
+import { join, relative } from 'node:path';
 import * as native from '../../native/index.js';
 import { readMarker, type GenerationMarker } from './generation-marker.js';
 import { mountPoints } from './mount-table.js';
@@ -69,8 +73,54 @@ export function mountStack(l: StoreLayout, genId: string, ids: readonly string[]
   else native.mountOverlay(target, { lower: dirs, extra: STACK_OVERLAY_OPTIONS, readonly: true, nosuid: true, nodev: true });
 }
 
-/** Unmounts a stacked generation's payload if it is mounted (before its directory is removed). */
-function unmountStack(l: StoreLayout, genId: string): void {
+/**
+ * Seals a full generation's payload: a read-only bind mount of the directory onto itself (same device and
+ * inode, so its recorded identity holds); nothing when it is mounted already. A write through the host
+ * link then fails with EROFS instead of changing every generation stacked on it and every World's lower.
+ */
+export function sealFull(l: StoreLayout, genId: string, mounted: ReadonlySet<string> = new Set(mountPoints())): void {
+  const target = payloadDir(l, genId);
+  if (mounted.has(target)) return;
+  if (!lstatSync(target).isDirectory()) throw new StoreError('LIVE_MAPPING_BROKEN', `the payload of generation ${genId} is not a directory`);
+  native.bindMount(target, target, { readonly: true, recursive: false, nosuid: true, nodev: true });
+}
+
+/** Mounts a published generation's payload read-only: its stack (mountStack), or its own tree (sealFull). */
+export function mountPayload(l: StoreLayout, genId: string, marker: Pick<GenerationMarker, 'layers'> | undefined, mounted: ReadonlySet<string> = new Set(mountPoints())): void {
+  if (isStacked(marker)) mountStack(l, genId, stackIds(marker, genId), mounted);
+  else sealFull(l, genId, mounted);
+}
+
+/** True when the directory is on a read-only mount (access(2) says EROFS for a write), as every payload must be. */
+export function isReadOnlyMount(path: string): boolean {
+  try {
+    accessSync(path, constants.W_OK);
+    return false;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === 'EROFS';
+  }
+}
+
+/**
+ * Runs `fn` with a mapping from paths inside the store to the same paths beneath every mount the store
+ * holds (a detached, non-recursive clone of the store's mount, closed afterwards): the sealed trees as
+ * writable directories of the store's filesystem, on one mount, so link(2) between them and staging works.
+ */
+export async function withBeneath<T>(storeDir: string, fn: (beneath: (path: string) => string) => Promise<T>): Promise<T> {
+  const fd = native.openDetachedTree(storeDir);
+  try {
+    return await fn((path) => {
+      const rel = relative(storeDir, path);
+      if (rel.startsWith('..') || rel.startsWith('/')) throw new Error(`${path} is not inside the store at ${storeDir}`);
+      return join(`/proc/self/fd/${fd}`, rel);
+    });
+  } finally {
+    native.closeFd(fd);
+  }
+}
+
+/** Unmounts a generation's payload if it is mounted (before its directory is removed). */
+function unmountPayload(l: StoreLayout, genId: string): void {
   const target = payloadDir(l, genId);
   if (!mountPoints().includes(target)) return;
   native.umount2(target, native.MNT_DETACH);
@@ -78,35 +128,32 @@ function unmountStack(l: StoreLayout, genId: string): void {
 
 /** Removes a generation's directory, unmounting its stacked payload first (a mounted one is read-only). */
 export async function removeGeneration(l: StoreLayout, genId: string): Promise<void> {
-  unmountStack(l, genId);
+  unmountPayload(l, genId);
   await rm(generationDir(l, genId), { recursive: true, force: true });
 }
 
 /**
- * Mounts the payload of every stacked generation of a Root not released that is not mounted (after the
- * node restarted, or the first open after an upgrade). A stack
- * whose layers are missing refuses to open the store by name: no reader may find an empty payload.
+ * Mounts the payload of every recorded generation that is not mounted: a stacked one's stack, a full one's
+ * seal (after the node restarted, or the first open after an upgrade). A payload that cannot be mounted
+ * refuses to open the store by name: no reader may find an empty or writable payload.
  */
-export function remountStacks(store: Pick<Store, 'db' | 'layout'>): number {
+export function remountPayloads(store: Pick<Store, 'db' | 'layout'>): number {
   const mounted = new Set(mountPoints());
   let count = 0;
   for (const id of listGenerationIds(store.db)) {
-    const marker = readMarker(store.layout, id);
-    if (!isStacked(marker)) continue;
     const target = payloadDir(store.layout, id);
-    if (!mounted.has(target)) {
-      try {
-        mountStack(store.layout, id, stackIds(marker, id), mounted);
-      } catch (e) {
-        throw new StoreError('LIVE_MAPPING_BROKEN', `the stacked payload of generation ${id} cannot be mounted: ${String(e)}`, { cause: e });
-      }
-      count++;
+    if (mounted.has(target)) continue;
+    try {
+      mountPayload(store.layout, id, readMarker(store.layout, id), mounted);
+    } catch (e) {
+      throw new StoreError('LIVE_MAPPING_BROKEN', `the payload of generation ${id} cannot be mounted: ${String(e)}`, { cause: e });
     }
+    count++;
   }
   return count;
 }
 
-/** Unmounts every stacked payload of a Root (once it is released: nothing reads its history through them). */
+/** Unmounts every payload of a Root (once it is released: nothing reads its history through them). */
 export function unmountRootStacks(store: Pick<Store, 'db' | 'layout'>, rootKey: string): void {
   const mounted = new Set(mountPoints());
   for (const id of listGenerationIds(store.db, rootKey)) {

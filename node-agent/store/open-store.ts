@@ -3,7 +3,7 @@
 import type { Database } from 'better-sqlite3';
 import { existsSync } from 'node:fs';
 import { mkdir, realpath } from 'node:fs/promises';
-import { remountStacks } from './generation-stack.js';
+import { remountPayloads } from './generation-stack.js';
 import { recoverAdoptions, type RecoveryOutcome } from './recover-adoptions.js';
 import { DEFAULT_STORE_DIR, ensureLayout, ensurePrivateDir, layoutOf, type StoreLayout } from './store-layout.js';
 import { openLockedDatabase } from './store-lock.js';
@@ -69,7 +69,7 @@ export async function openStore(options: OpenStoreOptions = {}): Promise<OpenedS
   try {
     await ensureLayout(layout);
     migrate(db);
-    remountStacks(store);
+    remountPayloads(store);
     const recovered = await recoverAdoptions(store);
     return { store, recovered, created, ...(watcherError !== undefined ? { watcherError } : {}) };
   } catch (e) {

@@ -48,6 +48,7 @@
 //   CAP_DAC_READ_SEARCH (open_by_handle_at).
 import { fstatSync, readlinkSync, realpathSync } from 'node:fs';
 import { randomUUID } from 'node:crypto';
+import { relative } from 'node:path';
 import * as native from '../../native/index.js';
 
 /** Why changesSince could not list the changes. */
@@ -143,10 +144,28 @@ export class PrimeWatcher {
   watch(key: string, dir: string): void {
     const real = realpathSync(dir);
     if (real !== this.storeDir && !real.startsWith(this.storeDir + '/')) throw new Error(`${dir} is not inside the watched store ${this.storeDir}`);
-    if (native.statx(native.AT_FDCWD, real, 0).mntId !== this.mntId) throw new Error(`${dir} is on another mount than the store ${this.storeDir}`);
+    if (native.statx(native.AT_FDCWD, real, 0).mntId !== this.mntId && !this.boundOntoItself(real)) throw new Error(`${dir} is on another mount than the store ${this.storeDir}`);
     this.drain();
     // A moment of its own: a token from before it (even with nothing observed since) is a gap for this tree.
     this.trees.set(key, { dir: real, since: ++this.seq, gap: null, changes: new Map(), last: 0 });
+  }
+
+  /**
+   * True when the mount at `real` shows the very directory the store's own mount has at that path (a sealed
+   * payload: a read-only bind mount of itself, generation-stack.ts), so the events under it, placed by path
+   * through the store's mount, name paths inside it. Another directory bound there would not.
+   */
+  private boundOntoItself(real: string): boolean {
+    const fd = native.openDetachedTree(this.storeDir);
+    try {
+      const below = native.statx(fd, relative(this.storeDir, real), native.AT_SYMLINK_NOFOLLOW);
+      const shown = native.statx(native.AT_FDCWD, real, native.AT_SYMLINK_NOFOLLOW);
+      return below.devMajor === shown.devMajor && below.devMinor === shown.devMinor && below.ino === shown.ino && below.mntId !== shown.mntId;
+    } catch {
+      return false;
+    } finally {
+      native.closeFd(fd);
+    }
   }
 
   unwatch(key: string): void {

@@ -6,7 +6,7 @@
 // its own layer, and its payload must be a mount (another device) over the payload directory.
 import { lstatSync, readlinkSync, statSync } from 'node:fs';
 import { readMarker } from './generation-marker.js';
-import { isStacked, layerDir, stackDirs, stackIds } from './generation-stack.js';
+import { isReadOnlyMount, isStacked, layerDir, stackDirs, stackIds } from './generation-stack.js';
 import type { Store } from './open-store.js';
 import { StoreError, errnoCode } from './store-errors.js';
 import { serializedOnStore } from './store-serial.js';
@@ -89,6 +89,9 @@ function routeOf(store: Store, name: string): Routing {
     const found = reached ? `${reached.dev}:${reached.ino}` : 'nothing';
     if (found !== expected) throw broken(name, `${via} does not resolve to the payload published for generation ${gen.id} (device:inode ${expected}, found ${found})`);
   }
+  // Every payload is a read-only mount (generation-stack.ts): a writable one would let a write through the
+  // host link change this generation, every one stacked on it and every World's lower layer.
+  if (!isReadOnlyMount(payloadPath)) throw broken(name, `the payload of generation ${gen.id} at ${payloadPath} is not sealed read-only`);
   return { root, generationId: gen.id, payloadPath, layers: isStacked(marker) ? stackDirs(store.layout, stackIds(marker, gen.id)) : [payloadPath], liveLink };
 }
 

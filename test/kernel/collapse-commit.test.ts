@@ -9,6 +9,8 @@ import { collapseRoot } from '../../node-agent/collapses/collapse-root.js';
 import { isCollapseError } from '../../node-agent/collapses/collapse-errors.js';
 import { readStoredDelta, stageGeneration } from '../../node-agent/collapses/stage-generation.js';
 import { checkRouting } from '../../node-agent/store/routing.js';
+import { withBeneath } from '../../node-agent/store/generation-stack.js';
+import type { Store } from '../../node-agent/store/open-store.js';
 import { payloadDir } from '../../node-agent/store/store-layout.js';
 import { getGenerationManifest, getRoot, listIntents } from '../../node-agent/store/store-records.js';
 import { walkTreeSync } from '../../node-agent/store/walk-tree-sync.js';
@@ -69,7 +71,7 @@ test('a second collapse builds on the first (shared inodes across generations ar
   assert.deepEqual(await leftovers(store), []);
 });
 
-async function refusedCollapse(t: import('node:test').TestContext, code: string, interfere: (host: string, store: import('../../node-agent/store/open-store.js').Store) => Promise<void>): Promise<void> {
+async function refusedCollapse(t: import('node:test').TestContext, code: string, interfere: (host: string, store: Store) => Promise<void>): Promise<void> {
   const s = await scratch(t);
   const store = await openTestStore(t, join(s.dir, 'store'));
   const host = await adoptSample(store, s.dir);
@@ -85,12 +87,24 @@ async function refusedCollapse(t: import('node:test').TestContext, code: string,
   await checkRouting(store, 'project');
 }
 
-test('FOREIGN_WRITE: an unchanged file of PRIME written through the host link after capture', async (t) => {
-  await refusedCollapse(t, 'FOREIGN_WRITE', (host) => appendFile(join(host, 'src/owned'), 'foreign\n'));
+/** Writes into the adopted tree beneath its read-only seal, as root inside the store can (limit 9). */
+async function beneathPrime(store: Store, write: (payload: string) => Promise<void>): Promise<void> {
+  const payload = (await checkRouting(store, 'project')).payloadPath;
+  await withBeneath(store.dir, (beneath) => write(beneath(payload)));
+}
+
+test('FOREIGN_WRITE: an unchanged file of PRIME written after capture (the host link refuses it; root writes it beneath the seal)', async (t) => {
+  await refusedCollapse(t, 'FOREIGN_WRITE', async (host, store) => {
+    await assert.rejects(appendFile(join(host, 'src/owned'), 'foreign\n'), { code: 'EROFS' });
+    await beneathPrime(store, (payload) => appendFile(join(payload, 'src/owned'), 'foreign\n'));
+  });
 });
 
-test('FOREIGN_WRITE: a file added to PRIME through the host link after capture', async (t) => {
-  await refusedCollapse(t, 'FOREIGN_WRITE', (host) => writeFile(join(host, 'foreign.txt'), 'x'));
+test('FOREIGN_WRITE: a file added to PRIME after capture (the host link refuses it; root adds it beneath the seal)', async (t) => {
+  await refusedCollapse(t, 'FOREIGN_WRITE', async (host, store) => {
+    await assert.rejects(writeFile(join(host, 'foreign.txt'), 'x'), { code: 'EROFS' });
+    await beneathPrime(store, (payload) => writeFile(join(payload, 'foreign.txt'), 'x'));
+  });
 });
 
 test('PRIME_MOVED: a candidate of a base that another collapse replaced', async (t) => {

@@ -1,10 +1,11 @@
 // Generations as stacks of immutable layers (node-agent/store/generation-stack.ts, collapses/stage-layer.ts):
 // a collapse writes only what the candidate changes, the payload is a read-only overlay of the stack, the
 // stacked payload walks to exactly the digest the commit derived for it, older generations keep their
-// bytes, the stack is compacted at its depth limit, and a restarted node mounts every stack again.
+// bytes, the stack is compacted at its depth limit, every full payload (adopted or compacted) is sealed
+// read-only, and a restarted node mounts every stack and seal again.
 import assert from 'node:assert/strict';
 import { lstatSync, readdirSync } from 'node:fs';
-import { appendFile, chmod, chown, mkdir, readFile, rm, symlink, writeFile } from 'node:fs/promises';
+import { appendFile, chmod, chown, mkdir, readFile, rename, rm, symlink, truncate, unlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { MNT_DETACH, umount2 } from '../../native/index.js';
@@ -137,23 +138,56 @@ test(`the stack is compacted into a full generation at ${MAX_STACK_DEPTH} layers
   const compacted = readMarker(store.layout, last.generationId);
   assert.equal(compacted?.layers, undefined, 'the generation at the depth limit is a full one');
   assert.equal(walkDigest(host), last.digest);
+  // Sealed like every payload: its files share inodes with the layers below, and the host link cannot reach them.
+  assert.ok(mountPoints().includes(payloadDir(store.layout, last.generationId)), 'the compaction is sealed by a read-only bind mount');
+  await assert.rejects(appendFile(join(host, 'file-1'), 'foreign\n'), { code: 'EROFS' });
+  assert.equal(walkDigest(payloadDir(store.layout, last.generationId)), last.digest);
   const after = await collapse(t, store, (next) => writeFile(join(next, 'after'), 'x\n'));
   assert.deepEqual(readMarker(store.layout, after.generationId)?.layers, [after.generationId, last.generationId], 'the next stack starts on it');
   assert.equal(walkDigest(host), after.digest);
 });
 
-test('a restarted node mounts every stacked payload again when the store opens', async (t) => {
+test('a restarted node mounts every payload again when the store opens: each stack, and the adopted tree\'s seal', async (t) => {
   const s = await scratch(t);
   const dir = join(s.dir, 'store');
   const first = await openStore({ dir });
   const host = await adoptSample(first.store, s.dir);
+  const adopted = getGeneration(first.store.db, getRoot(first.store.db, 'project')!.rootKey, 1)!;
   const published = [await collapse(t, first.store, sampleChange), await collapse(t, first.store, (next) => writeFile(join(next, 'tool'), 'v3\n'))];
-  for (const g of published) umount2(payloadDir(first.store.layout, g.generationId), MNT_DETACH); // what a reboot leaves
+  for (const id of [adopted.id, ...published.map((g) => g.generationId)]) umount2(payloadDir(first.store.layout, id), MNT_DETACH); // what a reboot leaves
   // An empty payload directory is never taken for PRIME.
   await assert.rejects(checkRouting(first.store, 'project'), (e) => (e as { code?: string }).code === 'LIVE_MAPPING_BROKEN');
   first.store.close();
   const again = await openTestStore(t, dir);
   for (const g of published) assert.equal(walkDigest(payloadDir(again.layout, g.generationId)), g.digest);
+  assert.ok(mountPoints().includes(payloadDir(again.layout, adopted.id)), 'the adopted tree is sealed again');
+  await assert.rejects(writeFile(join(payloadDir(again.layout, adopted.id), 'foreign.txt'), 'x'), { code: 'EROFS' });
   await checkRouting(again, 'project');
   assert.equal(walkDigest(host), published[1]!.digest);
+});
+
+test('an adopted Root is sealed: the host link refuses every kind of write, and an unsealed payload is no route', async (t) => {
+  const s = await scratch(t);
+  const store = await openTestStore(t, join(s.dir, 'store'));
+  const host = await adoptSample(store, s.dir);
+  const adopted = getGeneration(store.db, getRoot(store.db, 'project')!.rootKey, 1)!;
+  const payload = payloadDir(store.layout, adopted.id);
+  assert.ok(mountPoints().includes(payload), 'the adopted tree is a read-only bind mount of itself');
+  const attempts: [string, () => Promise<unknown>][] = [
+    ['append', () => appendFile(join(host, 'README.md'), 'foreign\n')],
+    ['create', () => writeFile(join(host, 'foreign.txt'), 'x')],
+    ['truncate', () => truncate(join(host, 'README.md'), 0)],
+    ['remove', () => unlink(join(host, 'README.md'))],
+    ['rename', () => rename(join(host, 'README.md'), join(host, 'moved.md'))],
+    ['mkdir', () => mkdir(join(host, 'newdir'))],
+    ['chmod', () => chmod(join(host, 'README.md'), 0o777)],
+    ['chown', () => chown(join(host, 'README.md'), 4242, 4242)],
+    ['symlink', () => symlink('/etc/passwd', join(host, 'link'))],
+  ];
+  for (const [what, attempt] of attempts) await assert.rejects(attempt(), { code: 'EROFS' }, what);
+  assert.equal(walkDigest(host), adopted.digest, 'the adopted tree kept its bytes, owners and modes');
+  await checkRouting(store, 'project');
+  // Without its seal the payload is writable through the host link: the route check refuses it by name.
+  umount2(payload, MNT_DETACH);
+  await assert.rejects(checkRouting(store, 'project'), (e) => (e as { code?: string; message?: string }).code === 'LIVE_MAPPING_BROKEN' && /not sealed read-only/.test((e as Error).message));
 });

@@ -440,3 +440,36 @@ test('a write through a shared writable mmap: nothing while it is mapped, FAN_CL
     for (const c of children) if (c.exitCode === null) c.kill('SIGKILL');
   }
 });
+
+test('a sealed payload (a read-only bind mount of itself) is watched, and a write beneath its seal is reported; another directory bound in its place is refused', () => {
+  const w = watcher();
+  const root = join(store, 'generations', `sealed${++serial}`, 'payload');
+  mkdirSync(root, { recursive: true });
+  writeFileSync(join(root, 'f'), 'one\n');
+  native.bindMount(root, root, { readonly: true, recursive: false, nosuid: true, nodev: true });
+  try {
+    w.watch('sealed', root);
+    const token = w.mark('sealed');
+    const beneath = native.openDetachedTree(store);
+    try {
+      writeFileSync(join(`/proc/self/fd/${beneath}`, 'generations', root.split('/').at(-2)!, 'payload', 'f'), 'two\n');
+    } finally {
+      native.closeFd(beneath);
+    }
+    assert.deepEqual(paths(w.changesSince('sealed', token)), ['f']);
+    assert.equal(readFileSync(join(root, 'f'), 'utf8'), 'two\n', 'the seal shows the very directory written beneath it');
+  } finally {
+    native.umount2(root, native.MNT_DETACH);
+  }
+  // Another directory bound at a tree's path: events inside it would be placed under its own path, never the tree's.
+  const elsewhere = join(store, `bound-elsewhere${serial}`);
+  const impostor = join(store, 'generations', `impostor${++serial}`, 'payload');
+  mkdirSync(elsewhere, { recursive: true });
+  mkdirSync(impostor, { recursive: true });
+  native.bindMount(elsewhere, impostor, { readonly: true, recursive: false, nosuid: true, nodev: true });
+  try {
+    assert.throws(() => w.watch('impostor', impostor), /on another mount than the store/);
+  } finally {
+    native.umount2(impostor, native.MNT_DETACH);
+  }
+});

@@ -2,6 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdir, rename, rm, symlink, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
+import { MNT_DETACH, umount2 } from '../../native/index.js';
 import { adoptRoot } from '../../node-agent/store/adopt-root.js';
 import type { Store } from '../../node-agent/store/open-store.js';
 import { checkRouting, primePath } from '../../node-agent/store/routing.js';
@@ -61,6 +62,7 @@ const cases: Case[] = [
     name: 'payload swapped for another directory under the same name',
     mentions: 'device:inode',
     breakIt: async (_store, _host, payload, dir) => {
+      umount2(payload, MNT_DETACH); // root can take the seal off first (limit 9)
       await rename(payload, join(dir, 'stolen-payload'));
       await mkdir(payload);
     },

@@ -165,8 +165,12 @@ test('a Check whose run meets ENOENT is retried with backoff and passes; it is n
   const { checks, outcomes } = nodeChecks(f, (s) => {
     seen.push(s);
     // The transient condition passes once the Check has shown it: the payload comes back.
-    if (s.reason === 'CHECK_RETRYING' && existsSync(away)) renameSync(away, f.payload);
+    if (s.reason === 'CHECK_RETRYING' && existsSync(away)) {
+      renameSync(away, f.payload);
+      native.bindMount(f.payload, f.payload, { readonly: true, recursive: false, nosuid: true, nodev: true }); // sealed again
+    }
   });
+  native.umount2(f.payload, native.MNT_DETACH); // the payload is sealed by a read-only bind mount: lift it to move the tree
   renameSync(f.payload, away);
   checks.runner.start();
   try {

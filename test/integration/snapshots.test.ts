@@ -1,0 +1,97 @@
+// Snapshots on a real stack (issue 11, deliverable 4): while a World runs and another World's checkpoint
+// exists, PRIME (the adopted tree, a full generation) is edited in place through its host path in every
+// way a file can be. Every edit is refused (the tree is sealed by a read-only bind mount of itself,
+// node-agent/store/generation-stack.ts), the running World reads the bytes it forked from its first read
+// to its last, the other World's change then commits onto PRIME as adopted, every generation of the Root
+// still re-hashes to the digest recorded in its marker, and the checkpoint is returned to with its digest.
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { chownSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { appendFile, chmod, chown, mkdir, rename, symlink, truncate, unlink, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { manifestDigest } from '../../core/manifest.js';
+import { readMarker } from '../../node-agent/store/generation-marker.js';
+import { layoutOf, payloadDir } from '../../node-agent/store/store-layout.js';
+import { walkTreeSync } from '../../node-agent/store/walk-tree-sync.js';
+import { collapseManifest, waitCollapse } from '../support/collapses.js';
+import { startStack, type Stack } from '../support/stack.js';
+import { applyRoot, describeRun, outputLogPath, runWorld, shWorld, worldManifest } from '../support/worlds.js';
+
+const OWNER = 1000;
+
+/** Every in-place edit of a tree, each a different system call on the way to its bytes, names or metadata. */
+function edits(host: string): [string, () => Promise<unknown>][] {
+  return [
+    ['append to a file', () => appendFile(join(host, 'a.txt'), 'foreign\n')],
+    ['overwrite a file', () => writeFile(join(host, 'b.txt'), 'replaced\n')],
+    ['truncate a file', () => truncate(join(host, 'a.txt'), 0)],
+    ['create a file', () => writeFile(join(host, 'new.txt'), 'x')],
+    ['remove a file', () => unlink(join(host, 'b.txt'))],
+    ['rename a file', () => rename(join(host, 'a.txt'), join(host, 'moved.txt'))],
+    ['make a directory', () => mkdir(join(host, 'dir'))],
+    ['write inside a directory', () => writeFile(join(host, 'sub/c.txt'), 'replaced\n')],
+    ['change a mode', () => chmod(join(host, 'a.txt'), 0o777)],
+    ['change an owner', () => chown(join(host, 'a.txt'), 4242, 4242)],
+    ['make a symlink', () => symlink('/etc/shadow', join(host, 'link'))],
+  ];
+}
+
+describe('snapshots: PRIME edited in place while a World runs and a checkpoint exists', () => {
+  let s: Stack;
+
+  before(async () => {
+    s = await startStack({ nodeName: 'snapshot-node' });
+  });
+  after(async () => {
+    await s?.stop();
+  });
+
+  test('every edit is refused; the running World, every generation and the checkpoint keep their recorded bytes', async () => {
+    const host = join(s.scratch, 'snap');
+    mkdirSync(join(host, 'sub'), { recursive: true, mode: 0o755 });
+    for (const [name, text] of [['a.txt', 'alpha\n'], ['b.txt', 'bravo\n'], ['sub/c.txt', 'charlie\n']] as const) writeFileSync(join(host, name), text);
+    for (const p of [host, join(host, 'sub'), join(host, 'a.txt'), join(host, 'b.txt'), join(host, 'sub/c.txt')]) chownSync(p, OWNER, OWNER);
+    assert.equal((await applyRoot(s, 'snap', host)).status.phase, 'Ready');
+
+    // The checkpoint: a World forked from generation 1 (the adopted tree, a full generation) and captured;
+    // generation 1 is what its CheckpointReturn goes back to once its collapse has committed.
+    const changed = await runWorld(s, 'snap-change', shWorld(['snap'], 'echo changed >> a.txt && echo delta > d.txt'));
+    assert.equal(changed.status.phase, 'Captured', describeRun(changed));
+    const checkpointDigest = changed.status.base[0].digest as string;
+
+    // A World forked from the same generation reads its view, waits while PRIME is edited, reads it again.
+    const read = 'cat a.txt b.txt sub/c.txt; ls -ln . sub | sed 1d';
+    await s.apply(worldManifest('snap-reader', shWorld(['snap'], `${read}; echo ===; sleep 4; ${read}`)));
+    const running = await s.waitWorld('snap-reader', ['Running', 'Captured', 'Failed', 'Refused']);
+    assert.equal(running.status.phase, 'Running', JSON.stringify(running.status));
+    for (const [what, edit] of edits(host)) await assert.rejects(edit(), { code: 'EROFS' }, `${what} through the host path`);
+    assert.equal((await s.get('world', 'snap-reader'))?.status?.phase, 'Running', 'the edits were tried while the World ran');
+
+    const reader = await s.waitWorld('snap-reader', ['Captured', 'Failed', 'Refused'], 'default', 60_000);
+    assert.equal(reader.status.phase, 'Captured', JSON.stringify(reader.status));
+    const [first, second] = readFileSync(outputLogPath(s, reader.metadata.uid as string), 'utf8').split('===\n');
+    assert.ok(first?.startsWith('alpha\nbravo\ncharlie\n'), first);
+    assert.equal(second, first, 'the World saw the same bytes, names, owners and modes before and after the edits');
+    assert.equal(readFileSync(join(host, 'a.txt'), 'utf8'), 'alpha\n');
+
+    // PRIME is still generation 1 as adopted: the captured change commits onto it (no FOREIGN_WRITE).
+    await s.apply(collapseManifest('snap-col', 'snap-change'));
+    const committed = await waitCollapse(s, 'snap-col', 30_000);
+    assert.equal(committed.status.phase, 'Committed', JSON.stringify(committed.status));
+    assert.equal(readFileSync(join(host, 'a.txt'), 'utf8'), 'alpha\nchanged\n');
+
+    // Every generation of the Root re-hashes to the digest its marker recorded.
+    const layout = layoutOf(s.storeDir);
+    const rootKey = readMarker(layout, readdirSync(layout.generations).find((id) => readMarker(layout, id)?.digest === checkpointDigest)!)!.rootKey;
+    const generations = readdirSync(layout.generations).map((id) => ({ id, marker: readMarker(layout, id) })).filter((g) => g.marker?.rootKey === rootKey);
+    assert.deepEqual(generations.map((g) => g.marker!.generation).sort(), [1, 2]);
+    for (const g of generations) assert.equal(manifestDigest(walkTreeSync(payloadDir(layout, g.id)).manifest), g.marker!.digest, `generation ${g.marker!.generation} kept its bytes`);
+
+    // The checkpoint is returned to, with the digest it was recorded with.
+    await s.apply(collapseManifest('snap-back', 'snap-change', 'CheckpointReturn'));
+    const back = await waitCollapse(s, 'snap-back', 30_000);
+    assert.equal(back.status.phase, 'Committed', JSON.stringify(back.status));
+    assert.equal(back.status.result[0].digest, checkpointDigest);
+    assert.equal(readFileSync(join(host, 'a.txt'), 'utf8'), 'alpha\n');
+  });
+});
