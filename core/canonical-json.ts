@@ -100,3 +100,36 @@ class Writer {
     return new CanonicalJsonError(`$${at}`, reason);
   }
 }
+
+/**
+ * True when `text` is exactly the canonical JSON of `value`, for a `value` JSON.parse made of `text`:
+ * equal to `canonicalJson(value) === text` (a refusal counting as false), and several times faster on a
+ * ledger line. When every object's keys are already in sorted order, JSON.stringify writes what
+ * canonicalJson would (same key order, same strings and numbers; a number beyond double range becomes
+ * null, never its text), so one native call decides. V8 keeps integer-like keys first, ascending, whatever
+ * the text said: an object where that order is not the sorted one is written canonically instead.
+ */
+export function isCanonicalParse(value: unknown, text: string): boolean {
+  if (keysSorted(value)) return JSON.stringify(value) === text;
+  try {
+    return canonicalJson(value) === text;
+  } catch {
+    return false;
+  }
+}
+
+function keysSorted(value: unknown): boolean {
+  if (typeof value !== 'object' || value === null) return true;
+  if (Array.isArray(value)) {
+    for (const item of value) if (!keysSorted(item)) return false;
+    return true;
+  }
+  const record = value as Record<string, unknown>;
+  let previous: string | undefined;
+  for (const key in record) {
+    if (previous !== undefined && !(previous < key)) return false;
+    previous = key;
+    if (!keysSorted(record[key])) return false;
+  }
+  return true;
+}

@@ -11,7 +11,7 @@
 // keyId = 'ed25519:' + the first 16 hex characters of SHA-256 over the 32 raw public-key bytes; it
 // names the key, it does not authenticate anything.
 import { z } from 'zod';
-import { canonicalJson } from '../canonical-json.js';
+import { canonicalJson, isCanonicalParse } from '../canonical-json.js';
 import { sha256Hex } from '../digest.js';
 
 export const SIGNATURE_DOMAIN = 'worldline.receipt.signature/v1\n';
@@ -54,13 +54,7 @@ export function parseLedgerLine(text: string): { ok: true; line: LedgerLine } | 
   }
   // One text per line: re-serializing must give the same bytes (no spacing, key order or duplicate keys
   // that JSON.parse would quietly accept).
-  let canonical: string;
-  try {
-    canonical = canonicalJson(value);
-  } catch (e) {
-    return { ok: false, message: `not canonical JSON: ${(e as Error).message}` };
-  }
-  if (canonical !== text) return { ok: false, message: 'not in canonical JSON form (spacing, key order, escapes or duplicate keys differ)' };
+  if (!isCanonicalParse(value, text)) return { ok: false, message: 'not in canonical JSON form (spacing, key order, escapes, duplicate keys or numbers differ)' };
   const r = lineSchema.safeParse(value);
   if (!r.success) {
     const first = r.error.issues[0];

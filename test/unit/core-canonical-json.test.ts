@@ -1,6 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { CanonicalJsonError, canonicalJson } from '../../core/canonical-json.js';
+import fc from 'fast-check';
+import { CanonicalJsonError, canonicalJson, isCanonicalParse } from '../../core/canonical-json.js';
 import { digestOf, digestOfText, isDigest, isSha256Hex, sha256Hex } from '../../core/digest.js';
 
 test('canonicalJson: accepted values', async (t) => {
@@ -102,4 +103,47 @@ test('digestOfText: the digest of the concatenation, however it is split', () =>
   assert.equal(digestOfText([whole]), `sha256:${sha256Hex(whole)}`);
   assert.equal(digestOfText(['one ', 'line\nanother', ' line\n']), `sha256:${sha256Hex(whole)}`);
   assert.equal(digestOfText([]), `sha256:${sha256Hex('')}`);
+});
+
+/** canonicalJson(JSON.parse(text)) === text, a refusal counting as false: what isCanonicalParse must equal. */
+function canonicalByWriting(text: string): boolean {
+  try {
+    return canonicalJson(JSON.parse(text)) === text;
+  } catch {
+    return false;
+  }
+}
+
+test('isCanonicalParse equals re-writing the parsed value canonically, on canonical texts and on every way a text can differ', () => {
+  // Keys that sort in surprising ways: integer-like ones (V8 keeps them first, ascending), case, non-ASCII,
+  // astral characters, escapes, the empty key and __proto__ (JSON.parse makes it an own property).
+  const key = fc.oneof(fc.constantFrom('0', '1', '10', '2', '01', '-1', 'a', 'B', 'b', 'é', '\u{1F600}', '\uFFFF', '', '__proto__', 'a"b', 'x\n'), fc.string({ maxLength: 3 }));
+  const json = fc.letrec((tie) => ({
+    value: fc.oneof(
+      { depthSize: 'small' },
+      fc.constantFrom(null, true, false, 0, -1, 1.5, 1e21, 1e-7, 'a', 'é\u2028', '"\\'),
+      fc.double({ noNaN: true, noDefaultInfinity: true }),
+      fc.string({ maxLength: 4 }),
+      fc.array(tie('value'), { maxLength: 3 }),
+      fc.dictionary(key, tie('value'), { maxKeys: 4 }),
+    ),
+  })).value;
+  // Texts JSON.parse accepts that are canonical or not: spacing, shuffled keys, duplicates, other
+  // spellings of the same number or string, numbers beyond double range.
+  const text = fc.oneof(
+    json.map((v) => canonicalJson(v)),
+    json.map((v) => JSON.stringify(v)),
+    json.map((v) => JSON.stringify(v, null, 1)),
+    json.map((v) => canonicalJson(v).replace(/"a"/g, '"\\u0061"')),
+    json.map((v) => canonicalJson(v).replace(/:0([,}\]])/g, ':0.0$1')),
+    json.map((v) => canonicalJson(v).replace(/:1([,}\]])/g, ':1e0$1')),
+    fc.tuple(key, key, json, json).map(([k1, k2, a, b]) => `{${JSON.stringify(k1)}:${canonicalJson(a)},${JSON.stringify(k2)}:${canonicalJson(b)}}`),
+    fc.constantFrom('{"x":1e400}', '[1e400]', '{"a":1,"a":1}', '{"a":1,"a":2}', '{"b":1,"a":1}', '{"1":0,"0":0}', '{"0":0,"1":0}', '{"10":0,"2":0}', '{"2":0,"10":0}', '{"__proto__":1}', '-0', '[-0]', '1E2', '"\\/"'),
+  );
+  fc.assert(
+    fc.property(text, (t) => {
+      assert.equal(isCanonicalParse(JSON.parse(t), t), canonicalByWriting(t), t);
+    }),
+    { numRuns: 5000 },
+  );
 });

@@ -205,10 +205,10 @@ test('ledger line: each refusal is named', async (t) => {
   };
   await t.test('not JSON', () => assert.match(refusal('{'), /^not JSON: \S/));
   await t.test('JSON that has no canonical form (a number beyond double range)', () => {
-    assert.equal(refusal('{"x":1e400}'), 'not canonical JSON: cannot write canonical JSON at $.x: non-finite number Infinity');
+    assert.equal(refusal('{"x":1e400}'), 'not in canonical JSON form (spacing, key order, escapes, duplicate keys or numbers differ)');
   });
   await t.test('not canonical', () => {
-    assert.equal(refusal(JSON.stringify(good, null, 1)), 'not in canonical JSON form (spacing, key order, escapes or duplicate keys differ)');
+    assert.equal(refusal(JSON.stringify(good, null, 1)), 'not in canonical JSON form (spacing, key order, escapes, duplicate keys or numbers differ)');
   });
   await t.test('not an object at all', () => assert.match(refusal('[]'), /^\(line\): \S/));
   const sigMessage = 'signature: expected 64 signature bytes as lowercase hex';
