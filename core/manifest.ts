@@ -213,7 +213,7 @@ export interface ManifestDelta {
 }
 
 /** The index of the first of `entries` (in byte order of paths) at or after `from` whose path is >= `key`. */
-function firstAtOrAfter(entries: readonly ManifestEntry[], key: string, from = 0): number {
+export function firstAtOrAfter(entries: readonly { readonly path: string }[], key: string, from = 0): number {
   let lo = from;
   let hi = entries.length;
   while (lo < hi) {

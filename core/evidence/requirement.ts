@@ -6,6 +6,7 @@
 // configuration (no network, the isolation rules). Evidence produced under another requirement is stale.
 import { compareBytes, isCleanRelativePath } from '../relative-path.js';
 import { digestOf } from '../digest.js';
+import { firstAtOrAfter } from '../manifest.js';
 
 export const REQUIREMENT_FORMAT = 'worldline.requirement/v2';
 export const VERIFIER_IDENTITY_FORMAT = 'worldline.verifiers/v1';
@@ -136,6 +137,45 @@ export function argvPath(arg: string): string | null {
 export interface BindableEntry {
   path: string;
   type: 'file' | 'dir' | 'symlink';
+}
+
+/**
+ * boundVerifierPaths over a manifest's entries, which are in strict byte order of their paths (a
+ * validated manifest's are): each argv path is found by binary search, and each glob is tested only on
+ * the run of paths that start with its literal part (the segments before its first wildcard), so a check
+ * whose globs name a directory reads that directory's entries, not the Root's. A glob that starts with a
+ * wildcard still reads every path. Same result as boundVerifierPaths (property-tested).
+ */
+export function boundVerifierPathsSorted(check: Pick<CheckDefinition, 'command' | 'verifiers'>, entries: readonly BindableEntry[]): string[] {
+  const bound = new Set<string>();
+  const fileAt = (path: string): boolean => {
+    const e = entries[firstAtOrAfter(entries, path)];
+    return e !== undefined && e.path === path && e.type === 'file';
+  };
+  for (const arg of check.command) {
+    const p = argvPath(arg);
+    if (p !== null && fileAt(p)) bound.add(p);
+  }
+  for (const glob of check.verifiers ?? []) {
+    const re = globToRegExp(glob);
+    const prefix = literalPrefix(glob);
+    for (let i = firstAtOrAfter(entries, prefix); i < entries.length && entries[i]!.path.startsWith(prefix); i++) {
+      const e = entries[i]!;
+      if (e.type === 'file' && re.test(e.path)) bound.add(e.path);
+    }
+  }
+  return [...bound].sort(compareBytes);
+}
+
+/** The segments of a glob before its first wildcard, with their '/': every path it matches starts so. */
+function literalPrefix(glob: string): string {
+  const segments = glob.split('/');
+  let prefix = '';
+  for (const seg of segments.slice(0, -1)) {
+    if (seg.includes('*') || seg.includes('?')) break;
+    prefix += `${seg}/`;
+  }
+  return prefix;
 }
 
 /**

@@ -8,7 +8,7 @@
 // stage's isolation rules and the resources a check runs with on this node. Changing any check, the
 // bytes of any bound verifier in PRIME, or the node's per-run resources for checks, changes it.
 import {
-  boundVerifierPaths,
+  boundVerifierPathsSorted,
   qualifiedVerifierPath,
   requirementHash,
   verifierIdentity,
@@ -68,7 +68,7 @@ export function resolveRequirement(
     const manifest = manifestOf(root);
     if (!manifest) return null;
     const paths = new Set<string>();
-    for (const d of definitions) for (const p of boundVerifierPaths(d, manifest.entries)) paths.add(p);
+    for (const d of definitions) for (const p of boundVerifierPathsSorted(d, manifest.entries)) paths.add(p); // a recorded manifest is in byte order
     const sorted = [...paths].sort(compareBytes);
     bound.set(root, sorted);
     if (sorted.length === 0) continue; // nothing bound: the manifest's entries are not read (O(Root) at 100k files)

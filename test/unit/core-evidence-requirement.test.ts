@@ -1,10 +1,12 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import {
-  argvPath, boundVerifierPaths, globMatches, qualifiedVerifierPath, requirementHash, requirementValue, verifierIdentity,
+  argvPath, boundVerifierPaths, boundVerifierPathsSorted, globMatches, qualifiedVerifierPath, requirementHash, requirementValue, verifierIdentity,
   type BindableEntry, type CheckDefinition, type RequirementInput,
 } from '../../core/evidence/requirement.js';
 import { digestOf, isDigest } from '../../core/digest.js';
+import { compareBytes } from '../../core/relative-path.js';
+import fc from 'fast-check';
 
 const H = (c: string): string => c.repeat(64);
 
@@ -169,4 +171,20 @@ test('globMatches: `?` and `*` work on characters, not UTF-16 code units', () =>
   assert.equal(globMatches('t?st.sh', 't\u{1F600}st.sh'), true);
   assert.equal(globMatches('??', '\u{1F600}'), false);
   assert.equal(globMatches('a/*/b', 'a/\u{1F600}/b'), true);
+});
+
+test('boundVerifierPathsSorted equals boundVerifierPaths on manifests in byte order', () => {
+  const seg = fc.constantFrom('a', 'b', 'checks', 'tests', 'lib', 'x.sh', 'y.py', 'a.sh', 'é', '\u{1F600}', '\uE000', 'checks.d', 'test');
+  const entry = fc.record({ path: fc.array(seg, { minLength: 1, maxLength: 4 }).map((s) => s.join('/')), type: fc.constantFrom('file' as const, 'dir' as const, 'symlink' as const) });
+  const entries = fc.uniqueArray(entry, { selector: (e) => e.path, maxLength: 40 }).map((es) => [...es].sort((p, q) => compareBytes(p.path, q.path)));
+  const globSeg = fc.oneof(seg, fc.constantFrom('*', '**', '?', '*.sh', 'x.*', 'check?', '*s', ''));
+  const glob = fc.array(globSeg, { minLength: 1, maxLength: 4 }).map((s) => s.join('/'));
+  const arg = fc.oneof(fc.array(seg, { minLength: 1, maxLength: 4 }).map((s) => s.join('/')), fc.array(seg, { minLength: 1, maxLength: 3 }).map((s) => `./${s.join('/')}`), fc.constantFrom('sh', '-c', '/bin/sh', 'a/../b', ''));
+  fc.assert(
+    fc.property(entries, fc.array(arg, { maxLength: 4 }), fc.array(glob, { maxLength: 3 }), (es, command, verifiers) => {
+      const check = { command, verifiers };
+      assert.deepEqual(boundVerifierPathsSorted(check, es), boundVerifierPaths(check, es));
+    }),
+    { numRuns: 3000 },
+  );
 });
