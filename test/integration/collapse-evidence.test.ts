@@ -11,6 +11,7 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
+import { withBeneath } from '../../node-agent/store/generation-stack.js';
 import { startStack, type Stack } from '../support/stack.js';
 import { kc } from '../support/wait.js';
 import { collapseManifest, waitCollapse } from '../support/collapses.js';
@@ -177,9 +178,12 @@ describe('collapse evidence on a real stack', () => {
 
   test('a verifier tampered in the store runs other bytes than declared (VERIFIER_EXECUTION_IDENTITY_MISMATCH)', async () => {
     const path = await project('tamper');
-    // Behind the agent's back: the generation's own copy of the verifier (what checks stage) is rewritten.
+    // Behind the agent's back: the generation's own copy of the verifier (what checks stage) is rewritten,
+    // as root inside the store can (limit 9): beneath the payload's read-only seal, since the host link refuses.
     const payload = realpathSync(path);
-    writeFileSync(join(payload, 'checks', 'verify.sh'), 'exit 0\n');
+    assert.throws(() => writeFileSync(join(payload, 'checks', 'verify.sh'), 'exit 0\n'), { code: 'EROFS' });
+    const tamper = (text: string): Promise<void> => withBeneath(s.storeDir, async (beneath) => writeFileSync(beneath(join(payload, 'checks', 'verify.sh')), text));
+    await tamper('exit 0\n');
     const r = await runWorld(s, 'tamper-w', shWorld(['tamper'], 'echo ok > README.md'));
     assert.equal(r.status.phase, 'Captured', describeRun(r));
     const c = await checkDone('tamper-w-verify');
@@ -195,7 +199,7 @@ describe('collapse evidence on a real stack', () => {
       return root?.status?.conditions?.some((c: { type: string; status: string }) => c.type === 'PrimeConsistent' && c.status === 'False') ? root : undefined;
     });
     assert.equal(marked.status.reason, 'FOREIGN_WRITE');
-    writeFileSync(join(payload, 'checks', 'verify.sh'), 'grep -q ok README.md\n');
+    await tamper('grep -q ok README.md\n');
     await kc(s.cp, ['annotate', 'root', 'tamper', 'worldline.dev/recheck=1', '--overwrite']);
     const lifted = await s.waitFor('Root tamper PrimeConsistent=True', async () => {
       const root = await s.get('root', 'tamper');
