@@ -2,7 +2,7 @@
 // holds) so one run reports every broken property at once:
 //   namedStates  every World, Collapse and Root in a final phase with a reason documented in docs/codes.md;
 //   leftovers    nothing of an ended World left on the host (no mount under the store but exactly the
-//                stacked generations' payloads, no loop device
+//                published generations' payloads, each a stack or a seal, no loop device
 //                backed by a store file, no cgroup, no
 //                process in a world's cgroup or naming the store other than the agent, no descriptor of
 //                the agent on another network namespace, no nsfs mount) or in the store (read once the
@@ -53,13 +53,13 @@ export function namedStates(worlds: Obj[], collapses: Obj[], roots: Obj[], codes
   return out;
 }
 
-/** The payload directories of the store's generations whose marker names a stack of layers. */
-function stackedPayloads(storeDir: string): Set<string> {
+/** The payload directories of the store's published generations (those with a marker): each a mount. */
+function publishedPayloads(storeDir: string): Set<string> {
   const out = new Set<string>();
   for (const id of readdirSync(join(storeDir, 'generations'))) {
     try {
-      const marker = JSON.parse(readFileSync(join(storeDir, 'generations', id, 'marker.json'), 'utf8')) as { layers?: unknown };
-      if (Array.isArray(marker.layers)) out.add(join(storeDir, 'generations', id, 'payload'));
+      const marker = JSON.parse(readFileSync(join(storeDir, 'generations', id, 'marker.json'), 'utf8')) as { generation?: unknown };
+      if (typeof marker.generation === 'number') out.add(join(storeDir, 'generations', id, 'payload'));
     } catch {
       /* no marker: not a published generation (storeLeftovers names a generation the database lacks) */
     }
@@ -70,12 +70,12 @@ function stackedPayloads(storeDir: string): Set<string> {
 /** Host-side leftovers of the campaign's Worlds (uids `worldUids`), with the node-agent `agentPid` running. */
 export function hostLeftovers(s: FaultStack, worldUids: string[], agentPid: number): string[] {
   const out: string[] = [];
-  // The store's own mounts are each stacked generation's payload (node-agent/store/generation-stack.ts):
-  // exactly the recorded generations whose marker names layers, and nothing else.
-  const stacked = stackedPayloads(s.storeDir);
+  // The store's own mounts are each published generation's payload (node-agent/store/generation-stack.ts):
+  // a stacked one's overlay, a full one's read-only seal, and nothing else.
+  const published = publishedPayloads(s.storeDir);
   const mounted = new Set(mountsBelow(s.storeDir));
-  for (const m of mounted) if (!stacked.has(m)) out.push(`mount left under the store: ${m}`);
-  for (const p of stacked) if (!mounted.has(p)) out.push(`stacked generation payload not mounted: ${p}`);
+  for (const m of mounted) if (!published.has(m)) out.push(`mount left under the store: ${m}`);
+  for (const p of published) if (!mounted.has(p)) out.push(`published generation payload not mounted: ${p}`);
   const mountinfo = readFileSync('/proc/self/mountinfo', 'utf8').split('\n');
   for (const l of mountinfo) if (l.includes(' - nsfs ') && l.includes(s.scratch)) out.push(`nsfs mount left: ${l}`);
   const uids = new Set(worldUids);
