@@ -31,6 +31,8 @@ import { detectCgroups, type CgroupLayout } from './sandbox/cgroup.js';
 import { openStore, type Store } from './store/open-store.js';
 import { runningWorlds } from './store/world-records.js';
 import { recoverCollapses } from './collapses/recover-collapses.js';
+import { OwnerEditSync } from './collapses/owner-edits.js';
+import { Refusal } from '../core/errors.js';
 import { startNodeCollapses } from './collapses/node-collapses.js';
 import { isStoreError } from './store/store-errors.js';
 import { sweepRunLeftovers } from './worlds/leftover-sweep.js';
@@ -262,6 +264,16 @@ async function main(): Promise<void> {
   // Collapse (issue 5): run this node's Collapses once, with receipts in <store>/receipts/ledger.jsonl.
   const collapses = startNodeCollapses({ kubeConfig: kc, store, worlds, roots: (name) => roots.get(name), policies, status, refusals, events, clock, nodeName: cfg.nodeName, logger, metrics, requeueRoot: (name) => rootRunner.enqueue(name), requeueWorld: (key) => worldRunner.enqueue(key), agentMetrics, checkResources: () => admission.checkResources(), grants, grantRevoked: (id) => grantRevoked(cfg.trustPolicy, id), statements, controllerGrants, ...(cfg.receiptsExport ? { receiptsExport: cfg.receiptsExport } : {}) });
   void collapses.start().catch((err: unknown) => logger.error('collapse reconciler failed to start', { error: (err as Error).message }));
+  // Owners edit their Roots through the host path (store/owner-view.ts); what they write becomes PRIME's next
+  // generation, and the Root's status follows.
+  const ownerEdits = new OwnerEditSync(store, {
+    onPublished: (p) => {
+      logger.info('published an owner edit', { ...p });
+      rootRunner.enqueue(p.root);
+    },
+    onError: (root, e) => logger.warn('could not publish an owner edit; tried again', { root, error: e instanceof Error ? e.message : String(e), ...(e instanceof Refusal ? { code: e.code } : {}) }),
+  });
+  ownerEdits.start();
   // Receipts: publish the public key as ConfigMap worldline-receipts-<node>, retried in the background, never fatal.
   const receiptsKey = publishReceiptsPublicKey({ kubeConfig: kc, namespace: cfg.namespace, nodeName: cfg.nodeName, keyDir: receiptPaths(store).keyDir, clock, logger });
 
@@ -274,6 +286,7 @@ async function main(): Promise<void> {
     await rootRunner.stop();
     await worldRunner.stop();
     await collapses.stop(); // Collapse (issue 5)
+    await ownerEdits.stop();
     await receiptsKey.stop();
     // Worlds run on under their supervisors; the next agent re-attaches (a rolling upgrade ends none).
     const detached = nodeWorlds.detachAll();

@@ -19,6 +19,8 @@ export interface CollapseRootRequest {
   base: ExpectedBase;
   /** A return to a checkpoint: the generation whose content becomes PRIME again (candidateDir is then unused). */
   returnTo?: number;
+  /** The owner's own edits (owner-edits.ts): the owner's view stays (commit-generation.ts CommitItem.keepView). */
+  keepView?: boolean;
 }
 
 export async function collapseRoot(store: Store, req: CollapseRootRequest, hooks: CollapseHooks = {}, authorize?: CommitOptions['authorize']): Promise<CommitResult> {
@@ -60,7 +62,7 @@ export async function collapseRoots(store: Store, reqs: readonly CollapseRootReq
       const done: CollapseIntent = { ...intent.roots[n]!, generation: staged.generation, generationId: staged.generationId, digest: staged.digest };
       intent = { roots: intent.roots.map((r, i) => (i === n ? done : r)) };
       updateIntent(store.db, id, intent); // before anything of it enters generations/
-      items.push({ rootName: req.rootName, staged, expectedBase: req.base });
+      items.push({ rootName: req.rootName, staged, expectedBase: req.base, ...(req.keepView === true ? { keepView: true } : {}) });
     }
     return await commitGenerations(store, items, { hooks, intentId: id, ...(authorize ? { authorize } : {}) });
   } catch (e) {

@@ -10,7 +10,9 @@ import type { Store } from '../store/open-store.js';
 import { checkRouting, type Routing } from '../store/routing.js';
 import { isStoreError } from '../store/store-errors.js';
 import { serializedOnStore } from '../store/store-serial.js';
-import { generationDir, liveLinkTarget, payloadDir } from '../store/store-layout.js';
+import { generationDir, liveLinkTarget, payloadDir, viewLinkName, viewLinkTarget } from '../store/store-layout.js';
+import { dropView, ensureView, freezeView, thawView } from '../store/owner-view.js';
+import { unpublishedEdits } from '../store/view-measure.js';
 import { deleteIntent, getRoot, insertGeneration, upsertRoot, type RootRecord } from '../store/store-records.js';
 import { CollapseError } from './collapse-errors.js';
 import { nextLinkPath, type CollapseHooks } from './collapse-intent.js';
@@ -58,6 +60,11 @@ export interface CommitItem {
   rootName: string;
   staged: StagedGeneration;
   expectedBase: ExpectedBase;
+  /**
+   * The owner's own edits being published (owner-edits.ts): the owner's view stays as it is (it shows them
+   * already). Any other collapse replaces the view, in the same exchange, with one of the new generation.
+   */
+  keepView?: boolean;
 }
 
 export function commitGeneration(store: Store, rootName: string, staged: StagedGeneration, expectedBase: ExpectedBase, options: CommitOptions = {}): Promise<CommitResult> {
@@ -88,6 +95,9 @@ async function commitSerialized(store: Store, items: readonly CommitItem[], opti
   let exchanged = false;
   // The new generations' measurements, begun (their layers watched) before the boundary checks them.
   const starts = new Map<string, MeasureStart>();
+  // Owners' views frozen for this exchange, and the views made of the new generations.
+  const frozen: string[] = [];
+  const made = new Map<string, string>();
   try {
     for (const { staged } of items) {
       // Into generations/<id> (a leftover of the same id, never recorded since the root is still at its base, goes first).
@@ -123,6 +133,20 @@ async function commitSerialized(store: Store, items: readonly CommitItem[], opti
       // The new generation's layers are watched, and their state taken, before anything checks them.
       starts.set(rootName, store.primeMeasures.begin(staged.layers ? stackDirs(store.layout, staged.layers) : [payloadDir(store.layout, staged.generationId)]));
     }
+    // The owners' views the exchange replaces: frozen read-only first (nothing more is written through them),
+    // then required to hold nothing PRIME does not. An owner's edit not yet published came before this
+    // boundary: it is published as its own generation, and this candidate's base is then not PRIME.
+    for (const [n, item] of items.entries()) {
+      if (item.keepView === true) continue;
+      const viewId = routes[n]!.viewId;
+      if (!freezeView(store.layout, viewId)) {
+        throw new CollapseError('PRIME_MOVED', `the owner of root ${item.rootName} has a file of it open for writing: their edits come first; the candidate's base would not be PRIME`);
+      }
+      frozen.push(viewId);
+      const pending = await unpublishedEdits(store, roots.get(item.rootName)!, viewId);
+      if (pending !== undefined) throw new CollapseError('PRIME_MOVED', `${pending}; they are published first, so PRIME moves past the candidate's base`);
+      made.set(item.rootName, ensureView(store, item.staged.rootKey, item.staged.generationId, item.staged.manifest.root));
+    }
     const primes = await store.primeMeasures.rehash(routes, store.dir);
     // A stacked generation over its base's stack (PRIME's, re-hashed here) with its own layer on top has
     // the staged digest when PRIME has the base digest and the layer is still exactly what was staged
@@ -152,8 +176,16 @@ async function commitSerialized(store: Store, items: readonly CommitItem[], opti
     }
 
     await step('before-exchange');
-    exchangeLiveMapping(store.layout, new Map(items.map(({ staged }) => [staged.rootKey, liveLinkTarget(staged.generationId)])));
+    const links = new Map(items.map(({ staged }) => [staged.rootKey, liveLinkTarget(staged.generationId)]));
+    for (const { rootName, staged } of items) {
+      const view = made.get(rootName);
+      if (view !== undefined) links.set(viewLinkName(staged.rootKey), viewLinkTarget(view));
+    }
+    exchangeLiveMapping(store.layout, links);
     exchanged = true;
+    // The replaced views stay frozen; unmounted lazily, a process still inside one keeps reading it.
+    for (const v of frozen) dropView(store.layout, v, { keepUpper: true });
+    frozen.length = 0;
     // What the boundary measured of each new generation is PRIME's measurement now.
     for (const { rootName, staged } of items) store.primeMeasures.record(staged.rootKey, staged.generationId, starts.get(rootName)!, hashes.staged.get(rootName));
     starts.clear();
@@ -162,7 +194,17 @@ async function commitSerialized(store: Store, items: readonly CommitItem[], opti
     await fsyncDirectory(store.dir);
   } catch (e) {
     for (const s of starts.values()) store.primeMeasures.abandon(s);
-    if (!exchanged) await undoBeforeExchange(store, items.map((i) => i.staged)).catch(() => undefined);
+    if (!exchanged) {
+      for (const v of frozen) {
+        try {
+          thawView(store.layout, v);
+        } catch {
+          // reconcileViews at the next start makes the current view writable again
+        }
+      }
+      for (const v of made.values()) dropView(store.layout, v, { keepUpper: false });
+      await undoBeforeExchange(store, items.map((i) => i.staged)).catch(() => undefined);
+    }
     throw e;
   }
 

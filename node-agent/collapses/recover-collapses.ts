@@ -15,11 +15,12 @@ import { readMarker } from '../store/generation-marker.js';
 import type { Store } from '../store/open-store.js';
 import { errnoCode } from '../store/store-errors.js';
 import { liveLinkPath, liveLinkTarget, payloadDir } from '../store/store-layout.js';
-import { identityDir, isStacked, mountPayload, removeGeneration } from '../store/generation-stack.js';
+import { identityDir, isReadOnlyMount, isStacked, mountPayload, removeGeneration } from '../store/generation-stack.js';
 import { deleteIntent, getGeneration, getRoot, insertGeneration, listIntents, upsertRoot } from '../store/store-records.js';
 import { asSetIntent, COLLAPSE_INTENT_KIND, nextLinkPath, type CollapseIntent, type CollapseSetIntent } from './collapse-intent.js';
 import { collapseWalk, type CollapseWalk } from '../store/store-walk.js';
 import { removeNextMapping } from './exchange-live.js';
+import { currentViewId, dropView, ensureView, linkView, reconcileViews, thawView, viewIdOf, viewPaths } from '../store/owner-view.js';
 
 export interface CollapseRecoveryOutcome {
   intentId: string;
@@ -35,6 +36,7 @@ export async function recoverCollapses(store: Store): Promise<CollapseRecoveryOu
     outcomes.push(await recoverCollapseIntent(store, intent.id, intent.data));
   }
   removeNextMapping(store.layout);
+  reconcileViews(store, { relink: true }); // each Root's view, now that PRIME is settled
   return outcomes;
 }
 
@@ -95,7 +97,13 @@ export async function recoverCollapseIntent(store: Store, id: string, data: Coll
       return result('committed', `the exchange had happened; recorded generation(s) ${set.roots.map((i) => `${i.rootName}@${i.generation ?? '?'}`).join(', ')}`);
     }
     // Published but not trustworthy: back to the bases, which is exactly what the store still records.
-    for (const i of set.roots) await replaceSymlink(liveLinkPath(store.layout, i.rootKey), liveLinkTarget(i.baseGenerationId));
+    for (const i of set.roots) {
+      await replaceSymlink(liveLinkPath(store.layout, i.rootKey), liveLinkTarget(i.baseGenerationId));
+      // The owner's view goes back with PRIME: a view of the base (the one frozen for the exchange when it is that), writable.
+      const back = ensureView(store, i.rootKey, i.baseGenerationId);
+      if (isReadOnlyMount(viewPaths(store.layout, back).merged)) thawView(store.layout, back);
+      linkView(store.layout, i.rootKey, back);
+    }
     await cleanup(store, set, { keepGenerations: false });
     deleteIntent(store.db, id);
     return result('rolled-back', 'the new generations were published but a marker or content does not match; live/ points at the bases again');
@@ -129,6 +137,7 @@ async function cleanup(store: Store, set: CollapseSetIntent, o: { keepGeneration
     await rm(nextLinkPath(store.layout, i.rootKey), { force: true }); // single-link layout of older agents
     await rm(i.staging, { recursive: true, force: true });
     if (!o.keepGenerations && i.generationId && i.generation !== undefined && getGeneration(store.db, i.rootKey, i.generation)?.id !== i.generationId) {
+      if (currentViewId(store.layout, i.rootKey) !== viewIdOf(i.generationId)) dropView(store.layout, viewIdOf(i.generationId), { keepUpper: false });
       await removeGeneration(store.layout, i.generationId);
     }
   }

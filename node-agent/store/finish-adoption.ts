@@ -11,7 +11,8 @@ import { writeMarker } from './generation-marker.js';
 import { sealFull } from './generation-stack.js';
 import type { Store } from './open-store.js';
 import { errnoCode } from './store-errors.js';
-import { liveLinkTarget } from './store-layout.js';
+import { currentViewId, ensureView, linkView } from './owner-view.js';
+import { liveLinkPath, liveLinkTarget, viewLinkPath, type StoreLayout } from './store-layout.js';
 import { serializedOnStore } from './store-serial.js';
 import { deleteIntent, getRoot, insertGeneration, upsertRoot, type RootRecord } from './store-records.js';
 import { walkTree } from './walk-tree.js';
@@ -23,10 +24,14 @@ export async function verifiedManifest(path: string, digest: string): Promise<Ma
   return walk.manifest;
 }
 
-/** True when hostPath is a symlink whose target is exactly the store's live/<root key> path. */
-export async function hostRoutesToLive(hostPath: string, liveLink: string): Promise<boolean> {
+/**
+ * True when hostPath is a symlink whose target is exactly the store's link for the Root: live/<root key>_view
+ * (the owner's view, owner-view.ts), or live/<root key> as agents before views linked it.
+ */
+export async function hostRoutesToStore(hostPath: string, layout: StoreLayout, rootKey: string): Promise<boolean> {
   if ((await pathKind(hostPath)) !== 'symlink') return false;
-  return (await readlink(hostPath)) === liveLink;
+  const target = await readlink(hostPath);
+  return target === viewLinkPath(layout, rootKey) || target === liveLinkPath(layout, rootKey);
 }
 
 export async function finishAdoption(store: Store, id: string, intent: AdoptIntent, manifest: Manifest, hooks: AdoptHooks = {}): Promise<RootRecord> {
@@ -43,16 +48,22 @@ export async function finishAdoption(store: Store, id: string, intent: AdoptInte
   await fsyncDirectory(store.layout.generations);
   await hooks.afterStep?.('promoted');
 
-  // Queued with collapse commits, which rebuild live/ as a whole (collapse/exchange-live.ts).
-  await serializedOnStore(store.dir, () => replaceSymlink(p.liveLink, liveLinkTarget(intent.generationId)));
+  // Queued with collapse commits, which rebuild live/ as a whole (collapse/exchange-live.ts). The owner's
+  // view of the adopted tree is mounted and linked before the host path links to it.
+  await serializedOnStore(store.dir, async () => {
+    await replaceSymlink(p.liveLink, liveLinkTarget(intent.generationId));
+    const viewId = ensureView(store, intent.rootKey, intent.generationId, manifest.root);
+    if (currentViewId(store.layout, intent.rootKey) !== viewId) linkView(store.layout, intent.rootKey, viewId);
+    await fsyncDirectory(store.layout.live);
+  });
   await hooks.afterStep?.('live-published');
 
   let state: RootRecord['state'] = 'Ready';
   let reason: string | null = null;
   let message: string | null = null;
-  if (!(await hostRoutesToLive(intent.hostPath, p.liveLink))) {
+  if (!(await hostRoutesToStore(intent.hostPath, store.layout, intent.rootKey))) {
     if ((await pathKind(intent.hostPath)) === 'missing') {
-      await symlink(p.liveLink, intent.hostPath);
+      await symlink(viewLinkPath(store.layout, intent.rootKey), intent.hostPath);
       await fsyncDirectory(dirname(intent.hostPath));
     } else {
       // Something took the host path while the tree was in the store: keep PRIME safe, report it broken.

@@ -1,5 +1,5 @@
 // What capturing one Root's upper layer yields: the delta against its base generation and the problems
-// that refuse it. Written by worlds/capture-layer.ts, stored by candidates.ts, read by checks and collapses.
+// that refuse it. Written by capture-layer.ts, stored by candidates.ts, read by checks and collapses.
 import type { ManifestEntry, RootAttributes } from '../../core/manifest.js';
 
 export interface CaptureProblem {

@@ -4,6 +4,8 @@ import type { Database } from 'better-sqlite3';
 import { existsSync } from 'node:fs';
 import { mkdir, realpath } from 'node:fs/promises';
 import { remountPayloads } from './generation-stack.js';
+import { reconcileViews } from './owner-view.js';
+import { listIntents } from './store-records.js';
 import { recoverAdoptions, type RecoveryOutcome } from './recover-adoptions.js';
 import { DEFAULT_STORE_DIR, ensureLayout, ensurePrivateDir, layoutOf, type StoreLayout } from './store-layout.js';
 import { openLockedDatabase } from './store-lock.js';
@@ -71,6 +73,9 @@ export async function openStore(options: OpenStoreOptions = {}): Promise<OpenedS
     migrate(db);
     remountPayloads(store);
     const recovered = await recoverAdoptions(store);
+    // Views are relinked only when no collapse is unsettled: its recovery decides which generation is PRIME
+    // (recoverCollapses reconciles them again once it has).
+    reconcileViews(store, { relink: listIntents(db, 'collapse').length === 0 });
     return { store, recovered, created, ...(watcherError !== undefined ? { watcherError } : {}) };
   } catch (e) {
     close();

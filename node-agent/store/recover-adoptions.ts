@@ -13,9 +13,10 @@
 import { readlink, rename, rm, unlink } from 'node:fs/promises';
 import { ADOPT_INTENT_KIND, adoptPaths, type AdoptIntent } from './adoption-intent.js';
 import { pathKind } from './durable-fs.js';
-import { finishAdoption, hostRoutesToLive, verifiedManifest } from './finish-adoption.js';
+import { finishAdoption, hostRoutesToStore, verifiedManifest } from './finish-adoption.js';
 import type { Store } from './open-store.js';
-import { liveLinkTarget } from './store-layout.js';
+import { currentViewId, dropView, viewIdOf } from './owner-view.js';
+import { liveLinkTarget, viewLinkPath } from './store-layout.js';
 import { deleteIntent, listIntents } from './store-records.js';
 
 export interface RecoveryOutcome {
@@ -36,7 +37,7 @@ export async function recoverAdoptions(store: Store): Promise<RecoveryOutcome[]>
 export async function recoverIntent(store: Store, id: string, i: AdoptIntent): Promise<RecoveryOutcome> {
   const p = adoptPaths(store.layout, i);
   const result = (outcome: RecoveryOutcome['outcome'], message: string): RecoveryOutcome => ({ intentId: id, name: i.name, outcome, message });
-  const routed = await hostRoutesToLive(i.hostPath, p.liveLink);
+  const routed = await hostRoutesToStore(i.hostPath, store.layout, i.rootKey);
 
   if ((await pathKind(i.detached)) !== 'missing') {
     const manifest = routed ? await verifiedManifest(p.payload, i.digest) : undefined;
@@ -77,4 +78,7 @@ async function undoStoreSide(store: Store, i: AdoptIntent): Promise<void> {
   await rm(i.staging, { recursive: true, force: true });
   await rm(p.generationDir, { recursive: true, force: true });
   if ((await pathKind(p.liveLink)) === 'symlink' && (await readlink(p.liveLink)) === liveLinkTarget(i.generationId)) await unlink(p.liveLink);
+  const viewId = viewIdOf(i.generationId);
+  if (currentViewId(store.layout, i.rootKey) === viewId) await unlink(viewLinkPath(store.layout, i.rootKey));
+  dropView(store.layout, viewId, { keepUpper: false });
 }

@@ -8,11 +8,10 @@
 //  - anything else (missing, another link, a file): nothing is moved, the intent stays, reported blocked.
 import { rm } from 'node:fs/promises';
 import { pathKind } from './durable-fs.js';
-import { hostRoutesToLive } from './finish-adoption.js';
+import { hostRoutesToStore } from './finish-adoption.js';
 import type { Store } from './open-store.js';
 import { RELEASE_INTENT_KIND, type ReleaseIntent } from './release-intent.js';
 import { finishRelease } from './release-root.js';
-import { liveLinkPath } from './store-layout.js';
 import { deleteIntent, listIntents } from './store-records.js';
 
 export interface ReleaseRecoveryOutcome {
@@ -34,7 +33,7 @@ export async function recoverRelease(store: Store, id: string, i: ReleaseIntent)
     await finishRelease(store, id, i);
     return result('completed', `${i.hostPath} was already the released directory; finished the release`);
   }
-  if (await hostRoutesToLive(i.hostPath, liveLinkPath(store.layout, i.rootKey))) {
+  if (await hostRoutesToStore(i.hostPath, store.layout, i.rootKey)) {
     await rm(i.copy, { recursive: true, force: true });
     deleteIntent(store.db, id);
     return result('rolled-back', `the copy was not yet exchanged with ${i.hostPath}; removed it (the root stays Releasing and is released again)`);

@@ -18,11 +18,12 @@ import { basename, dirname } from 'node:path';
 import { RENAME_EXCHANGE, fsyncFd, renameat2 } from '../../native/index.js';
 import { copyTree } from './copy-tree.js';
 import { fsyncDirectory, pathKind } from './durable-fs.js';
-import { hostRoutesToLive, verifiedManifest } from './finish-adoption.js';
+import { hostRoutesToStore, verifiedManifest } from './finish-adoption.js';
+import { currentViewId, dropView, freezeView, isViewMounted, viewPaths, viewsOfRoot } from './owner-view.js';
 import type { Store } from './open-store.js';
 import { RELEASE_INTENT_KIND, releaseIntentFor, type ReleaseHooks, type ReleaseIntent } from './release-intent.js';
 import { StoreError } from './store-errors.js';
-import { liveLinkPath, payloadDir } from './store-layout.js';
+import { liveLinkPath, payloadDir, viewLinkPath } from './store-layout.js';
 import { unmountRootStacks } from './generation-stack.js';
 import { serializedOnStore } from './store-serial.js';
 import { deleteIntent, getGeneration, getRoot, insertIntent, listIntents, setRootState, type RootRecord } from './store-records.js';
@@ -56,12 +57,17 @@ export async function releaseRoot(store: Store, name: string, hooks: ReleaseHook
   if (pendingRelease(store, name)) throw new StoreError('ROOT_RELEASE_BLOCKED', `root ${name} has an interrupted release; the node-agent settles it at start`);
   const gen = getGeneration(store.db, root.rootKey, root.generation);
   if (!gen) throw new StoreError('LIVE_MAPPING_BROKEN', `root ${name}: generation ${root.generation} is not recorded`);
-  const liveLink = liveLinkPath(store.layout, root.rootKey);
-  if (!(await hostRoutesToLive(root.nodePath, liveLink))) {
-    throw new StoreError('ROOT_RELEASE_BLOCKED', `${root.nodePath} is not the link to ${liveLink}; nothing was released`);
+  if (!(await hostRoutesToStore(root.nodePath, store.layout, root.rootKey))) {
+    throw new StoreError('ROOT_RELEASE_BLOCKED', `${root.nodePath} is not the link to ${viewLinkPath(store.layout, root.rootKey)}; nothing was released`);
   }
-  // PRIME as it is now: the bytes Worlds forked from and the host path showed (a foreign write included).
-  const payload = payloadDir(store.layout, gen.id);
+  // What the host path shows: the owner's view (PRIME and any owner edit not yet published), frozen read-only
+  // so nothing more is written to it; PRIME itself for a store without one. A foreign write is included.
+  const viewId = currentViewId(store.layout, root.rootKey);
+  const viewed = viewId !== undefined && isViewMounted(store.layout, viewId);
+  if (viewed && !freezeView(store.layout, viewId)) {
+    throw new StoreError('ROOT_RELEASE_BLOCKED', `the owner of root ${name} has a file in ${root.nodePath} open for writing; nothing was released (it is tried again)`);
+  }
+  const payload = viewed ? viewPaths(store.layout, viewId).merged : payloadDir(store.layout, gen.id);
   // The store's walk: a generation shares unchanged files with older ones by hard link (store-walk.ts).
   const walk = await collapseWalk(payload, store.dir);
   const first = walk.problems[0];
@@ -98,16 +104,19 @@ export function exchangeWithHostLink(i: ReleaseIntent): void {
   }
 }
 
-/** After the exchange (idempotent): drop the old link, live/<root key>, then mark the row Released. */
+/** After the exchange (idempotent): drop the old link, live/<root key> and the views, then mark the row Released. */
 export async function finishRelease(store: Store, id: string, i: ReleaseIntent, hooks: ReleaseHooks = {}): Promise<RootRecord> {
   const liveLink = liveLinkPath(store.layout, i.rootKey);
+  const viewLink = viewLinkPath(store.layout, i.rootKey);
   if ((await pathKind(i.copy)) === 'symlink') await unlink(i.copy);
   else if ((await pathKind(i.copy)) !== 'missing') await rm(i.copy, { recursive: true, force: true });
   await fsyncDirectory(dirname(i.hostPath));
   await serializedOnStore(store.dir, async () => {
     if ((await pathKind(liveLink)) === 'symlink') await unlink(liveLink);
+    if ((await pathKind(viewLink)) === 'symlink') await unlink(viewLink);
     await fsyncDirectory(store.layout.live);
   });
+  for (const v of viewsOfRoot(store.layout, i.rootKey)) dropView(store.layout, v, { keepUpper: false }); // released as the copy
   unmountRootStacks(store, i.rootKey); // the history stays in the store as layers, read by nobody
   store.db.transaction(() => {
     setRootState(store.db, i.name, 'Released', 'ROOT_RELEASED', `generation ${i.generation} (${i.digest}) was released to ${i.hostPath} as a plain directory; its history stays in the store`, store.now());

@@ -1,6 +1,6 @@
 // A root's content is read through the store, never through the host path. This checks the whole route
-// before anyone reads: host path -> live/<root key> -> generations/<id>/payload of the recorded
-// generation, each hop exact and each store directory a real directory, and the directory reached the
+// before anyone reads: live/<root key> -> generations/<id>/payload of the recorded generation, and the
+// host path -> live/<root key>_view -> the mounted view of this Root (owner-view.ts), each hop exact and each store directory a real directory, and the directory reached the
 // very one (device and inode) that was published for that generation, so a payload swapped for another
 // directory under the same name is caught. A stacked generation (generation-stack.ts) is identified by
 // its own layer, and its payload must be a mount (another device) over the payload directory.
@@ -10,7 +10,8 @@ import { isReadOnlyMount, isStacked, layerDir, stackDirs, stackIds } from './gen
 import type { Store } from './open-store.js';
 import { StoreError, errnoCode } from './store-errors.js';
 import { serializedOnStore } from './store-serial.js';
-import { generationDir, liveLinkPath, liveLinkTarget, payloadDir } from './store-layout.js';
+import { generationDir, liveLinkPath, liveLinkTarget, payloadDir, viewLinkPath } from './store-layout.js';
+import { currentViewId, readViewRecord, viewPaths } from './owner-view.js';
 import { getGeneration, getRoot, type RootRecord } from './store-records.js';
 
 export interface Routing {
@@ -21,6 +22,8 @@ export interface Routing {
   /** Its layers, topmost first (generation-stack.ts): the payload itself when it is a full generation. */
   layers: string[];
   liveLink: string;
+  /** The owner's view the host path shows (owner-view.ts). */
+  viewId: string;
 }
 
 const broken = (name: string, detail: string): StoreError => new StoreError('LIVE_MAPPING_BROKEN', `root ${name}: ${detail}`);
@@ -69,9 +72,20 @@ function routeOf(store: Store, name: string): Routing {
     throw broken(name, `the marker of generation ${gen.id} does not match the recorded root`);
   }
 
+  // The host path is the owner's: it links to the Root's view link, which names a mounted view of this Root.
+  const viewLink = viewLinkPath(store.layout, root.rootKey);
   const hostTarget = readLinkOrNull(root.nodePath);
   if (hostTarget === null) throw broken(name, `${root.nodePath} is not a symlink`);
-  if (hostTarget !== liveLink) throw broken(name, `${root.nodePath} points to ${hostTarget}, not to ${liveLink}`);
+  if (hostTarget !== viewLink) throw broken(name, `${root.nodePath} points to ${hostTarget}, not to ${viewLink}`);
+  const viewId = currentViewId(store.layout, root.rootKey);
+  if (viewId === undefined) throw broken(name, `${viewLink} does not name a view`);
+  if (readViewRecord(store.layout, viewId)?.rootKey !== root.rootKey) throw broken(name, `${viewLink} names view ${viewId}, which is not one of this root's`);
+  const view = viewPaths(store.layout, viewId).merged;
+  const viewTop = orUndefined(() => statSync(view, { bigint: true }));
+  const viewReached = orUndefined(() => statSync(root.nodePath, { bigint: true }));
+  const storeDev = orUndefined(() => statSync(store.layout.views, { bigint: true }))?.dev;
+  if (!viewTop || viewTop.dev === storeDev) throw broken(name, `the view ${viewId} is not mounted at ${view}`);
+  if (!viewReached || viewReached.dev !== viewTop.dev || viewReached.ino !== viewTop.ino) throw broken(name, `${root.nodePath} does not resolve to the mounted view ${viewId}`);
   const recorded = `${gen.payloadDev}:${gen.payloadIno}`;
   // A stacked generation is identified by its own layer, and its payload is the mount of its stack on
   // top of the (empty) payload directory: all three ways in must reach that mount, on another device.
@@ -84,7 +98,7 @@ function routeOf(store: Store, name: string): Routing {
     if (!mounted || mounted.dev === layer!.dev) throw broken(name, `the stacked payload of generation ${gen.id} is not mounted at ${payloadPath}`);
     expected = `${mounted.dev}:${mounted.ino}`;
   }
-  for (const via of [payloadPath, liveLink, root.nodePath]) {
+  for (const via of [payloadPath, liveLink]) {
     const reached = orUndefined(() => statSync(via, { bigint: true }));
     const found = reached ? `${reached.dev}:${reached.ino}` : 'nothing';
     if (found !== expected) throw broken(name, `${via} does not resolve to the payload published for generation ${gen.id} (device:inode ${expected}, found ${found})`);
@@ -92,7 +106,7 @@ function routeOf(store: Store, name: string): Routing {
   // Every payload is a read-only mount (generation-stack.ts): a writable one would let a write through the
   // host link change this generation, every one stacked on it and every World's lower layer.
   if (!isReadOnlyMount(payloadPath)) throw broken(name, `the payload of generation ${gen.id} at ${payloadPath} is not sealed read-only`);
-  return { root, generationId: gen.id, payloadPath, layers: isStacked(marker) ? stackDirs(store.layout, stackIds(marker, gen.id)) : [payloadPath], liveLink };
+  return { root, generationId: gen.id, payloadPath, layers: isStacked(marker) ? stackDirs(store.layout, stackIds(marker, gen.id)) : [payloadPath], liveLink, viewId };
 }
 
 /** A stat that cannot be taken (missing, a non-directory or a loop on the way) is no directory and no payload. */

@@ -36,6 +36,8 @@ export const StoreErrorCodes = {
   ROOT_RELEASED: 'ROOT_RELEASED',
   /** A release cannot go on: the host path holds something other than the live link, or the copy did not verify. */
   ROOT_RELEASE_BLOCKED: 'ROOT_RELEASE_BLOCKED',
+  /** An owner's edit in their view cannot become a generation (a special file, a link leaving the Root, ...). */
+  OWNER_EDIT_UNPUBLISHABLE: 'OWNER_EDIT_UNPUBLISHABLE',
   /** A generation's recorded entries do not digest to its recorded digest: the store's rows are not that generation. */
   GENERATION_ENTRIES_MISMATCH: 'GENERATION_ENTRIES_MISMATCH',
 } as const;

@@ -9,7 +9,7 @@ import { WorldCgroup, type CgroupReadback } from '../sandbox/cgroup.js';
 import type { SupervisorRef } from '../sandbox/supervisor-record.js';
 import { mountRunDisk, runDiskUsage, type DiskReadback, type DiskUsage } from '../sandbox/disk-image.js';
 import { baseIndexOf } from '../store/base-index.js';
-import { captureLayer } from './capture-layer.js';
+import { captureLayer } from '../store/capture-layer.js';
 import { storeCandidate, type Candidate, type RootChange } from '../store/candidates.js';
 import { rootChanges, summarizeChanges, type ChangeSummary, type RootChangeSummary } from '../store/change-summary.js';
 import { unmountRootfs } from '../sandbox/rootfs.js';

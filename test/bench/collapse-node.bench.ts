@@ -6,8 +6,12 @@
 // the base), walk PRIME and the staged payload again at the commit boundary, exchange, database — which
 // is what moves PRIME. The collapse decision itself (run by the agent at prepare and, through collapseRoot's
 // `authorize`, at the commit boundary on the walks already made) is database reads and is left out.
-// Next to it the same `cp -a` + `sha256sum` of the 10 changed files.
+// Next to it the same `cp -a` + `sha256sum` of the 10 changed files. Then the Root's owner rewrites the
+// same 10 paths through the host path (their view, store/owner-view.ts) and publishOwnerEdits makes them
+// PRIME's next generation, timed (the background sync adds its look interval, 200 ms with the watcher).
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { publishOwnerEdits } from '../../node-agent/collapses/owner-edits.js';
 import { collapseRoot } from '../../node-agent/collapses/collapse-root.js';
 import { rehashPrime } from '../../node-agent/store/rehash-prime.js';
 import type { Candidate } from '../../node-agent/store/candidates.js';
@@ -22,11 +26,13 @@ export interface NodeCollapseSamples {
   vouched: number;
   /** collapseRoot: stage + commit. */
   collapseMs: number[];
+  /** publishOwnerEdits of a 10-path edit made through the host path. */
+  ownerMs: number[];
   cpMs: number[];
   sha256sumMs: number[];
 }
 
-export const noNodeCollapseSamples = (): NodeCollapseSamples => ({ walkMs: [], vouched: 0, collapseMs: [], cpMs: [], sha256sumMs: [] });
+export const noNodeCollapseSamples = (): NodeCollapseSamples => ({ walkMs: [], vouched: 0, collapseMs: [], ownerMs: [], cpMs: [], sha256sumMs: [] });
 
 export async function nodeCollapseRound(env: WorldEnv, t: CollapseTarget, s: NodeCollapseSamples): Promise<void> {
   const rep = s.collapseMs.length;
@@ -53,6 +59,13 @@ export async function nodeCollapseRound(env: WorldEnv, t: CollapseTarget, s: Nod
   s.collapseMs.push(t2 - t1);
 
   const c = tenFileChange(t.files, rep);
+  for (const p of [...c.modified, ...c.added]) writeFileSync(join(t.hostPath, p), `edited by the owner, round ${rep}\n`);
+  settle();
+  const t3 = performance.now();
+  const owner = await publishOwnerEdits(env.store, t.root);
+  s.ownerMs.push(performance.now() - t3);
+  if (owner.generation !== result.toGeneration + 1 || owner.modified + owner.added !== 10) throw new Error(`the owner's edit of ${t.root} was not published as one 10-path generation: ${JSON.stringify(owner)}`);
+
   const b = copyAndHash(t.hostPath, [...c.modified, ...c.added], join(env.dir, 'copies'));
   s.cpMs.push(b.cpMs);
   s.sha256sumMs.push(b.sha256sumMs);
@@ -68,6 +81,7 @@ export interface NodeCollapseResult {
   vouched: number;
   collapseMs: number;
   collapseP90Ms: number;
+  ownerMs: number;
   cpMs: number;
   sha256sumMs: number;
 }
@@ -81,6 +95,7 @@ export function nodeCollapseResult(files: number, s: NodeCollapseSamples): NodeC
     vouched: s.vouched,
     collapseMs: median(s.collapseMs),
     collapseP90Ms: percentile(s.collapseMs, 90),
+    ownerMs: median(s.ownerMs),
     cpMs: median(s.cpMs),
     sha256sumMs: median(s.sha256sumMs),
   };

@@ -244,6 +244,7 @@ async function collapseOnNode(): Promise<void> {
       vouched: `${r.vouched}/${r.runs}`,
       collapseRoot: ms(r.collapseMs),
       'collapseRoot p90': ms(r.collapseP90Ms),
+      'owner edit published': ms(r.ownerMs),
       'cp -a 10 files': ms(r.cpMs),
       'sha256sum 10': ms(r.sha256sumMs),
       'collapseRoot / (cp + sha256sum)': times(r.collapseMs / (r.cpMs + r.sha256sumMs)),

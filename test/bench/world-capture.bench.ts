@@ -6,7 +6,7 @@ import { createHash } from 'node:crypto';
 import { mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { baseIndexOf } from '../../node-agent/store/base-index.js';
-import { captureLayer } from '../../node-agent/worlds/capture-layer.js';
+import { captureLayer } from '../../node-agent/store/capture-layer.js';
 import { storeCandidate } from '../../node-agent/store/candidates.js';
 import { layerPaths } from '../../node-agent/sandbox/run-paths.js';
 import { median, settle, timeSync } from './stats.js';

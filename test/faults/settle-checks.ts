@@ -67,15 +67,28 @@ function publishedPayloads(storeDir: string): Set<string> {
   return out;
 }
 
+/** The merged directories of the owners' views the live mapping names (live/<root key>_view): each a mount. */
+function currentViews(storeDir: string): Set<string> {
+  const out = new Set<string>();
+  for (const name of readdirSync(join(storeDir, 'live'))) {
+    if (!name.endsWith('_view') || name.startsWith('.')) continue;
+    out.add(join(storeDir, 'live', readlinkSync(join(storeDir, 'live', name))));
+  }
+  return out;
+}
+
 /** Host-side leftovers of the campaign's Worlds (uids `worldUids`), with the node-agent `agentPid` running. */
 export function hostLeftovers(s: FaultStack, worldUids: string[], agentPid: number): string[] {
   const out: string[] = [];
   // The store's own mounts are each published generation's payload (node-agent/store/generation-stack.ts):
-  // a stacked one's overlay, a full one's read-only seal, and nothing else.
+  // a stacked one's overlay, a full one's read-only seal; and each Root's current owner view
+  // (owner-view.ts); nothing else (a replaced view is unmounted in its collapse's exchange).
   const published = publishedPayloads(s.storeDir);
+  const views = currentViews(s.storeDir);
   const mounted = new Set(mountsBelow(s.storeDir));
-  for (const m of mounted) if (!published.has(m)) out.push(`mount left under the store: ${m}`);
+  for (const m of mounted) if (!published.has(m) && !views.has(m)) out.push(`mount left under the store: ${m}`);
   for (const p of published) if (!mounted.has(p)) out.push(`published generation payload not mounted: ${p}`);
+  for (const v of views) if (!mounted.has(v)) out.push(`the owner view the live mapping names is not mounted: ${v}`);
   const mountinfo = readFileSync('/proc/self/mountinfo', 'utf8').split('\n');
   for (const l of mountinfo) if (l.includes(' - nsfs ') && l.includes(s.scratch)) out.push(`nsfs mount left: ${l}`);
   const uids = new Set(worldUids);

@@ -9,7 +9,7 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import Database from 'better-sqlite3';
 import { withBeneath } from '../../node-agent/store/generation-stack.js';
 import { startStack, type Stack } from '../support/stack.js';
@@ -179,8 +179,9 @@ describe('collapse evidence on a real stack', () => {
   test('a verifier tampered in the store runs other bytes than declared (VERIFIER_EXECUTION_IDENTITY_MISMATCH)', async () => {
     const path = await project('tamper');
     // Behind the agent's back: the generation's own copy of the verifier (what checks stage) is rewritten,
-    // as root inside the store can (limit 9): beneath the payload's read-only seal, since the host link refuses.
-    const payload = realpathSync(path);
+    // as root inside the store can (limit 9): beneath the payload's read-only seal, since the live link refuses.
+    // (The host path shows the owner's view: a write there is an owner's edit, published as a generation.)
+    const payload = realpathSync(join(s.storeDir, 'live', basename(path)));
     assert.throws(() => writeFileSync(join(payload, 'checks', 'verify.sh'), 'exit 0\n'), { code: 'EROFS' });
     const tamper = (text: string): Promise<void> => withBeneath(s.storeDir, async (beneath) => writeFileSync(beneath(join(payload, 'checks', 'verify.sh')), text));
     await tamper('exit 0\n');

@@ -1,12 +1,16 @@
-// Snapshots on a real stack (issue 11, deliverable 4): while a World runs and another World's checkpoint
-// exists, PRIME (the adopted tree, a full generation) is edited in place through its host path in every
-// way a file can be. Every edit is refused (the tree is sealed by a read-only bind mount of itself,
-// node-agent/store/generation-stack.ts), the running World reads the bytes it forked from its first read
-// to its last, the other World's change then commits onto PRIME as adopted, every generation of the Root
-// still re-hashes to the digest recorded in its marker, and the checkpoint is returned to with its digest.
+// Snapshots on a real stack (issue 11, deliverables 3 and 4): while a World runs and another World's
+// checkpoint exists, PRIME (the adopted tree, a full generation) is edited in place through the store's
+// link to it in every way a file can be. Every edit is refused (the tree is sealed by a read-only bind
+// mount of itself, node-agent/store/generation-stack.ts), the running World reads the bytes it forked from
+// its first read to its last, the other World's change then commits onto PRIME as adopted, every
+// generation of the Root still re-hashes to the digest recorded in its marker, and the checkpoint is
+// returned to with its digest. Then the directory's owner edits it through its host path: the node-agent
+// publishes the edit as the next generation (the Root's status shows it), a World captured before it is
+// refused PRIME_MOVED.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { chownSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { chmodSync, chownSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { appendFile, chmod, chown, mkdir, rename, symlink, truncate, unlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { manifestDigest } from '../../core/manifest.js';
@@ -64,7 +68,9 @@ describe('snapshots: PRIME edited in place while a World runs and a checkpoint e
     await s.apply(worldManifest('snap-reader', shWorld(['snap'], `${read}; echo ===; sleep 4; ${read}`)));
     const running = await s.waitWorld('snap-reader', ['Running', 'Captured', 'Failed', 'Refused']);
     assert.equal(running.status.phase, 'Running', JSON.stringify(running.status));
-    for (const [what, edit] of edits(host)) await assert.rejects(edit(), { code: 'EROFS' }, `${what} through the host path`);
+    // The store's own link to PRIME (the host path shows the owner's view, owner-view.ts: the next test).
+    const prime = join(s.storeDir, 'live', 'snap');
+    for (const [what, edit] of edits(prime)) await assert.rejects(edit(), { code: 'EROFS' }, `${what} through the live link`);
     assert.equal((await s.get('world', 'snap-reader'))?.status?.phase, 'Running', 'the edits were tried while the World ran');
 
     const reader = await s.waitWorld('snap-reader', ['Captured', 'Failed', 'Refused'], 'default', 60_000);
@@ -93,5 +99,33 @@ describe('snapshots: PRIME edited in place while a World runs and a checkpoint e
     assert.equal(back.status.phase, 'Committed', JSON.stringify(back.status));
     assert.equal(back.status.result[0].digest, checkpointDigest);
     assert.equal(readFileSync(join(host, 'a.txt'), 'utf8'), 'alpha\n');
+  });
+
+  test("the owner's edit through the host path is published as the next generation; a World captured before it is refused PRIME_MOVED", async () => {
+    chmodSync(s.scratch, 0o755); // the owner reaches their directory, as from their home
+    const host = join(s.scratch, 'owned');
+    mkdirSync(host, { mode: 0o755 });
+    writeFileSync(join(host, 'a.txt'), 'alpha\n');
+    for (const p of [host, join(host, 'a.txt')]) chownSync(p, OWNER, OWNER);
+    assert.equal((await applyRoot(s, 'owned', host)).status.phase, 'Ready');
+    const before = await runWorld(s, 'owned-agent', shWorld(['owned'], 'echo agent > agent.txt'));
+    assert.equal(before.status.phase, 'Captured', describeRun(before));
+
+    const wrote = spawnSync(process.execPath, ['--input-type=commonjs', '-e', 'require("node:fs").writeFileSync(process.argv[1], process.argv[2])', join(host, 'a.txt'), 'alpha, by its owner\n'], { uid: OWNER, gid: OWNER, encoding: 'utf8' });
+    assert.equal(wrote.status, 0, wrote.stderr);
+    const root = await s.waitFor('the owner edit published (Root generation 2)', async () => {
+      const r = await s.get('root', 'owned');
+      return r?.status?.generation === 2 ? r : undefined;
+    }, 30_000);
+    assert.equal(root.status.phase, 'Ready');
+    const prime = join(s.storeDir, 'live', 'owned');
+    assert.equal(readFileSync(join(prime, 'a.txt'), 'utf8'), 'alpha, by its owner\n', 'PRIME holds the edit');
+    assert.equal(statSync(join(prime, 'a.txt')).uid, OWNER);
+
+    await s.apply(collapseManifest('owned-col', 'owned-agent'));
+    const refused = await waitCollapse(s, 'owned-col', 30_000);
+    assert.equal(refused.status.phase, 'Denied', JSON.stringify(refused.status));
+    assert.ok(refused.status.decision.reasons.includes('PRIME_MOVED'), JSON.stringify(refused.status.decision));
+    assert.equal(readFileSync(join(host, 'a.txt'), 'utf8'), 'alpha, by its owner\n', 'the owner keeps what they wrote');
   });
 });

@@ -19,7 +19,7 @@ import { migrate } from '../../node-agent/store/store-schema.js';
 import { insertGeneration } from '../../node-agent/store/store-records.js';
 import { walkTreeSync } from '../../node-agent/store/walk-tree-sync.js';
 import { baseIndexOf, manifestBaseIndex, storedBaseIndex, type BaseIndex } from '../../node-agent/store/base-index.js';
-import { captureLayer } from '../../node-agent/worlds/capture-layer.js';
+import { captureLayer } from '../../node-agent/store/capture-layer.js';
 import type { LayerDelta } from '../../node-agent/store/layer-delta.js';
 import { candidateIdentity, storeCandidate } from '../../node-agent/store/candidates.js';
 import { generationManifest } from '../../node-agent/store/world-records.js';

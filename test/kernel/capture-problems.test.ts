@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { manifestBaseIndex } from '../../node-agent/store/base-index.js';
 import { upperTopOwner } from '../../node-agent/sandbox/rootfs.js';
-import { captureLayer } from '../../node-agent/worlds/capture-layer.js';
+import { captureLayer } from '../../node-agent/store/capture-layer.js';
 import { requireRoot } from '../support/require-root.js';
 import { Cleanup } from './native-fixtures.js';
 

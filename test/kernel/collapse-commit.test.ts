@@ -52,7 +52,7 @@ test('a collapse publishes the candidate: host path, digest, shared inodes, rows
     assert.notEqual((await stat(join(route.payloadPath, changed))).ino, (await stat(join(basePayload, changed))).ino, `${changed} is a new inode`);
   }
   assert.equal(walkDigest(basePayload), made.base.digest, 'the base generation is unchanged');
-  assert.equal(await readlink(host), join(store.dir, 'live', 'project'));
+  assert.equal(await readlink(host), join(store.dir, 'live', 'project_view'), "the host path links to the owner's view");
   assert.deepEqual(listIntents(store.db, 'collapse'), []);
   assert.deepEqual(await leftovers(store), []);
 });
@@ -93,16 +93,16 @@ async function beneathPrime(store: Store, write: (payload: string) => Promise<vo
   await withBeneath(store.dir, (beneath) => write(beneath(payload)));
 }
 
-test('FOREIGN_WRITE: an unchanged file of PRIME written after capture (the host link refuses it; root writes it beneath the seal)', async (t) => {
-  await refusedCollapse(t, 'FOREIGN_WRITE', async (host, store) => {
-    await assert.rejects(appendFile(join(host, 'src/owned'), 'foreign\n'), { code: 'EROFS' });
+test('FOREIGN_WRITE: an unchanged file of PRIME written after capture (the live link refuses it; root writes it beneath the seal)', async (t) => {
+  await refusedCollapse(t, 'FOREIGN_WRITE', async (_host, store) => {
+    await assert.rejects(appendFile(join(store.layout.live, 'project', 'src/owned'), 'foreign\n'), { code: 'EROFS' });
     await beneathPrime(store, (payload) => appendFile(join(payload, 'src/owned'), 'foreign\n'));
   });
 });
 
-test('FOREIGN_WRITE: a file added to PRIME after capture (the host link refuses it; root adds it beneath the seal)', async (t) => {
-  await refusedCollapse(t, 'FOREIGN_WRITE', async (host, store) => {
-    await assert.rejects(writeFile(join(host, 'foreign.txt'), 'x'), { code: 'EROFS' });
+test('FOREIGN_WRITE: a file added to PRIME after capture (the live link refuses it; root adds it beneath the seal)', async (t) => {
+  await refusedCollapse(t, 'FOREIGN_WRITE', async (_host, store) => {
+    await assert.rejects(writeFile(join(store.layout.live, 'project', 'foreign.txt'), 'x'), { code: 'EROFS' });
     await beneathPrime(store, (payload) => writeFile(join(payload, 'foreign.txt'), 'x'));
   });
 });

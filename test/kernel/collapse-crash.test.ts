@@ -13,7 +13,8 @@ import { COLLAPSE_STEPS } from '../../node-agent/collapses/collapse-intent.js';
 import { recoverCollapses } from '../../node-agent/collapses/recover-collapses.js';
 import { openStore } from '../../node-agent/store/open-store.js';
 import { checkRouting } from '../../node-agent/store/routing.js';
-import { listIntents } from '../../node-agent/store/store-records.js';
+import { getRoot, listIntents } from '../../node-agent/store/store-records.js';
+import { publishOwnerEdits } from '../../node-agent/collapses/owner-edits.js';
 import { walkTreeSync } from '../../node-agent/store/walk-tree-sync.js';
 import { adoptSample, leftovers, makeCandidate, sampleChange } from './collapse-fixtures.js';
 import { scratch } from './store-fixtures.js';
@@ -57,10 +58,43 @@ for (const step of COLLAPSE_STEPS) {
       assert.equal(prime, want, 'PRIME is exactly one generation');
       assert.equal(route.root.digest, want);
       assert.equal(route.root.generation, expectNew.has(step) ? 2 : 1);
+      assert.equal(manifestDigest(walkTreeSync(join(s.dir, 'project')).manifest), want, "the host path (the owner's view, swapped in the same exchange) shows exactly PRIME");
       assert.deepEqual(listIntents(store.db, 'collapse'), []);
       assert.deepEqual(await leftovers(store), []);
     });
   }
+}
+
+for (const step of COLLAPSE_STEPS) {
+  test(`an owner's edit being published, crashed at "${step}": PRIME is exactly one generation, the view keeps the edit, and the next pass converges`, async (t) => {
+    const s = await scratch(t);
+    const dir = join(s.dir, 'store');
+    const host = join(s.dir, 'project');
+    const first = await openStore({ dir });
+    let base: string;
+    try {
+      await adoptSample(first.store, s.dir);
+      base = getRoot(first.store.db, 'project')!.digest;
+      await writeFile(join(host, 'README.md'), 'edited by its owner\n'); // through the host path: the owner's view
+    } finally {
+      first.store.close();
+    }
+    const edited = manifestDigest(walkTreeSync(host).manifest);
+    assert.equal(await collapseAndCrash([dir, 'project', 'owner-edits', '0', '-', step]), 'SIGKILL');
+
+    const { store } = await openStore({ dir });
+    t.after(() => store.close());
+    await recoverCollapses(store);
+    const route = await checkRouting(store, 'project');
+    const prime = manifestDigest(walkTreeSync(route.payloadPath).manifest);
+    assert.equal(prime, expectNew.has(step) ? edited : base, 'PRIME is exactly the base or exactly the published edit');
+    assert.equal(route.root.digest, prime);
+    assert.equal(manifestDigest(walkTreeSync(host).manifest), edited, 'the owner still sees their edit');
+    const again = await publishOwnerEdits(store, 'project');
+    assert.equal(again.generation, expectNew.has(step) ? undefined : 2, 'published once, whichever side the crash fell');
+    assert.equal(manifestDigest(walkTreeSync((await checkRouting(store, 'project')).payloadPath).manifest), edited);
+    assert.deepEqual(await leftovers(store), []);
+  });
 }
 
 test('fail-closed: a published generation whose payload changed before recovery is rolled back to the base', async (t) => {

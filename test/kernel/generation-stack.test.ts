@@ -59,7 +59,7 @@ test('a collapse writes only the change as a layer, and PRIME is a read-only sta
   const route = await checkRouting(store, 'project');
   assert.ok(mountPoints().includes(route.payloadPath), 'the payload is a mount of the stack');
   assert.equal(walkDigest(host), next.digest, 'the host path shows the stack, which walks to the derived digest');
-  await assert.rejects(appendFile(join(host, 'README.md'), 'foreign\n'), { code: 'EROFS' });
+  await assert.rejects(appendFile(join(store.layout.live, 'project', 'README.md'), 'foreign\n'), { code: 'EROFS' });
   assert.equal(walkDigest(payloadDir(store.layout, base.id)), base.digest, 'the base generation is untouched');
 });
 
@@ -138,9 +138,9 @@ test(`the stack is compacted into a full generation at ${MAX_STACK_DEPTH} layers
   const compacted = readMarker(store.layout, last.generationId);
   assert.equal(compacted?.layers, undefined, 'the generation at the depth limit is a full one');
   assert.equal(walkDigest(host), last.digest);
-  // Sealed like every payload: its files share inodes with the layers below, and the host link cannot reach them.
+  // Sealed like every payload: its files share inodes with the layers below, and the live link cannot write them.
   assert.ok(mountPoints().includes(payloadDir(store.layout, last.generationId)), 'the compaction is sealed by a read-only bind mount');
-  await assert.rejects(appendFile(join(host, 'file-1'), 'foreign\n'), { code: 'EROFS' });
+  await assert.rejects(appendFile(join(store.layout.live, 'project', 'file-1'), 'foreign\n'), { code: 'EROFS' });
   assert.equal(walkDigest(payloadDir(store.layout, last.generationId)), last.digest);
   const after = await collapse(t, store, (next) => writeFile(join(next, 'after'), 'x\n'));
   assert.deepEqual(readMarker(store.layout, after.generationId)?.layers, [after.generationId, last.generationId], 'the next stack starts on it');
@@ -166,10 +166,11 @@ test('a restarted node mounts every payload again when the store opens: each sta
   assert.equal(walkDigest(host), published[1]!.digest);
 });
 
-test('an adopted Root is sealed: the host link refuses every kind of write, and an unsealed payload is no route', async (t) => {
+test('an adopted Root is sealed: its live link refuses every kind of write, and an unsealed payload is no route', async (t) => {
   const s = await scratch(t);
   const store = await openTestStore(t, join(s.dir, 'store'));
-  const host = await adoptSample(store, s.dir);
+  await adoptSample(store, s.dir);
+  const host = join(store.layout.live, 'project'); // PRIME as the store links it (the host path shows the owner's view)
   const adopted = getGeneration(store.db, getRoot(store.db, 'project')!.rootKey, 1)!;
   const payload = payloadDir(store.layout, adopted.id);
   assert.ok(mountPoints().includes(payload), 'the adopted tree is a read-only bind mount of itself');
@@ -187,7 +188,7 @@ test('an adopted Root is sealed: the host link refuses every kind of write, and 
   for (const [what, attempt] of attempts) await assert.rejects(attempt(), { code: 'EROFS' }, what);
   assert.equal(walkDigest(host), adopted.digest, 'the adopted tree kept its bytes, owners and modes');
   await checkRouting(store, 'project');
-  // Without its seal the payload is writable through the host link: the route check refuses it by name.
+  // Without its seal the payload is writable through the live link: the route check refuses it by name.
   umount2(payload, MNT_DETACH);
   await assert.rejects(checkRouting(store, 'project'), (e) => (e as { code?: string; message?: string }).code === 'LIVE_MAPPING_BROKEN' && /not sealed read-only/.test((e as Error).message));
 });

@@ -51,7 +51,7 @@ test('release: the host path becomes the plain directory again, the history stay
   const before = snapshotTree(host) as Snap;
   const store = await openTestStore(t, join(s.dir, 'store'));
   const adopted = await adoptRoot(store, { name: 'project', hostPath: host, objectUid: 'uid-1' });
-  assert.equal(await readlink(host), join(store.dir, 'live', 'project'));
+  assert.equal(await readlink(host), join(store.dir, 'live', 'project_view'));
 
   const released = await releaseRoot(store, 'project');
   assert.equal(released.state, 'Released');
@@ -72,7 +72,7 @@ test('release: the host path becomes the plain directory again, the history stay
   assert.equal(again.state, 'Ready');
   assert.equal(again.generation, 2);
   assert.equal(again.objectUid, 'uid-2');
-  assert.equal(await readlink(host), join(store.dir, 'live', 'project'));
+  assert.equal(await readlink(host), join(store.dir, 'live', 'project_view'));
   assert.equal((snapshotTree((await checkRouting(store, 'project')).payloadPath) as Snap).digest, before.digest);
   assert.ok(getGeneration(store.db, adopted.rootKey, 1), 'the released generation is still history');
 });
@@ -85,7 +85,7 @@ test('a Releasing root refuses forks and commits by name (ROOT_RELEASING)', asyn
   await adoptRoot(store, { name: 'project', hostPath: host, objectUid: 'uid-1' });
   assert.equal((await beginRelease(store, 'project'))?.state, 'Releasing');
   await refusedWith(checkRouting(store, 'project'), 'ROOT_RELEASING');
-  assert.equal(await readlink(host), join(store.dir, 'live', 'project'), 'nothing moved yet');
+  assert.equal(await readlink(host), join(store.dir, 'live', 'project_view'), 'nothing moved yet');
 });
 
 test('a root whose host path is not the link to the store is not released (ROOT_RELEASE_BLOCKED)', async (t) => {
@@ -117,7 +117,7 @@ for (const step of ['intent-recorded', 'copied'] as const) {
     assert.deepEqual(recovered.map((r) => [r.name, r.outcome]), [['project', 'rolled-back']]);
     assert.deepEqual(listIntents(store.db, RELEASE_INTENT_KIND), []);
     assert.equal(getRoot(store.db, 'project')?.state, 'Releasing', 'still closed to forks and commits');
-    assert.equal(await readlink(host), join(store.dir, 'live', 'project'), 'the host path is still the link');
+    assert.equal(await readlink(host), join(store.dir, 'live', 'project_view'), 'the host path is still the link');
     assert.deepEqual((await readdir(s.dir)).filter((n) => n.includes('worldline-release')), [], 'the copy is removed');
 
     assert.equal((await releaseRoot(store, 'project')).state, 'Released');

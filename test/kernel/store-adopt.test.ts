@@ -24,7 +24,7 @@ test('adoption moves the tree into a generation and routes the host path through
 
   const hostLink = await lstat(host);
   assert.ok(hostLink.isSymbolicLink());
-  assert.equal(await readlink(host), join(store.dir, 'live', 'project'));
+  assert.equal(await readlink(host), join(store.dir, 'live', 'project_view'));
   const liveTarget = await readlink(join(store.dir, 'live', 'project'));
   assert.match(liveTarget, /^\.\.\/generations\/project_g1_[0-9a-f]{16}\/payload$/);
 
@@ -38,9 +38,15 @@ test('adoption moves the tree into a generation and routes the host path through
 
   const marker = JSON.parse(await readFile(join(prime, '..', 'marker.json'), 'utf8'));
   assert.deepEqual(marker, { format: 'worldline.generation/v1', rootKey: 'project', generation: 1, digest: root.digest });
-  for (const d of ['', 'generations', 'live', 'staging', 'worlds', 'candidates', join('generations', liveTarget.split('/')[2]!)]) {
+  for (const d of ['generations', 'staging', 'worlds', 'candidates', join('generations', liveTarget.split('/')[2]!)]) {
     const st = await lstat(join(store.dir, d));
-    assert.equal(st.mode & 0o7777, 0o700, `${d || 'store'} is 0700`);
+    assert.equal(st.mode & 0o7777, 0o700, `${d} is 0700`);
+    assert.equal(st.uid, 0);
+  }
+  // The ways to the owner's view: passed through by exact name, never listed (owner-view.ts).
+  for (const d of ['', 'live', 'views']) {
+    const st = await lstat(join(store.dir, d));
+    assert.equal(st.mode & 0o7777, 0o711, `${d || 'store'} is 0711`);
     assert.equal(st.uid, 0);
   }
   assert.equal((await checkRouting(store, 'project')).generationId, liveTarget.split('/')[2]);
@@ -75,7 +81,7 @@ test('adoption across filesystems copies, verifies, and removes the original', a
   const before = snapshotTree(host) as { digest: string; manifest: unknown };
   const root = await adoptRoot(store, { name: 'project', hostPath: host });
   assert.equal(root.digest, before.digest);
-  assert.equal(await readlink(host), join(store.dir, 'live', 'project'));
+  assert.equal(await readlink(host), join(store.dir, 'live', 'project_view'));
   assert.deepEqual((snapshotTree(await primePath(store, 'project')) as { manifest: unknown }).manifest, before.manifest);
   const { readdir } = await import('node:fs/promises');
   assert.deepEqual(await readdir(join(s.dir, 'other-fs')), ['project'], 'the detached original is gone');

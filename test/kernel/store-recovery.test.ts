@@ -37,7 +37,7 @@ for (const step of completes) {
     assert.equal(root.state, 'Ready');
     assert.equal(root.digest, before.digest);
     assert.equal(root.objectUid, 'uid-of-project', 'the completed record is bound to the Root object the intent named');
-    assert.equal(await readlink(host), join(store.dir, 'live', 'project'));
+    assert.equal(await readlink(host), join(store.dir, 'live', 'project_view'));
     assert.deepEqual((snapshotTree(await primePath(store, 'project')) as { manifest: unknown }).manifest, before.manifest);
     assert.deepEqual(await readdir(store.layout.staging), [], 'staging is empty');
   });

@@ -8,10 +8,10 @@ import { compareEntries, sameEntry, type ManifestEntry, type RootAttributes } fr
 import { compareBytes } from '../../core/relative-path.js';
 import { symlinkTargetProblem } from '../../core/symlink-policy.js';
 import * as native from '../../native/index.js';
-import type { BaseIndex } from '../store/base-index.js';
-import { breather } from '../store/breather.js';
-import { hashOpenFileYielding } from '../store/hash-file.js';
-import type { CaptureProblem, LayerDelta } from '../store/layer-delta.js';
+import type { BaseIndex } from './base-index.js';
+import { breather } from './breather.js';
+import { hashOpenFileYielding } from './hash-file.js';
+import type { CaptureProblem, LayerDelta } from './layer-delta.js';
 
 const OPAQUE_XATTR = 'trusted.overlay.opaque';
 

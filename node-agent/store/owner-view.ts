@@ -1,0 +1,221 @@
+// The owner's view of a Root: what its host path shows, and where its owner edits it in place.
+//
+// A view is a writable overlay mounted at views/<viewId>/merged: its lower layers are one generation's
+// stack (read-only, shared with PRIME and every World), its upper layer private/upper is where the owner's
+// writes land (private/ is 0700: the upper is reached only through the mount). The host path links to
+// live/<rootKey>_view, which links to the current view's merged directory; views/, live/ and the store
+// directory are traversable (0711, nothing listable), so the owner reaches their view by its path and its
+// root directory's own owner and mode decide the rest, as they did before adoption.
+//
+// A view's base stays fixed for its life. The owner's edits are published as new generations over PRIME
+// (owner-edits.ts) while the view stays: its upper keeps everything the owner wrote since the base, so the
+// view shows the newest owner generation. A collapse by anyone else replaces the view (commit-generation.ts):
+// the old view is frozen read-only first (mount_setattr through MS_REMOUNT|MS_BIND), then checked to hold
+// nothing unpublished, and the new view's link goes in the same exchange as PRIME's. A process still inside
+// the old view (a shell's working directory) reads the generation it was in and gets EROFS for a write: an
+// owner edit on a replaced generation is refused where it is made, never silently taken or lost.
+import { chmodSync, chownSync, existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { basename, dirname, join } from 'node:path';
+import type { RootAttributes } from '../../core/manifest.js';
+import * as native from '../../native/index.js';
+import { isReadOnlyMount, payloadLayers } from './generation-stack.js';
+import { mountPoints } from './mount-table.js';
+import type { Store } from './open-store.js';
+import { StoreError, errnoCode } from './store-errors.js';
+import { liveLinkPath, payloadDir, viewDir, viewLinkName, viewLinkPath, viewLinkTarget, type StoreLayout } from './store-layout.js';
+import { getGeneration, getGenerationManifest, listRoots, type RootRecord } from './store-records.js';
+
+export const VIEW_OVERLAY_OPTIONS = ['redirect_dir=off', 'metacopy=off', 'index=off', 'xino=off'];
+const VIEW_RECORD = 'view.json';
+const TRAVERSABLE = 0o711;
+
+export interface ViewPaths {
+  dir: string;
+  merged: string;
+  upper: string;
+  work: string;
+  record: string;
+}
+
+/** What views/<viewId>/private/view.json holds. */
+export interface ViewRecord {
+  rootKey: string;
+  /** The generation whose stack is the view's lower layers. */
+  baseGenerationId: string;
+}
+
+export function viewPaths(l: StoreLayout, viewId: string): ViewPaths {
+  const dir = viewDir(l, viewId);
+  return { dir, merged: join(dir, 'merged'), upper: join(dir, 'private', 'upper'), work: join(dir, 'private', 'work'), record: join(dir, 'private', VIEW_RECORD) };
+}
+
+/** A view is named by its base generation: each generation has at most one. */
+export const viewIdOf = (baseGenerationId: string): string => baseGenerationId;
+
+/** The watcher key of a view's upper layer (prime-watcher.ts). */
+export const viewWatchKey = (viewId: string): string => `view:${viewId}`;
+
+export function readViewRecord(l: StoreLayout, viewId: string): ViewRecord | undefined {
+  try {
+    const v = JSON.parse(readFileSync(viewPaths(l, viewId).record, 'utf8')) as Partial<ViewRecord>;
+    return typeof v.rootKey === 'string' && typeof v.baseGenerationId === 'string' ? { rootKey: v.rootKey, baseGenerationId: v.baseGenerationId } : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The view the Root's view link names now (undefined: no link, or not one of a view). */
+export function currentViewId(l: StoreLayout, rootKey: string): string | undefined {
+  let target: string;
+  try {
+    target = readlinkSync(viewLinkPath(l, rootKey));
+  } catch (e) {
+    if (errnoCode(e) === 'ENOENT' || errnoCode(e) === 'EINVAL') return undefined;
+    throw e;
+  }
+  const m = /^\.\.\/views\/([^/]+)\/merged$/.exec(target);
+  return m ? m[1] : undefined;
+}
+
+export function isViewMounted(l: StoreLayout, viewId: string, mounted: ReadonlySet<string> = new Set(mountPoints())): boolean {
+  return mounted.has(viewPaths(l, viewId).merged);
+}
+
+/**
+ * Makes (or completes) the view of a recorded generation and mounts it; idempotent. The upper layer's root
+ * directory carries the generation's root owner and mode: overlayfs shows a merged directory with its
+ * upper's attributes, so the view's top is the Root's top as adopted (or as last published).
+ */
+export function ensureView(store: Pick<Store, 'db' | 'layout'>, rootKey: string, baseGenerationId: string, rootAttributes?: RootAttributes): string {
+  const l = store.layout;
+  const viewId = viewIdOf(baseGenerationId);
+  const p = viewPaths(l, viewId);
+  if (!existsSync(p.record)) {
+    const top = lstatSync(payloadDir(l, baseGenerationId));
+    const root = rootAttributes ?? getGenerationManifest(store.db, baseGenerationId)?.root ?? { mode: top.mode & 0o7777, uid: top.uid, gid: top.gid };
+    rmSync(p.dir, { recursive: true, force: true });
+    const tmp = `${p.dir}.tmp`;
+    rmSync(tmp, { recursive: true, force: true });
+    mkdirSync(join(tmp, 'private'), { recursive: true, mode: 0o700 });
+    chmodSync(tmp, TRAVERSABLE);
+    chmodSync(join(tmp, 'private'), 0o700);
+    mkdirSync(join(tmp, 'merged'), { mode: 0o700 });
+    mkdirSync(join(tmp, 'private', 'upper'), { mode: 0o700 });
+    mkdirSync(join(tmp, 'private', 'work'), { mode: 0o700 });
+    chownSync(join(tmp, 'private', 'upper'), root.uid, root.gid);
+    chmodSync(join(tmp, 'private', 'upper'), root.mode);
+    writeFileSync(join(tmp, 'private', VIEW_RECORD), JSON.stringify({ rootKey, baseGenerationId } satisfies ViewRecord), { mode: 0o600 });
+    renameSync(tmp, p.dir);
+  }
+  mountView(store, viewId);
+  return viewId;
+}
+
+/** Mounts a made view (writable) when it is not mounted: after a restart of the node the upper is still there. */
+export function mountView(store: Pick<Store, 'db' | 'layout'>, viewId: string, mounted: ReadonlySet<string> = new Set(mountPoints())): void {
+  const l = store.layout;
+  const p = viewPaths(l, viewId);
+  if (mounted.has(p.merged)) return;
+  const record = readViewRecord(l, viewId);
+  if (!record) throw new StoreError('LIVE_MAPPING_BROKEN', `the view ${viewId} has no record`);
+  // The lowers are the base's layers themselves (plain directories of the store), not its payload mount.
+  const lower = payloadLayers(l, record.baseGenerationId);
+  native.mountOverlay(p.merged, { lower, upper: p.upper, work: p.work, extra: VIEW_OVERLAY_OPTIONS, nosuid: true, nodev: true });
+}
+
+/**
+ * Freezes a view: its mount becomes read-only, so nothing more is written through it. Refused (EBUSY) by the
+ * kernel while a file is open for writing in it: false then, and the view is as it was.
+ */
+export function freezeView(l: StoreLayout, viewId: string): boolean {
+  try {
+    native.mount(null, viewPaths(l, viewId).merged, null, native.MS_REMOUNT | native.MS_BIND | native.MS_RDONLY | native.MS_NOSUID | native.MS_NODEV);
+    return true;
+  } catch (e) {
+    if (errnoCode(e) === 'EBUSY') return false;
+    throw e;
+  }
+}
+
+/** Makes a frozen view writable again (a collapse that froze it was refused before its exchange). */
+export function thawView(l: StoreLayout, viewId: string): void {
+  native.mount(null, viewPaths(l, viewId).merged, null, native.MS_REMOUNT | native.MS_BIND | native.MS_NOSUID | native.MS_NODEV);
+}
+
+/** Unmounts a view (lazily: a process inside keeps what it holds) and, unless kept, removes it. */
+export function dropView(l: StoreLayout, viewId: string, o: { keepUpper: boolean }): void {
+  const p = viewPaths(l, viewId);
+  if (mountPoints().includes(p.merged)) native.umount2(p.merged, native.MNT_DETACH);
+  if (!o.keepUpper) rmSync(p.dir, { recursive: true, force: true });
+}
+
+/** Every view made of a Root (current or replaced), by its record. */
+export function viewsOfRoot(l: StoreLayout, rootKey: string): string[] {
+  let names: string[];
+  try {
+    names = readdirSync(l.views);
+  } catch (e) {
+    if (errnoCode(e) === 'ENOENT') return [];
+    throw e;
+  }
+  return names.filter((n) => !n.endsWith('.tmp') && readViewRecord(l, n)?.rootKey === rootKey);
+}
+
+/** The Root's view link now names `viewId` (a single atomic rename of a new link over the old). */
+export function linkView(l: StoreLayout, rootKey: string, viewId: string): void {
+  const link = viewLinkPath(l, rootKey);
+  const tmp = join(l.live, `.${viewLinkName(rootKey)}.tmp`); // a dot name: never copied into a mapping (exchange-live.ts)
+  rmSync(tmp, { force: true });
+  symlinkSync(viewLinkTarget(viewId), tmp);
+  renameSync(tmp, link);
+}
+
+/** True when `root`'s view link names a mounted view of this Root. */
+export function viewRoutes(store: Pick<Store, 'layout'>, root: Pick<RootRecord, 'rootKey'>): boolean {
+  const id = currentViewId(store.layout, root.rootKey);
+  return id !== undefined && readViewRecord(store.layout, id)?.rootKey === root.rootKey && isViewMounted(store.layout, id);
+}
+
+/**
+ * Brings every Root's view back after a restart or a settled crash: the view its link names is mounted (its
+ * upper kept what the owner wrote) and, being the current one, made writable again (a collapse refused
+ * before its exchange may have frozen it). With `relink` (no collapse is unsettled), a Root whose link names
+ * no view that can be mounted gets a new view of PRIME, and a host path linked the older way (to
+ * live/<root key>) is linked to the view by one rename.
+ */
+export function reconcileViews(store: Pick<Store, 'db' | 'layout'>, o: { relink: boolean }): void {
+  const l = store.layout;
+  const mounted = new Set(mountPoints());
+  for (const root of listRoots(store.db)) {
+    if (root.state === 'Released' || root.state === 'Adopting') continue;
+    const gen = getGeneration(store.db, root.rootKey, root.generation);
+    if (!gen) continue;
+    let id = currentViewId(l, root.rootKey);
+    if (id !== undefined) {
+      try {
+        mountView(store, id, mounted);
+        if (root.state !== 'Releasing' && isReadOnlyMount(viewPaths(l, id).merged)) thawView(l, id);
+      } catch {
+        id = undefined;
+      }
+    }
+    if (!o.relink) continue;
+    if (id === undefined) linkView(l, root.rootKey, ensureView(store, root.rootKey, gen.id));
+    relinkHostPath(l, root);
+  }
+}
+
+/** A host path linked to live/<root key> (agents before views) is linked to live/<root key>_view instead. */
+function relinkHostPath(l: StoreLayout, root: Pick<RootRecord, 'nodePath' | 'rootKey'>): void {
+  let target: string;
+  try {
+    target = readlinkSync(root.nodePath);
+  } catch {
+    return;
+  }
+  if (target !== liveLinkPath(l, root.rootKey)) return;
+  const tmp = join(dirname(root.nodePath), `.${basename(root.nodePath)}.worldline-view`);
+  rmSync(tmp, { force: true });
+  symlinkSync(viewLinkPath(l, root.rootKey), tmp);
+  renameSync(tmp, root.nodePath);
+}
