@@ -66,7 +66,7 @@ export const RootStatusSchema = z
     reason: outcomeCode('UPPER_SNAKE outcome code for the current phase (e.g. LIVE_MAPPING_BROKEN, EXTERNAL_SYMLINK, STORE_LOCKED).').optional(),
     message: message('Human-readable explanation of the current phase.').optional(),
     observedGeneration: observedGeneration().optional(),
-    conditions: conditions('Conditions (Accepted, Adopted, PrimeConsistent, Ready); each type is owned by one field manager. PrimeConsistent=False (FOREIGN_WRITE) marks a Root whose PRIME was changed outside any collapse; collapses of it are refused until its bytes match the recorded generation again.').optional(),
+    conditions: conditions('Conditions (Accepted, Adopted, PrimeConsistent, OwnerEditsPublished, Ready); each type is owned by one field manager. PrimeConsistent=False (FOREIGN_WRITE) marks a Root whose PRIME was changed outside any collapse; collapses of it are refused until its bytes match the recorded generation again. OwnerEditsPublished=False names an edit the directory\'s owner made through its host path that cannot be published (OWNER_EDIT_UNPUBLISHABLE, or the failure\'s code); it is shown once that happened, and True once every edit is published again.').optional(),
   })
   .describe('Observed state of the Root, written by the node-agent of spec.nodeName.');
 

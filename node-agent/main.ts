@@ -248,7 +248,24 @@ async function main(): Promise<void> {
     },
     requeue: (key) => wake.runner?.enqueue(key),
   });
-  const rootRunner = new ControllerRunner({ kind: 'NodeRoot', reconcile: makeNodeRootReconciler({ informer: roots, store, status, events, clock, nodeName: cfg.nodeName, logger, finalizers: rootFinalizers(kc), worlds: nodeWorlds }), workers: 2, metrics, logger });
+  // Owners edit their Roots through the host path (store/owner-view.ts); what they write becomes PRIME's next
+  // generation, and the Root's status follows (OwnerEditsPublished=False names an edit that cannot be).
+  const ownerEdits = new OwnerEditSync(store, {
+    onPublished: (p) => {
+      if (p.generation !== undefined) {
+        logger.info('published an owner edit', { ...p });
+        agentMetrics.ownerEdit('PUBLISHED');
+      }
+      rootRunner.enqueue(p.root);
+    },
+    onError: (root, e) => {
+      const code = e instanceof Refusal ? e.code : 'OWNER_EDIT_FAILED';
+      logger.warn('could not publish an owner edit; tried again', { root, code, error: e instanceof Error ? e.message : String(e) });
+      agentMetrics.ownerEdit(code);
+      rootRunner.enqueue(root);
+    },
+  });
+  const rootRunner = new ControllerRunner({ kind: 'NodeRoot', reconcile: makeNodeRootReconciler({ informer: roots, store, status, events, clock, nodeName: cfg.nodeName, logger, finalizers: rootFinalizers(kc), worlds: nodeWorlds, ownerEditProblem: (name) => ownerEdits.problem(name) }), workers: 2, metrics, logger });
   const worldRunner = new ControllerRunner({ kind: 'NodeWorld', reconcile: nodeWorlds.reconcile, workers: 4, metrics, logger });
   wake.runner = worldRunner;
   wireInformerEvents(roots, worlds, rootRunner, worldRunner, agentMetrics);
@@ -264,15 +281,6 @@ async function main(): Promise<void> {
   // Collapse (issue 5): run this node's Collapses once, with receipts in <store>/receipts/ledger.jsonl.
   const collapses = startNodeCollapses({ kubeConfig: kc, store, worlds, roots: (name) => roots.get(name), policies, status, refusals, events, clock, nodeName: cfg.nodeName, logger, metrics, requeueRoot: (name) => rootRunner.enqueue(name), requeueWorld: (key) => worldRunner.enqueue(key), agentMetrics, checkResources: () => admission.checkResources(), grants, grantRevoked: (id) => grantRevoked(cfg.trustPolicy, id), statements, controllerGrants, ...(cfg.receiptsExport ? { receiptsExport: cfg.receiptsExport } : {}) });
   void collapses.start().catch((err: unknown) => logger.error('collapse reconciler failed to start', { error: (err as Error).message }));
-  // Owners edit their Roots through the host path (store/owner-view.ts); what they write becomes PRIME's next
-  // generation, and the Root's status follows.
-  const ownerEdits = new OwnerEditSync(store, {
-    onPublished: (p) => {
-      logger.info('published an owner edit', { ...p });
-      rootRunner.enqueue(p.root);
-    },
-    onError: (root, e) => logger.warn('could not publish an owner edit; tried again', { root, error: e instanceof Error ? e.message : String(e), ...(e instanceof Refusal ? { code: e.code } : {}) }),
-  });
   ownerEdits.start();
   // Receipts: publish the public key as ConfigMap worldline-receipts-<node>, retried in the background, never fatal.
   const receiptsKey = publishReceiptsPublicKey({ kubeConfig: kc, namespace: cfg.namespace, nodeName: cfg.nodeName, keyDir: receiptPaths(store).keyDir, clock, logger });

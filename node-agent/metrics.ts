@@ -31,6 +31,7 @@ export interface AgentMetrics {
   readonly collapseDuration: Histogram<'state'>;
   readonly receiptLedgerVerified: Gauge;
   readonly primeRehashes: Counter<'by'>;
+  readonly ownerEdits: Counter<'outcome'>;
 
   /** Count one admission answer. */
   admission(stage: AdmissionStage, outcome: AdmissionOutcome): void;
@@ -55,6 +56,8 @@ export interface AgentMetrics {
   ledgerVerified(ok: boolean): void;
   /** Count one re-hash of live PRIME for a collapse decision: walked, or vouched for by the PRIME watcher. */
   primeRehash(by: 'walk' | 'watcher'): void;
+  /** Count one owner's edit published (PUBLISHED), or a failure to publish one by its code (once per distinct failure). */
+  ownerEdit(outcome: string): void;
 }
 
 function getOrCreate<T>(registry: Registry, name: string, create: () => T): T {
@@ -114,8 +117,13 @@ export function createAgentMetrics(registry: Registry): AgentMetrics {
     new Counter({ name: 'worldline_prime_rehashes_total', help: 'Re-hashes of live PRIME for collapse decisions, by how: walk (the tree walked) or watcher (a recorded walk the PRIME watcher vouched for).', labelNames: ['by'] as const, registers }),
   );
 
+  const ownerEdits = getOrCreate(registry, 'worldline_owner_edits_total', () =>
+    new Counter({ name: 'worldline_owner_edits_total', help: "Owners' edits made through a Root's host path: PUBLISHED as a generation, or the code a publication failed with (counted once per distinct failure).", labelNames: ['outcome'] as const, registers }),
+  );
+
   // Every bounded series exists from the start, so a rate over it has a zero to start from.
   for (const by of ['walk', 'watcher'] as const) primeRehashes.inc({ by }, 0);
+  for (const outcome of ['PUBLISHED', 'OWNER_EDIT_UNPUBLISHABLE']) ownerEdits.inc({ outcome }, 0);
   for (const stage of ADMISSION_STAGES) for (const outcome of ADMISSION_OUTCOMES) admissionDecisions.inc({ stage, outcome }, 0);
   for (const resource of NODE_RESOURCES) admissionReserved.set({ resource }, 0);
   for (const phase of WORLD_PHASES) worlds.set({ phase }, 0);
@@ -168,5 +176,7 @@ export function createAgentMetrics(registry: Registry): AgentMetrics {
     ledgerVerified: (ok) => receiptLedgerVerified.set(ok ? 1 : 0),
     primeRehashes,
     primeRehash: (by) => primeRehashes.inc({ by }),
+    ownerEdits,
+    ownerEdit: (outcome) => ownerEdits.inc({ outcome: outcome === 'PUBLISHED' || REASON_CODE.test(outcome) ? outcome : 'other' }),
   };
 }

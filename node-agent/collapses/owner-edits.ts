@@ -9,6 +9,7 @@
 // from this same view (any other collapse replaces the view in its exchange), so the difference is what
 // the owner changed since the last publication.
 import { rm } from 'node:fs/promises';
+import { Refusal } from '../../core/errors.js';
 import { diffManifests, type ManifestEntry, type RootAttributes } from '../../core/manifest.js';
 import { compareBytes } from '../../core/relative-path.js';
 import { storeCandidate } from '../store/candidates.js';
@@ -79,6 +80,7 @@ export async function publishOwnerEdits(store: Store, rootName: string, hooks: C
 export interface OwnerEditSyncOptions {
   /** How often views are looked at (ms). With the watcher a look costs nothing unless something was written. */
   intervalMs?: number;
+  /** Called when an edit was published, and when a Root whose publication failed publishes (or is clean) again. */
   onPublished?: (p: OwnerPublish) => void;
   /** Called when a Root's publication fails, once per distinct message (it is tried again every interval). */
   onError?: (root: string, error: unknown) => void;
@@ -94,7 +96,7 @@ export class OwnerEditSync {
   private running: Promise<void> | null = null;
   /** The watcher state each view had at the previous look: a view is published when it is unchanged since. */
   private readonly seen = new Map<string, string | null>();
-  private readonly lastError = new Map<string, string>();
+  private readonly lastError = new Map<string, { code: string; message: string }>();
 
   constructor(
     private readonly store: Store,
@@ -111,6 +113,11 @@ export class OwnerEditSync {
     if (this.timer) clearInterval(this.timer);
     this.timer = null;
     await this.running;
+  }
+
+  /** Why a Root's owner edits could not be published at the last look (undefined: they were, or there were none). */
+  problem(root: string): { code: string; message: string } | undefined {
+    return this.lastError.get(root);
   }
 
   /** One look at every Ready Root's view (one pass at a time). */
@@ -132,14 +139,21 @@ export class OwnerEditSync {
         // Still being written (changed since the previous look): wait until it is quiet.
         if (state !== null && before !== undefined && before !== state) continue;
         const fresh = getRoot(this.store.db, root.name);
-        if (!fresh || fresh.state !== 'Ready' || (await unpublishedEdits(this.store, fresh, viewId)) === undefined) continue;
+        if (!fresh || fresh.state !== 'Ready') continue;
+        if ((await unpublishedEdits(this.store, fresh, viewId)) === undefined) {
+          // Nothing to publish: an edit that could not be was undone.
+          if (this.lastError.delete(root.name)) this.o.onPublished?.({ root: root.name, added: 0, modified: 0, deleted: 0 });
+          continue;
+        }
         const published = await publishOwnerEdits(this.store, root.name);
-        this.lastError.delete(root.name);
-        if (published.generation !== undefined) this.o.onPublished?.(published);
+        const failed = this.lastError.delete(root.name);
+        if (published.generation !== undefined || failed) this.o.onPublished?.(published);
       } catch (e) {
         const message = e instanceof Error ? e.message : String(e);
-        if (this.lastError.get(root.name) !== message) this.o.onError?.(root.name, e);
-        this.lastError.set(root.name, message);
+        const code = e instanceof Refusal ? e.code : 'OWNER_EDIT_FAILED';
+        const changed = this.lastError.get(root.name)?.message !== message;
+        this.lastError.set(root.name, { code, message });
+        if (changed) this.o.onError?.(root.name, e);
       }
     }
   }

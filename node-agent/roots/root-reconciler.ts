@@ -35,6 +35,8 @@ export interface RootReconcilerDeps {
   finalizers: RootFinalizers;
   /** Ends the running Worlds that fork a Root with a code; returns the keys of those still running. */
   worlds: { endOnRoot(root: string, code: string, message: string): string[] };
+  /** Why the owner's edits of a Root cannot be published now (collapses/owner-edits.ts), if they cannot. */
+  ownerEditProblem?: (root: string) => { code: string; message: string } | undefined;
 }
 
 /** How soon a Root being released looks again at the Worlds it is waiting for. */
@@ -47,19 +49,20 @@ const ROUTING_RECHECK_MS = 60_000;
 
 type RootStatusDoc = Omit<RootStatus, 'observedGeneration'>;
 
-const OWNED_CONDITIONS = new Set(['Adopted', 'PrimeConsistent']);
+const OWNED_CONDITIONS = new Set(['Adopted', 'PrimeConsistent', 'OwnerEditsPublished']);
 
 /**
  * The status document. `consistent`: whether live PRIME still has its recorded generation's bytes — false
  * once a collapse found a foreign write (the store root's reason FOREIGN_WRITE), until a re-hash matches.
  */
-function doc(root: Root, phase: RootPhase, reason: string, message: string, now: Date, extra: Partial<RootStatusDoc> = {}, consistent?: { ok: boolean; message: string }): RootStatusDoc {
+function doc(root: Root, phase: RootPhase, reason: string, message: string, now: Date, extra: Partial<RootStatusDoc> = {}, consistent?: { ok: boolean; message: string }, owner?: { ok: boolean; reason: string; message: string }): RootStatusDoc {
   const prev = root.status?.conditions?.filter((c) => OWNED_CONDITIONS.has(c.type));
   const adopted = phase === 'Ready' ? 'True' : 'False';
   let conditions = setCondition(prev, { type: 'Adopted', status: adopted, reason: phase === 'Ready' ? 'Adopted' : reason, message }, root.metadata.generation, now);
   if (consistent) {
     conditions = setCondition(conditions, { type: 'PrimeConsistent', status: consistent.ok ? 'True' : 'False', reason: consistent.ok ? 'Consistent' : 'FOREIGN_WRITE', message: consistent.message }, root.metadata.generation, now);
   }
+  if (owner) conditions = setCondition(conditions, { type: 'OwnerEditsPublished', status: owner.ok ? 'True' : 'False', reason: owner.reason, message: owner.message }, root.metadata.generation, now);
   return { phase, reason, message, nodeName: root.spec.nodeName, ...extra, conditions };
 }
 
@@ -163,7 +166,14 @@ export function makeNodeRootReconciler(d: RootReconcilerDeps): (key: string) => 
         }
       }
       const consistent = root.status?.conditions?.some((c) => c.type === 'PrimeConsistent') ? { ok: true, message: `PRIME re-hashes to generation ${r.generation}` } : undefined;
-      return doc(root, 'Ready', 'READY', `PRIME is generation ${r.generation} (${r.digest}); ${path} routes through the store`, now, ids, consistent);
+      // Shown once an owner's edit could not be published, and from then on.
+      const problem = d.ownerEditProblem?.(name);
+      const owner = problem
+        ? { ok: false, reason: problem.code, message: problem.message }
+        : root.status?.conditions?.some((c) => c.type === 'OwnerEditsPublished')
+          ? { ok: true, reason: 'Published', message: `every edit made through ${path} is published (PRIME is generation ${r.generation})` }
+          : undefined;
+      return doc(root, 'Ready', 'READY', `PRIME is generation ${r.generation} (${r.digest}); ${path} routes through the store`, now, ids, consistent, owner);
     };
 
     try {

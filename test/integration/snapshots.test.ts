@@ -127,5 +127,27 @@ describe('snapshots: PRIME edited in place while a World runs and a checkpoint e
     assert.equal(refused.status.phase, 'Denied', JSON.stringify(refused.status));
     assert.ok(refused.status.decision.reasons.includes('PRIME_MOVED'), JSON.stringify(refused.status.decision));
     assert.equal(readFileSync(join(host, 'a.txt'), 'utf8'), 'alpha, by its owner\n', 'the owner keeps what they wrote');
+    assert.match(await s.agent.metrics(), /worldline_owner_edits_total\{outcome="PUBLISHED"\} [1-9]/);
+
+    // An edit capture refuses (a symlink leaving the Root) is named on the Root until the owner undoes it.
+    const owner = (code: string, ...args: string[]): void => {
+      const r = spawnSync(process.execPath, ['--input-type=commonjs', '-e', code, ...args], { uid: OWNER, gid: OWNER, encoding: 'utf8' });
+      assert.equal(r.status, 0, r.stderr);
+    };
+    owner('require("node:fs").symlinkSync("/etc/passwd", process.argv[1])', join(host, 'escape'));
+    const named = await s.waitFor('OwnerEditsPublished=False', async () => {
+      const r = await s.get('root', 'owned');
+      const c = (r?.status?.conditions ?? []).find((x: { type: string }) => x.type === 'OwnerEditsPublished');
+      return c?.status === 'False' ? c : undefined;
+    }, 30_000);
+    assert.equal(named.reason, 'OWNER_EDIT_UNPUBLISHABLE');
+    assert.match(named.message, /escape.*EXTERNAL_SYMLINK/);
+    assert.match(await s.agent.metrics(), /worldline_owner_edits_total\{outcome="OWNER_EDIT_UNPUBLISHABLE"\} [1-9]/);
+    owner('require("node:fs").unlinkSync(process.argv[1])', join(host, 'escape'));
+    await s.waitFor('OwnerEditsPublished=True', async () => {
+      const r = await s.get('root', 'owned');
+      return (r?.status?.conditions ?? []).some((x: { type: string; status: string }) => x.type === 'OwnerEditsPublished' && x.status === 'True');
+    }, 30_000);
+    assert.equal((await s.get('root', 'owned'))?.status?.generation, 2, 'nothing was published of the undone edit');
   });
 });

@@ -224,3 +224,26 @@ test('with the PRIME watcher, an owner edit is observed and published in the bac
   const route = await checkRouting(store, 'repo');
   assert.equal(await readFile(join(route.payloadPath, 'a.txt'), 'utf8'), 'edited in place\n');
 });
+
+test('the background sync names an edit it cannot publish until the owner undoes it, and reports the Root clean again', async (t) => {
+  const { store, host } = await adoptOwned(t);
+  const seen: string[] = [];
+  const sync = new OwnerEditSync(store, { intervalMs: 20, onPublished: (p) => seen.push(`published ${p.generation ?? 'nothing'}`), onError: (_root, e) => seen.push(`error ${(e as { code?: string }).code}`) });
+  sync.start();
+  t.after(() => sync.stop());
+  const waitFor = async (what: string, done: () => boolean): Promise<void> => {
+    for (const deadline = Date.now() + 20_000; !done(); ) {
+      assert.ok(Date.now() < deadline, `${what} within 20 s (seen: ${seen.join('; ')})`);
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  };
+  assert.equal(asOwner('fs.symlinkSync("/etc/shadow", a[0]);', join(host, 'escape')).status, 0);
+  await waitFor('the problem named', () => sync.problem('repo') !== undefined);
+  assert.equal(sync.problem('repo')?.code, 'OWNER_EDIT_UNPUBLISHABLE');
+  assert.match(sync.problem('repo')!.message, /escape/);
+  assert.equal(asOwner('fs.unlinkSync(a[0]);', join(host, 'escape')).status, 0);
+  await waitFor('the problem lifted', () => sync.problem('repo') === undefined);
+  await sync.stop();
+  assert.deepEqual(seen, ['error OWNER_EDIT_UNPUBLISHABLE', 'published nothing'], 'one error reported once, then clean again');
+  assert.equal(getRoot(store.db, 'repo')!.generation, 1);
+});
