@@ -203,6 +203,22 @@ export function reconcileViews(store: Pick<Store, 'db' | 'layout'>, o: { relink:
     if (id === undefined) linkView(l, root.rootKey, ensureView(store, root.rootKey, gen.id));
     relinkHostPath(l, root);
   }
+  if (o.relink) removeReplacedViews(store);
+}
+
+/**
+ * Removes the views no Root's link names any more and nothing has mounted (replaced by a collapse before
+ * this start). Each held only published edits: a collapse replaces a view only once it measured it equal
+ * to PRIME, frozen.
+ */
+function removeReplacedViews(store: Pick<Store, 'db' | 'layout'>): void {
+  const l = store.layout;
+  const current = new Set(listRoots(store.db).map((r) => currentViewId(l, r.rootKey)));
+  const mounted = new Set(mountPoints());
+  for (const name of readdirSync(l.views)) {
+    if (current.has(name) || mounted.has(viewPaths(l, name).merged)) continue;
+    rmSync(viewDir(l, name), { recursive: true, force: true });
+  }
 }
 
 /** A host path linked to live/<root key> (agents before views) is linked to live/<root key>_view instead. */

@@ -7,7 +7,7 @@
 // the owner sees.
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { closeSync, constants as fsc, lstatSync, openSync, readlinkSync, readFileSync, statSync } from 'node:fs';
+import { closeSync, constants as fsc, existsSync, lstatSync, openSync, readlinkSync, readFileSync, statSync } from 'node:fs';
 import { chmod, chown, mkdir, readFile, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
@@ -246,4 +246,20 @@ test('the background sync names an edit it cannot publish until the owner undoes
   await sync.stop();
   assert.deepEqual(seen, ['error OWNER_EDIT_UNPUBLISHABLE', 'published nothing'], 'one error reported once, then clean again');
   assert.equal(getRoot(store.db, 'repo')!.generation, 1);
+});
+
+test('a replaced view is removed when the store next opens; the current one stays with what the owner wrote', async (t) => {
+  const { store, host, dir } = await adoptOwned(t);
+  const old = (await checkRouting(store, 'repo')).viewId;
+  const made = await makeCandidate(t, store, 'repo', (next) => writeFile(join(next, 'agent.txt'), 'from an agent\n'));
+  await collapseRoot(store, { rootName: 'repo', candidateDir: made.candidate.dir, base: made.base });
+  const current = (await checkRouting(store, 'repo')).viewId;
+  ownerWrites(join(host, 'pending.txt'), 'not yet published\n');
+  assert.ok(existsSync(viewPaths(store.layout, old).dir), 'the replaced view is kept while this agent runs');
+  store.close();
+  const { store: again } = await openStore({ dir: join(dir, 'store') });
+  t.after(() => again.close());
+  assert.ok(!existsSync(viewPaths(again.layout, old).dir), 'removed at the next open');
+  assert.ok(existsSync(viewPaths(again.layout, current).upper));
+  assert.equal(await readFile(join(host, 'pending.txt'), 'utf8'), 'not yet published\n');
 });
