@@ -4,8 +4,9 @@
 // stack (read-only, shared with PRIME and every World), its upper layer private/upper is where the owner's
 // writes land (private/ is 0700: the upper is reached only through the mount). The host path links to
 // live/<rootKey>_view, which links to the current view's merged directory; views/, live/ and the store
-// directory are traversable (0711, nothing listable), so the owner reaches their view by its path and its
-// root directory's own owner and mode decide the rest, as they did before adoption.
+// directory are traversable (0711, nothing listable), and views/<viewId> is root's with the Root's group,
+// 0710: the owner (through their group) reaches their view by its path, and its root directory's own owner
+// and mode decide the rest, as they did before adoption. Users outside the group are kept out.
 //
 // A view's base stays fixed for its life. The owner's edits are published as new generations over PRIME
 // (owner-edits.ts) while the view stays: its upper keeps everything the owner wrote since the base, so the
@@ -27,7 +28,7 @@ import { getGeneration, getGenerationManifest, listRoots, type RootRecord } from
 
 export const VIEW_OVERLAY_OPTIONS = ['redirect_dir=off', 'metacopy=off', 'index=off', 'xino=off'];
 const VIEW_RECORD = 'view.json';
-const TRAVERSABLE = 0o711;
+const VIEW_DIR_MODE = 0o710;
 
 export interface ViewPaths {
   dir: string;
@@ -97,7 +98,10 @@ export function ensureView(store: Pick<Store, 'db' | 'layout'>, rootKey: string,
     const tmp = `${p.dir}.tmp`;
     rmSync(tmp, { recursive: true, force: true });
     mkdirSync(join(tmp, 'private'), { recursive: true, mode: 0o700 });
-    chmodSync(tmp, TRAVERSABLE);
+    // Passable by the Root's group only (root owns it, so nobody else can change that): a user outside the
+    // group, who the original directory's parents may have kept out, is kept out of the view here.
+    chownSync(tmp, 0, root.gid);
+    chmodSync(tmp, VIEW_DIR_MODE);
     chmodSync(join(tmp, 'private'), 0o700);
     mkdirSync(join(tmp, 'merged'), { mode: 0o700 });
     mkdirSync(join(tmp, 'private', 'upper'), { mode: 0o700 });

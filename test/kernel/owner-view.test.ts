@@ -157,8 +157,8 @@ test("an edit that cannot be published is named, refuses collapses, and publishe
   assert.equal((await collapseRoot(store, { rootName: 'repo', candidateDir: made.candidate.dir, base: made.base })).toGeneration, 2);
 });
 
-test('the store is traversable to the views only: the owner cannot list it or read its records', async (t) => {
-  const { store } = await adoptOwned(t);
+test('the store is traversable to the views only: the owner cannot list it or read its records, and others cannot enter the view', async (t) => {
+  const { store, host } = await adoptOwned(t);
   for (const p of [store.dir, store.layout.live, store.layout.views]) assert.equal(statSync(p).mode & 0o777, 0o711, p);
   assert.notEqual(asOwner('fs.readdirSync(a[0]);', store.dir).status, 0, 'the store cannot be listed');
   for (const p of [store.layout.database, store.layout.generations, store.layout.staging]) {
@@ -167,6 +167,10 @@ test('the store is traversable to the views only: the owner cannot list it or re
   }
   const route = await checkRouting(store, 'repo');
   assert.notEqual(asOwner('fs.readFileSync(a[0]);', join(route.payloadPath, 'README.md')).status, 0, 'PRIME itself is not reachable');
+  // A user outside the Root's group is kept out of the view, even when the Root's top lets others read.
+  assert.equal(asOwner('fs.chmodSync(a[0], 0o755);', host).status, 0);
+  const other = spawnSync(process.execPath, ['-e', 'require("node:fs").readFileSync(process.argv[1])', join(host, 'README.md')], { uid: 2000, gid: 2000, encoding: 'utf8' });
+  assert.match(other.stderr, /EACCES/, 'uid 2000 cannot pass through views/<id>');
   assert.notEqual(asOwner('fs.readdirSync(a[0]);', viewPaths(store.layout, route.viewId).upper).status, 0, 'nor the upper layer beneath the view');
 });
 
