@@ -11,7 +11,7 @@ import { checkRouting, type Routing } from '../store/routing.js';
 import { isStoreError } from '../store/store-errors.js';
 import { serializedOnStore } from '../store/store-serial.js';
 import { generationDir, liveLinkTarget, payloadDir, viewLinkName, viewLinkTarget } from '../store/store-layout.js';
-import { dropView, ensureView, freezeView, thawView } from '../store/owner-view.js';
+import { dropView, ensureView, freezeView, thawView, viewWatchKey } from '../store/owner-view.js';
 import { unpublishedEdits } from '../store/view-measure.js';
 import { deleteIntent, getRoot, insertGeneration, upsertRoot, type RootRecord } from '../store/store-records.js';
 import { CollapseError } from './collapse-errors.js';
@@ -184,7 +184,10 @@ async function commitSerialized(store: Store, items: readonly CommitItem[], opti
     exchangeLiveMapping(store.layout, links);
     exchanged = true;
     // The replaced views stay frozen; unmounted lazily, a process still inside one keeps reading it.
-    for (const v of frozen) dropView(store.layout, v, { keepUpper: true });
+    for (const v of frozen) {
+      dropView(store.layout, v, { keepUpper: true });
+      store.primeMeasures.watcher?.unwatch(viewWatchKey(v));
+    }
     frozen.length = 0;
     // What the boundary measured of each new generation is PRIME's measurement now.
     for (const { rootName, staged } of items) store.primeMeasures.record(staged.rootKey, staged.generationId, starts.get(rootName)!, hashes.staged.get(rootName));

@@ -138,6 +138,7 @@ export class PrimeMeasures {
     if (this.watcher === null) return;
     const used = new Set(this.pending.keys());
     for (const m of this.measured.values()) for (const d of m.dirs) used.add(d);
-    for (const key of this.watcher.watchedKeys()) if (!used.has(key)) this.watcher.unwatch(key);
+    // Its own keys are directories; an owner's view is watched under a key of another form (view-measure.ts).
+    for (const key of this.watcher.watchedKeys()) if (key.startsWith('/') && !used.has(key)) this.watcher.unwatch(key);
   }
 }

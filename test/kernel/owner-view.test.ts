@@ -19,7 +19,8 @@ import { OwnerEditSync, publishOwnerEdits } from '../../node-agent/collapses/own
 import { adoptRoot } from '../../node-agent/store/adopt-root.js';
 import { mountsUnder } from '../../node-agent/store/mount-table.js';
 import { openStore, type Store } from '../../node-agent/store/open-store.js';
-import { currentViewId, viewPaths } from '../../node-agent/store/owner-view.js';
+import { currentViewId, viewPaths, viewWatchKey } from '../../node-agent/store/owner-view.js';
+import { unpublishedEdits } from '../../node-agent/store/view-measure.js';
 import { releaseRoot } from '../../node-agent/store/release-root.js';
 import { checkRouting } from '../../node-agent/store/routing.js';
 import { liveLinkPath, payloadDir, viewLinkPath } from '../../node-agent/store/store-layout.js';
@@ -227,6 +228,11 @@ test('with the PRIME watcher, an owner edit is observed and published in the bac
   assert.deepEqual(published, [2]);
   const route = await checkRouting(store, 'repo');
   assert.equal(await readFile(join(route.payloadPath, 'a.txt'), 'utf8'), 'edited in place\n');
+  // A commit prunes the watcher's trees PRIME no longer needs, never an owner's view.
+  ownerWrites(join(host, 'a.txt'), 'again\n');
+  assert.equal((await publishOwnerEdits(store, 'repo')).generation, 3);
+  assert.ok(store.primeMeasures.watcher.watchedKeys().includes(viewWatchKey(route.viewId)), "the view's upper layer is still watched");
+  assert.equal(await unpublishedEdits(store, getRoot(store.db, 'repo')!, route.viewId), undefined);
 });
 
 test('the background sync names an edit it cannot publish until the owner undoes it, and reports the Root clean again', async (t) => {
