@@ -112,7 +112,7 @@ describe('a Root deleted: released, or kept adopted', () => {
     const root = await applyRoot(s, 'released', dir);
     assert.equal(root.status.phase, 'Ready', JSON.stringify(root.status));
     assert.equal(root.status.generation, 3, 'generations 1 and 2 are the released history');
-    assert.equal(readlinkSync(dir), join(s.storeDir, 'live', rootKeyOf(dir)));
+    assert.equal(readlinkSync(dir), join(s.storeDir, 'live', `${rootKeyOf(dir)}_view`));
     assert.deepEqual(shape(dir), before);
     await waitHeld('released');
   });

@@ -124,7 +124,7 @@ describe('worlds on a real stack: ordinary behaviour', () => {
     assert.match(stat, / 9 paths changed, 3 insertions\(\+\), 3 deletions\(-\)\n$/);
 
     // The host path (read through its link) and PRIME are exactly as before, metadata included.
-    assert.equal(readlinkSync(projPath), join(s.storeDir, 'live', rootKey), 'the host path still routes through live/');
+    assert.equal(readlinkSync(projPath), join(s.storeDir, 'live', `${rootKey}_view`), "the host path still routes through live/ (the owner's view)");
     assert.equal(hashTree(projPath), hostBefore, 'the host path changed');
     assert.equal(hashTree(prime), primeBefore, 'PRIME changed');
     assert.equal(readFileSync(join(projPath, 'a.txt'), 'utf8'), 'alpha\n');

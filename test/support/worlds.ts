@@ -146,9 +146,11 @@ export function storeSnapshot(storeDir: string): Record<string, string[]> {
   return out;
 }
 
-/** The store key of an adopted Root, read from its host link (`<store>/live/<rootKey>`). */
+/** The store key of an adopted Root, read from its host link (`<store>/live/<rootKey>_view`, the owner's view). */
 export function rootKeyOf(hostPath: string): string {
-  return basename(readlinkSync(hostPath));
+  const link = basename(readlinkSync(hostPath));
+  if (!link.endsWith('_view')) throw new Error(`${hostPath} links to ${link}, not to a Root's view link`);
+  return link.slice(0, -'_view'.length);
 }
 
 export interface HostProcess {
