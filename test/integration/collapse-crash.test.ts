@@ -239,7 +239,7 @@ describe('collapse crash injection on a real stack', () => {
     const now = treeHash(contentTree(hostPath));
     assert.ok(now === oldHash || now === newHash, `the host tree is neither the old nor the new one: ${JSON.stringify(contentTree(hostPath))}`);
     assert.ok(lstatSync(hostPath).isSymbolicLink(), 'the host path is still a link');
-    assert.equal(readlinkSync(hostPath), join(s.storeDir, 'live', rootKey), 'the host path still routes through its live link');
+    assert.equal(readlinkSync(hostPath), join(s.storeDir, 'live', `${rootKey}_view`), "the host path still routes through its view link");
     // The authorization is spent at the commit boundary, before the exchange, and stays spent: a kill
     // after the spend leaves it spent although PRIME is rolled back (there is no refund).
     const spent = grantSpent(s.storeDir, c.status.transaction.id as string);
