@@ -212,7 +212,8 @@ export async function primeProblems(s: FaultStack, rootObjs: Obj[], hostPaths: M
       out.push(`Root ${name}: ${row ? '' : 'no store row'} ${obj ? '' : 'no object'}`);
       continue;
     }
-    const prime = realpathSync(hostPath);
+    // PRIME through the store's link; the host path shows the owner's view of it (owner-view.ts).
+    const prime = realpathSync(join(s.storeDir, 'live', row.root_key));
     const walk = await collapseWalk(prime, s.storeDir);
     if (walk.problems.length > 0) out.push(`Root ${name}: PRIME walk problems ${JSON.stringify(walk.problems).slice(0, 300)}`);
     const mine = gens.filter((g) => g.root_key === row.root_key);
@@ -220,7 +221,12 @@ export async function primeProblems(s: FaultStack, rootObjs: Obj[], hostPaths: M
     const current = mine.find((g) => g.number === row.generation);
     if (matching.length !== 1) out.push(`Root ${name}: PRIME (${prime}) digests to ${walk.digest}, which ${matching.length} of its ${mine.length} recorded generations have`);
     else if (matching[0] !== current) out.push(`Root ${name}: PRIME is generation ${matching[0]!.number}, the store says ${row.generation}`);
-    if (current && prime !== realpathSync(join(s.storeDir, 'generations', current.id, 'payload'))) out.push(`Root ${name}: host path routes to ${prime}, not generation ${current.number}'s payload`);
+    if (current && prime !== realpathSync(join(s.storeDir, 'generations', current.id, 'payload'))) out.push(`Root ${name}: live/ routes to ${prime}, not generation ${current.number}'s payload`);
+    // Nobody edits through the host paths here: each view is the one the last commit swapped in, and shows PRIME.
+    const view = realpathSync(hostPath);
+    if (current && view !== realpathSync(join(s.storeDir, 'views', current.id, 'merged'))) out.push(`Root ${name}: host path routes to ${view}, not the owner's view of generation ${current.number}`);
+    const shown = await collapseWalk(view, s.storeDir);
+    if (shown.digest !== walk.digest) out.push(`Root ${name}: the host path shows ${shown.digest}, PRIME is ${walk.digest}`);
     if (obj.status?.generation !== row.generation || obj.status?.digest !== row.digest) out.push(`Root ${name}: object says generation ${String(obj.status?.generation)} ${String(obj.status?.digest)}, store ${row.generation} ${row.digest}`);
     const committed = collapses.filter((c) => c.status?.phase === 'Committed' && rootOfWorld.get(c.spec.worldRef as string) === name).length;
     if (row.generation !== 1 + committed) out.push(`Root ${name}: at generation ${row.generation} after ${committed} Committed Collapses (expected ${1 + committed})`);
