@@ -177,6 +177,11 @@ export function updateIntent(db: Database, id: string, data: unknown): void {
  * re-digest to the generation's recorded digest, else GENERATION_ENTRIES_MISMATCH: rows that no longer
  * describe the generation are never served as it.
  */
+/** The recorded digest of a generation, by id (undefined: not recorded). */
+export function generationDigest(db: Database, id: string): string | undefined {
+  return (db.prepare('SELECT digest FROM generations WHERE id = ?').get(id) as { digest: string } | undefined)?.digest;
+}
+
 export function getGenerationManifest(db: Database, id: string): Manifest | undefined {
   const cached = cachedManifest(db, id);
   if (cached) return cached;

@@ -12,7 +12,7 @@ import type { LayerDelta } from './layer-delta.js';
 import type { Store } from './open-store.js';
 import { readViewRecord, viewPaths, viewWatchKey, type ViewRecord } from './owner-view.js';
 import { StoreError } from './store-errors.js';
-import { getGenerationManifest, type RootRecord } from './store-records.js';
+import { generationDigest, getGenerationManifest, type RootRecord } from './store-records.js';
 
 /** Owners' ids are the host's: the capture translates nothing and refuses none. */
 const ALL_IDS = 2 ** 32;
@@ -65,6 +65,11 @@ export async function measureView(store: Store, viewId: string): Promise<ViewMea
   const capture = await captureLayer(viewPaths(store.layout, viewId).upper, storedBaseIndex(store.db, record.baseGenerationId), 0, ALL_IDS);
   const problem = capture.problems[0];
   if (problem) throw new UnpublishableEdit(problem.path, `the owner's edit at ${problem.path} cannot be published: ${problem.code}: ${problem.message}`);
+  // An upper layer that changes nothing (a fresh view, or edits undone) shows its base: no O(Root) digest.
+  const recorded = generationDigest(store.db, record.baseGenerationId);
+  if (capture.upsert.length === 0 && capture.deleted.length === 0 && !capture.rootChanged && recorded !== undefined) {
+    return { viewId, record, capture, manifest: base, digest: recorded, state };
+  }
   const delta = { upsert: capture.upsert, deleted: capture.deleted, ...(capture.rootChanged && capture.rootAttributes ? { rootAttributes: capture.rootAttributes } : {}) };
   const manifest = applyDelta(base, delta);
   const invalid = validateApplied(base, delta, manifest)[0];
