@@ -169,6 +169,11 @@ export interface ManifestDiff {
   deleted: string[];
 }
 
+/** True when two root attributes are both absent, or both present with the same mode, uid and gid. */
+export function sameRootAttributes(a: RootAttributes | undefined, b: RootAttributes | undefined): boolean {
+  return a === undefined || b === undefined ? a === b : a.mode === b.mode && a.uid === b.uid && a.gid === b.gid;
+}
+
 /** True when every measured field of the two entries is equal (what diffManifests calls unmodified). */
 export function sameEntry(a: ManifestEntry, b: ManifestEntry): boolean {
   const x = measuredEntry(a);

@@ -7,7 +7,7 @@
 // naming those paths: the rule is deliberately stricter than a merge of file contents, so it never has to
 // judge two edits of one file, and never lets an entry end up beneath a directory that is gone.
 // Pure: manifests in (in canonical byte order, as stored), a manifest or the conflicting paths out.
-import { applyDelta, diffManifests, type Manifest, type ManifestEntry, type RootAttributes } from '../manifest.js';
+import { applyDelta, diffManifests, sameRootAttributes, type Manifest, type ManifestEntry, type RootAttributes } from '../manifest.js';
 import { compareBytes, parentOf } from '../relative-path.js';
 
 /** The change a candidate made to one Root, as measured against its base (the store's delta, without its bookkeeping). */
@@ -26,9 +26,6 @@ export const ROOT_PATH = '.';
 export type RebaseResult =
   | { outcome: 'rebased'; manifest: Manifest }
   | { outcome: 'conflict'; paths: string[] };
-
-const sameRoot = (a: RootAttributes | undefined, b: RootAttributes | undefined): boolean =>
-  a === undefined || b === undefined ? a === b : a.mode === b.mode && a.uid === b.uid && a.gid === b.gid;
 
 /** Every path whose measured entry differs between two manifests (added, removed or changed), in byte order. */
 export function changedBetween(from: Manifest, to: Manifest): string[] {
@@ -66,10 +63,10 @@ export function rebase(base: Manifest, prime: Manifest, change: RootChange): Reb
   const primeChanged = changedBetween(base, prime);
   const candidateChanged = [...change.upsert.map((e) => e.path), ...change.deleted];
   const paths = conflictingPaths(candidateChanged, primeChanged);
-  const rootBoth = change.rootAttributes !== undefined && !sameRoot(change.rootAttributes, base.root) && !sameRoot(base.root, prime.root) && !sameRoot(change.rootAttributes, prime.root);
+  const rootBoth = change.rootAttributes !== undefined && !sameRootAttributes(change.rootAttributes, base.root) && !sameRootAttributes(base.root, prime.root) && !sameRootAttributes(change.rootAttributes, prime.root);
   if (rootBoth) paths.unshift(ROOT_PATH);
   if (paths.length > 0) return { outcome: 'conflict', paths };
   // The candidate's root attributes count only where they differ from the base (a delta may carry them unchanged).
-  const rootChanged = change.rootAttributes !== undefined && !sameRoot(change.rootAttributes, base.root);
+  const rootChanged = change.rootAttributes !== undefined && !sameRootAttributes(change.rootAttributes, base.root);
   return { outcome: 'rebased', manifest: applyDelta(prime, { upsert: change.upsert, deleted: change.deleted, ...(rootChanged ? { rootAttributes: change.rootAttributes } : {}) }) };
 }

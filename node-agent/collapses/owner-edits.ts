@@ -10,8 +10,7 @@
 // the owner changed since the last publication.
 import { rm } from 'node:fs/promises';
 import { Refusal } from '../../core/errors.js';
-import { diffManifests, type ManifestEntry, type RootAttributes } from '../../core/manifest.js';
-import { compareBytes } from '../../core/relative-path.js';
+import { diffManifests, sameRootAttributes, type ManifestEntry } from '../../core/manifest.js';
 import { storeCandidate } from '../store/candidates.js';
 import type { Store } from '../store/open-store.js';
 import { currentViewId, viewPaths } from '../store/owner-view.js';
@@ -30,8 +29,6 @@ export interface OwnerPublish {
   deleted: number;
 }
 
-const sameRoot = (a: RootAttributes | undefined, b: RootAttributes | undefined): boolean => a?.mode === b?.mode && a?.uid === b?.uid && a?.gid === b?.gid;
-
 /** Publishes the owner's view of a Ready Root as PRIME's next generation when it differs from PRIME. */
 export async function publishOwnerEdits(store: Store, rootName: string, hooks: CollapseHooks = {}): Promise<OwnerPublish> {
   const route = await checkRoutingSettled(store, rootName);
@@ -45,8 +42,8 @@ export async function publishOwnerEdits(store: Store, rootName: string, hooks: C
   const prime = getGenerationManifest(store.db, route.generationId)!;
   const d = diffManifests(prime, m.manifest);
   const changed = new Set([...d.added, ...d.modified]);
-  const upsert: ManifestEntry[] = m.manifest.entries.filter((e) => changed.has(e.path)).sort((a, b) => compareBytes(a.path, b.path));
-  const rootChanged = !sameRoot(prime.root, m.manifest.root);
+  const upsert: ManifestEntry[] = m.manifest.entries.filter((e) => changed.has(e.path)); // a manifest is in byte order
+  const rootChanged = !sameRootAttributes(prime.root, m.manifest.root);
   const candidate = await storeCandidate(store.layout.candidates, [
     {
       root: rootName,

@@ -4,7 +4,7 @@
 // the escape rules of adoption apply (EXTERNAL_SYMLINK, EXTERNAL_HARDLINK, SPECIAL_FILE).
 import { closeSync, constants as fsc, fstatSync, lstatSync, openSync, readdirSync, readlinkSync, type Stats } from 'node:fs';
 import { join } from 'node:path';
-import { compareEntries, sameEntry, type ManifestEntry, type RootAttributes } from '../../core/manifest.js';
+import { compareEntries, sameEntry, sameRootAttributes, type ManifestEntry, type RootAttributes } from '../../core/manifest.js';
 import { compareBytes } from '../../core/relative-path.js';
 import { symlinkTargetProblem } from '../../core/symlink-policy.js';
 import * as native from '../../native/index.js';
@@ -178,7 +178,7 @@ class LayerCapture {
     }
     const b = this.base.root;
     const root = this.root;
-    const rootChanged = (b === undefined) !== (root === undefined) || (b !== undefined && root !== undefined && (b.mode !== root.mode || b.uid !== root.uid || b.gid !== root.gid));
+    const rootChanged = !sameRootAttributes(b, root);
     return {
       upsert: this.upsert.sort(compareEntries),
       deleted: [...this.deleted].sort(compareBytes),

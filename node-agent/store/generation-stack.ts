@@ -27,8 +27,8 @@ import { listGenerationIds } from './store-records.js';
 /** At most this many layers under a payload: the next collapse compacts into a full generation instead. */
 export const MAX_STACK_DEPTH = 32;
 
-/** Overlay options that keep the layers as they are: no redirects, no metadata-only copies, no index. */
-const STACK_OVERLAY_OPTIONS = ['redirect_dir=off', 'metacopy=off', 'index=off', 'xino=off'];
+/** Overlay options that keep the layers as they are: no redirects, no metadata-only copies, no index (stacks, and owner views over them). */
+export const STACK_OVERLAY_OPTIONS = ['redirect_dir=off', 'metacopy=off', 'index=off', 'xino=off'];
 
 export const layerDir = (l: StoreLayout, genId: string): string => join(l.generations, genId, 'layer');
 

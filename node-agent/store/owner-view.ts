@@ -19,14 +19,13 @@ import { chmodSync, chownSync, existsSync, lstatSync, mkdirSync, readdirSync, re
 import { basename, dirname, join } from 'node:path';
 import type { RootAttributes } from '../../core/manifest.js';
 import * as native from '../../native/index.js';
-import { isReadOnlyMount, payloadLayers } from './generation-stack.js';
+import { STACK_OVERLAY_OPTIONS, isReadOnlyMount, payloadLayers } from './generation-stack.js';
 import { mountPoints } from './mount-table.js';
 import type { Store } from './open-store.js';
 import { StoreError, errnoCode } from './store-errors.js';
 import { liveLinkPath, payloadDir, viewDir, viewLinkName, viewLinkPath, viewLinkTarget, type StoreLayout } from './store-layout.js';
 import { getGeneration, getGenerationManifest, listRoots, type RootRecord } from './store-records.js';
 
-export const VIEW_OVERLAY_OPTIONS = ['redirect_dir=off', 'metacopy=off', 'index=off', 'xino=off'];
 const VIEW_RECORD = 'view.json';
 const VIEW_DIR_MODE = 0o710;
 
@@ -124,7 +123,7 @@ export function mountView(store: Pick<Store, 'db' | 'layout'>, viewId: string, m
   if (!record) throw new StoreError('LIVE_MAPPING_BROKEN', `the view ${viewId} has no record`);
   // The lowers are the base's layers themselves (plain directories of the store), not its payload mount.
   const lower = payloadLayers(l, record.baseGenerationId);
-  native.mountOverlay(p.merged, { lower, upper: p.upper, work: p.work, extra: VIEW_OVERLAY_OPTIONS, nosuid: true, nodev: true });
+  native.mountOverlay(p.merged, { lower, upper: p.upper, work: p.work, extra: STACK_OVERLAY_OPTIONS, nosuid: true, nodev: true });
 }
 
 /**
