@@ -21,6 +21,18 @@ export function rootKeyFor(name: string): string {
   return `${name.slice(0, 50)}-${sha256Hex(name).slice(0, 12)}`;
 }
 
+const GENERATION_ID = /^([^_]+)_g([1-9][0-9]*)_([0-9a-f]{16})$/;
+
+/**
+ * The root key and generation number a generation id names (generationIdFor's inverse), or undefined for a
+ * name generationIdFor never makes. A root key never holds '_', so the split is exact.
+ */
+export function parseGenerationId(id: string): { rootKey: string; generation: number } | undefined {
+  const m = GENERATION_ID.exec(id);
+  const generation = m ? Number(m[2]) : NaN;
+  return m && Number.isSafeInteger(generation) ? { rootKey: m[1]!, generation } : undefined;
+}
+
 /** Generation directory name: root key, generation number and the start of the payload digest. */
 export function generationIdFor(rootKey: string, generation: number, digest: string): string {
   if (!Number.isSafeInteger(generation) || generation < 1) throw new TypeError(`bad generation number ${generation}`);

@@ -145,7 +145,7 @@ async function commitSerialized(store: Store, items: readonly CommitItem[], opti
       frozen.push(viewId);
       const pending = await unpublishedEdits(store, roots.get(item.rootName)!, viewId);
       if (pending !== undefined) throw new CollapseError('PRIME_MOVED', `${pending}; they are published first, so PRIME moves past the candidate's base`);
-      made.set(item.rootName, ensureView(store, item.staged.rootKey, item.staged.generationId, item.staged.manifest.root));
+      made.set(item.rootName, ensureView(store, item.staged.generationId, item.staged.manifest.root));
     }
     const primes = await store.primeMeasures.rehash(routes, store.dir);
     // A stacked generation over its base's stack (PRIME's, re-hashed here) with its own layer on top has

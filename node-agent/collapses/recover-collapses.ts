@@ -100,7 +100,7 @@ export async function recoverCollapseIntent(store: Store, id: string, data: Coll
     for (const i of set.roots) {
       await replaceSymlink(liveLinkPath(store.layout, i.rootKey), liveLinkTarget(i.baseGenerationId));
       // The owner's view goes back with PRIME: a view of the base (the one frozen for the exchange when it is that), writable.
-      const back = ensureView(store, i.rootKey, i.baseGenerationId);
+      const back = ensureView(store, i.baseGenerationId);
       if (isReadOnlyMount(viewPaths(store.layout, back).merged)) thawView(store.layout, back);
       linkView(store.layout, i.rootKey, back);
     }

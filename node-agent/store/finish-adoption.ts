@@ -52,7 +52,7 @@ export async function finishAdoption(store: Store, id: string, intent: AdoptInte
   // view of the adopted tree is mounted and linked before the host path links to it.
   await serializedOnStore(store.dir, async () => {
     await replaceSymlink(p.liveLink, liveLinkTarget(intent.generationId));
-    const viewId = ensureView(store, intent.rootKey, intent.generationId, manifest.root);
+    const viewId = ensureView(store, intent.generationId, manifest.root);
     if (currentViewId(store.layout, intent.rootKey) !== viewId) linkView(store.layout, intent.rootKey, viewId);
     await fsyncDirectory(store.layout.live);
   });

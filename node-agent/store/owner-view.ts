@@ -15,9 +15,10 @@
 // nothing unpublished, and the new view's link goes in the same exchange as PRIME's. A process still inside
 // the old view (a shell's working directory) reads the generation it was in and gets EROFS for a write: an
 // owner edit on a replaced generation is refused where it is made, never silently taken or lost.
-import { chmodSync, chownSync, existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, existsSync, lstatSync, mkdirSync, readdirSync, readlinkSync, renameSync, rmSync, symlinkSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import type { RootAttributes } from '../../core/manifest.js';
+import { parseGenerationId } from '../../core/root-key.js';
 import * as native from '../../native/index.js';
 import { STACK_OVERLAY_OPTIONS, isReadOnlyMount, payloadLayers } from './generation-stack.js';
 import { mountPoints } from './mount-table.js';
@@ -26,7 +27,6 @@ import { StoreError, errnoCode } from './store-errors.js';
 import { liveLinkPath, payloadDir, viewDir, viewLinkName, viewLinkPath, viewLinkTarget, type StoreLayout } from './store-layout.js';
 import { getGeneration, getGenerationManifest, listRoots, type RootRecord } from './store-records.js';
 
-const VIEW_RECORD = 'view.json';
 const VIEW_DIR_MODE = 0o710;
 
 export interface ViewPaths {
@@ -34,19 +34,17 @@ export interface ViewPaths {
   merged: string;
   upper: string;
   work: string;
-  record: string;
 }
 
-/** What views/<viewId>/private/view.json holds. */
+/** What a view's name says: the Root it is of and the generation whose stack is its lower layers. */
 export interface ViewRecord {
   rootKey: string;
-  /** The generation whose stack is the view's lower layers. */
   baseGenerationId: string;
 }
 
 export function viewPaths(l: StoreLayout, viewId: string): ViewPaths {
   const dir = viewDir(l, viewId);
-  return { dir, merged: join(dir, 'merged'), upper: join(dir, 'private', 'upper'), work: join(dir, 'private', 'work'), record: join(dir, 'private', VIEW_RECORD) };
+  return { dir, merged: join(dir, 'merged'), upper: join(dir, 'private', 'upper'), work: join(dir, 'private', 'work') };
 }
 
 /** A view is named by its base generation: each generation has at most one. */
@@ -55,13 +53,10 @@ export const viewIdOf = (baseGenerationId: string): string => baseGenerationId;
 /** The watcher key of a view's upper layer (prime-watcher.ts). */
 export const viewWatchKey = (viewId: string): string => `view:${viewId}`;
 
-export function readViewRecord(l: StoreLayout, viewId: string): ViewRecord | undefined {
-  try {
-    const v = JSON.parse(readFileSync(viewPaths(l, viewId).record, 'utf8')) as Partial<ViewRecord>;
-    return typeof v.rootKey === 'string' && typeof v.baseGenerationId === 'string' ? { rootKey: v.rootKey, baseGenerationId: v.baseGenerationId } : undefined;
-  } catch {
-    return undefined;
-  }
+/** A view's Root and base, read from its name (a generation id); undefined for a name that is none. */
+export function viewRecordOf(viewId: string): ViewRecord | undefined {
+  const g = parseGenerationId(viewId);
+  return g ? { rootKey: g.rootKey, baseGenerationId: viewId } : undefined;
 }
 
 /** The view the Root's view link names now (undefined: no link, or not one of a view). */
@@ -86,14 +81,13 @@ export function isViewMounted(l: StoreLayout, viewId: string, mounted: ReadonlyS
  * directory carries the generation's root owner and mode: overlayfs shows a merged directory with its
  * upper's attributes, so the view's top is the Root's top as adopted (or as last published).
  */
-export function ensureView(store: Pick<Store, 'db' | 'layout'>, rootKey: string, baseGenerationId: string, rootAttributes?: RootAttributes): string {
+export function ensureView(store: Pick<Store, 'db' | 'layout'>, baseGenerationId: string, rootAttributes?: RootAttributes): string {
   const l = store.layout;
   const viewId = viewIdOf(baseGenerationId);
   const p = viewPaths(l, viewId);
-  if (!existsSync(p.record)) {
+  if (!existsSync(p.dir)) { // made in a temporary directory and renamed: present means complete
     const top = lstatSync(payloadDir(l, baseGenerationId));
     const root = rootAttributes ?? getGenerationManifest(store.db, baseGenerationId)?.root ?? { mode: top.mode & 0o7777, uid: top.uid, gid: top.gid };
-    rmSync(p.dir, { recursive: true, force: true });
     const tmp = `${p.dir}.tmp`;
     rmSync(tmp, { recursive: true, force: true });
     mkdirSync(join(tmp, 'private'), { recursive: true, mode: 0o700 });
@@ -107,7 +101,6 @@ export function ensureView(store: Pick<Store, 'db' | 'layout'>, rootKey: string,
     mkdirSync(join(tmp, 'private', 'work'), { mode: 0o700 });
     chownSync(join(tmp, 'private', 'upper'), root.uid, root.gid);
     chmodSync(join(tmp, 'private', 'upper'), root.mode);
-    writeFileSync(join(tmp, 'private', VIEW_RECORD), JSON.stringify({ rootKey, baseGenerationId } satisfies ViewRecord), { mode: 0o600 });
     renameSync(tmp, p.dir);
   }
   mountView(store, viewId);
@@ -119,8 +112,8 @@ export function mountView(store: Pick<Store, 'db' | 'layout'>, viewId: string, m
   const l = store.layout;
   const p = viewPaths(l, viewId);
   if (mounted.has(p.merged)) return;
-  const record = readViewRecord(l, viewId);
-  if (!record) throw new StoreError('LIVE_MAPPING_BROKEN', `the view ${viewId} has no record`);
+  const record = viewRecordOf(viewId);
+  if (!record || !existsSync(p.dir)) throw new StoreError('LIVE_MAPPING_BROKEN', `there is no view ${viewId}`);
   // The lowers are the base's layers themselves (plain directories of the store), not its payload mount.
   const lower = payloadLayers(l, record.baseGenerationId);
   native.mountOverlay(p.merged, { lower, upper: p.upper, work: p.work, extra: STACK_OVERLAY_OPTIONS, nosuid: true, nodev: true });
@@ -161,7 +154,7 @@ export function viewsOfRoot(l: StoreLayout, rootKey: string): string[] {
     if (errnoCode(e) === 'ENOENT') return [];
     throw e;
   }
-  return names.filter((n) => !n.endsWith('.tmp') && readViewRecord(l, n)?.rootKey === rootKey);
+  return names.filter((n) => viewRecordOf(n)?.rootKey === rootKey);
 }
 
 /** The Root's view link now names `viewId` (a single atomic rename of a new link over the old). */
@@ -176,7 +169,7 @@ export function linkView(l: StoreLayout, rootKey: string, viewId: string): void 
 /** True when `root`'s view link names a mounted view of this Root. */
 export function viewRoutes(store: Pick<Store, 'layout'>, root: Pick<RootRecord, 'rootKey'>): boolean {
   const id = currentViewId(store.layout, root.rootKey);
-  return id !== undefined && readViewRecord(store.layout, id)?.rootKey === root.rootKey && isViewMounted(store.layout, id);
+  return id !== undefined && viewRecordOf(id)?.rootKey === root.rootKey && isViewMounted(store.layout, id);
 }
 
 /**
@@ -203,7 +196,7 @@ export function reconcileViews(store: Pick<Store, 'db' | 'layout'>, o: { relink:
       }
     }
     if (!o.relink) continue;
-    if (id === undefined) linkView(l, root.rootKey, ensureView(store, root.rootKey, gen.id));
+    if (id === undefined) linkView(l, root.rootKey, ensureView(store, gen.id));
     relinkHostPath(l, root);
   }
   if (o.relink) removeReplacedViews(store);

@@ -11,7 +11,7 @@ import type { Store } from './open-store.js';
 import { StoreError, errnoCode } from './store-errors.js';
 import { serializedOnStore } from './store-serial.js';
 import { generationDir, liveLinkPath, liveLinkTarget, payloadDir, viewLinkPath } from './store-layout.js';
-import { currentViewId, readViewRecord, viewPaths } from './owner-view.js';
+import { currentViewId, viewPaths, viewRecordOf } from './owner-view.js';
 import { getGeneration, getRoot, type RootRecord } from './store-records.js';
 
 export interface Routing {
@@ -79,7 +79,7 @@ function routeOf(store: Store, name: string): Routing {
   if (hostTarget !== viewLink) throw broken(name, `${root.nodePath} points to ${hostTarget}, not to ${viewLink}`);
   const viewId = currentViewId(store.layout, root.rootKey);
   if (viewId === undefined) throw broken(name, `${viewLink} does not name a view`);
-  if (readViewRecord(store.layout, viewId)?.rootKey !== root.rootKey) throw broken(name, `${viewLink} names view ${viewId}, which is not one of this root's`);
+  if (viewRecordOf(viewId)?.rootKey !== root.rootKey) throw broken(name, `${viewLink} names view ${viewId}, which is not one of this root's`);
   const view = viewPaths(store.layout, viewId).merged;
   const viewTop = orUndefined(() => statSync(view, { bigint: true }));
   const viewReached = orUndefined(() => statSync(root.nodePath, { bigint: true }));

@@ -10,7 +10,7 @@ import { storedBaseIndex } from './base-index.js';
 import { captureLayer } from './capture-layer.js';
 import type { LayerDelta } from './layer-delta.js';
 import type { Store } from './open-store.js';
-import { readViewRecord, viewPaths, viewWatchKey, type ViewRecord } from './owner-view.js';
+import { viewPaths, viewRecordOf, viewWatchKey, type ViewRecord } from './owner-view.js';
 import { StoreError } from './store-errors.js';
 import { generationDigest, getGenerationManifest, type RootRecord } from './store-records.js';
 
@@ -57,8 +57,8 @@ export function viewState(store: Store, viewId: string): string | null {
 
 /** Captures the view's upper layer over its base; UnpublishableEdit when the capture finds a problem. */
 export async function measureView(store: Store, viewId: string): Promise<ViewMeasure> {
-  const record = readViewRecord(store.layout, viewId);
-  if (!record) throw new StoreError('LIVE_MAPPING_BROKEN', `the view ${viewId} has no record`);
+  const record = viewRecordOf(viewId);
+  if (!record) throw new StoreError('LIVE_MAPPING_BROKEN', `${viewId} does not name a view`);
   const base = getGenerationManifest(store.db, record.baseGenerationId);
   if (!base) throw new StoreError('LIVE_MAPPING_BROKEN', `the base generation ${record.baseGenerationId} of view ${viewId} is not recorded`);
   const state = viewState(store, viewId);
