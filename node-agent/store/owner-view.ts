@@ -114,7 +114,8 @@ export function mountView(store: Pick<Store, 'db' | 'layout'>, viewId: string, m
   if (mounted.has(p.merged)) return;
   const record = viewRecordOf(viewId);
   if (!record || !existsSync(p.dir)) throw new StoreError('LIVE_MAPPING_BROKEN', `there is no view ${viewId}`);
-  // The lowers are the base's layers themselves (plain directories of the store), not its payload mount.
+  // The lowers are the base's stack (payloadLayers): its layer directories, never a stacked payload's overlay
+  // (overlays nest two deep at most); for a full generation, its sealed payload.
   const lower = payloadLayers(l, record.baseGenerationId);
   native.mountOverlay(p.merged, { lower, upper: p.upper, work: p.work, extra: STACK_OVERLAY_OPTIONS, nosuid: true, nodev: true });
 }
