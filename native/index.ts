@@ -9,7 +9,7 @@ export {
 export { loopAttach, loopDetach, copySparse } from './loop.js';
 export { openat2, openBeneath, closeFd, forceBeneathFallback, statx, renameat2, fsyncPath, fsyncFd, lgetxattr, llistxattr } from './files.js';
 export { mount, umount2, bindMount, mountOverlay, mountTmpfs, createUserNamespace, mountIdmapped, openDetachedTree } from './mounts.js';
-export { spawnSandbox, spawnSupervisedSandbox, shimPath, pidfdOpen, watchPidfd, validateSandboxOptions, SandboxChannel } from './sandbox.js';
+export { spawnSandbox, spawnSupervisedSandbox, shimPath, pidfdOpen, watchPidfd, validateSandboxOptions, SandboxChannel, MAX_PROBE_PATHS } from './sandbox.js';
 export { parseObservation, parseRecord, recordLength, observationProblems, SandboxSetupError, type ObservationRecord } from './observation.js';
 export { nsIds } from './ns.js';
 export { enterSandbox, enterOutcome, setWindowSize, pidfdKill, type EnterHandle, type EnterOptions } from './enter.js';
@@ -17,6 +17,6 @@ export { listenInNetns, socketNetnsId, type NetnsTarget } from './netns.js';
 export { NS_NAMES } from './types.js';
 export type {
   BindMountOptions, FileType, IdMap, IdQuad, IdmappedMountOptions, NativeError, NsName, ObservationExpectation,
-  FanotifyRecord, Openat2Options, OverlayOptions, SandboxExit, SandboxHandle, SandboxObservation, SandboxSpawnOptions, Statx, SupervisorOptions,
+  FanotifyRecord, Openat2Options, OverlayOptions, PathState, SandboxExit, SandboxHandle, SandboxObservation, SandboxSpawnOptions, Statx, SupervisorOptions,
   TmpfsOptions,
 } from './types.js';

@@ -4,7 +4,7 @@
 //   WLOBS1\n  then sections "<name> <length>\n<bytes>\n"  then  END\n
 //   error record: "WLERR1 <stage> <errno>\n"
 import { constants as osConstants } from 'node:os';
-import { NS_NAMES, type IdMap, type IdQuad, type NsName, type ObservationExpectation, type SandboxObservation } from './types.js';
+import { NS_NAMES, type IdMap, type IdQuad, type NsName, type ObservationExpectation, type PathState, type SandboxObservation } from './types.js';
 
 // Aliases share a number (EAGAIN/EWOULDBLOCK, ENOTSUP/EOPNOTSUPP): the first, usual name is kept.
 const errnoNames = new Map<number, string>();
@@ -157,7 +157,20 @@ export function parseObservation(buf: Buffer): SandboxObservation {
     kernel: { sysname: section('uname.sysname'), machine: section('uname.machine') },
     status,
     environ: environEntries(record.sections.get('environ')),
+    paths: pathStates(section('paths')),
   };
+}
+
+/** The paths section: "<state> <path>" lines (sandbox_observe.c). */
+function pathStates(text: string): Record<string, PathState> {
+  const out: Record<string, PathState> = {};
+  for (const line of text.split('\n')) {
+    if (line === '') continue;
+    const m = /^(present|absent|E[0-9]+) (\/.*)$/.exec(line);
+    if (m === null) malformed('bad paths line');
+    out[m[2]!] = m[1] as PathState;
+  }
+  return out;
 }
 
 function sameMaps(a: IdMap[], b: IdMap[]): boolean {

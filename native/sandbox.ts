@@ -30,6 +30,15 @@ export function cgroupProcsPath(name: string, value: unknown): string {
   return s;
 }
 
+export const MAX_PROBE_PATHS = 16;
+
+/** A path the frame reports on: absolute, one line, short enough for the frame's paths section. */
+function probePath(name: string, value: unknown): string {
+  const s = v.absolutePath(name, value);
+  if (s.includes('\n') || s.length > 200) throw v.valueError(name, `"${s.slice(0, 40)}…" is not a probe path (one line, at most 200 bytes)`);
+  return s;
+}
+
 /** Validates the options into a fresh object holding only known fields. */
 export function validateSandboxOptions(opts: SandboxSpawnOptions): SandboxSpawnOptions {
   v.object('opts', opts);
@@ -56,6 +65,12 @@ export function validateSandboxOptions(opts: SandboxSpawnOptions): SandboxSpawnO
   };
   if (opts.stdoutFd !== undefined) out.stdoutFd = v.fd('opts.stdoutFd', opts.stdoutFd);
   if (opts.stderrFd !== undefined) out.stderrFd = v.fd('opts.stderrFd', opts.stderrFd);
+  if (opts.userns !== undefined) out.userns = v.fd('opts.userns', opts.userns);
+  if (opts.probePaths !== undefined) {
+    const probes = v.stringArray('opts.probePaths', opts.probePaths, probePath);
+    if (probes.length > MAX_PROBE_PATHS) throw v.valueError('opts.probePaths', `at most ${MAX_PROBE_PATHS} paths`);
+    out.probePaths = probes;
+  }
   return out;
 }
 
@@ -66,6 +81,7 @@ export function validateSandboxOptions(opts: SandboxSpawnOptions): SandboxSpawnO
 export function spawnSandbox(opts: SandboxSpawnOptions, onExit: (r: SandboxExit) => void): SandboxHandle {
   const checked = validateSandboxOptions(opts);
   if (typeof onExit !== 'function') throw new TypeError('The "onExit" argument must be a function');
+  if (checked.userns !== undefined) throw v.valueError('opts.userns', 'joining a user namespace takes a supervised spawn');
   return binding.spawnSandbox(checked, onExit);
 }
 

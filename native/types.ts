@@ -101,6 +101,14 @@ export interface SandboxSpawnOptions {
   /** Else the addon creates a pipe and returns its read end as `stdout` / `stderr`. */
   stdoutFd?: number;
   stderrFd?: number;
+  /**
+   * An fd of an existing user namespace (createUserNamespace) to clone the child into, instead of a new
+   * one: its maps are the namespace's and are not written again (uidMap/gidMap are then what the caller
+   * expects them to be). Supervised spawns only.
+   */
+  userns?: number;
+  /** Absolute paths whose existence the child reports in its frame (`paths`), as the workload sees them. At most 16. */
+  probePaths?: string[];
 }
 
 export interface SandboxHandle {
@@ -167,7 +175,11 @@ export interface SandboxObservation {
   status: Record<string, string>;
   /** The environment the child hands to execve, KEY=VALUE entries in order (read from the envp it execs with). */
   environ: string[];
+  /** Each probed path (SandboxSpawnOptions.probePaths) as the workload sees it: "present", "absent" (ENOENT) or "E<errno>". */
+  paths: Record<string, PathState>;
 }
+
+export type PathState = 'present' | 'absent' | `E${number}`;
 
 export interface ObservationExpectation {
   uid: number;

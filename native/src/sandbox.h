@@ -17,6 +17,7 @@ typedef struct {
   char *uid_map;
   char *gid_map;
   char **cgroup_procs; /* NULL-terminated */
+  char **probe_paths;  /* NULL-terminated; reported present/absent in the observation frame */
   uint32_t uid;
   uint32_t gid;
   bool new_network;
@@ -30,6 +31,9 @@ typedef struct {
   int out_r, out_w;
   int err_r, err_w;
   int null_fd;
+  /* An existing user namespace the child is cloned into (caller-provided, not owned); -1: a new one,
+   * whose maps the parent writes. */
+  int userns_fd;
 } wl_plan;
 
 /* Reads the options object into the plan (throws on a bad value). The plan owns what it holds. */
@@ -44,8 +48,9 @@ _Noreturn void wl_sandbox_child(const wl_plan *p);
 
 /* Observation helper (sandbox_observe.c), async-signal-safe. */
 void wl_observe_write_error(int fd, const char *stage, int err);
-/* Writes the observation frame, envp (what execve will get) included; returns 0 or an errno. */
-int wl_observe_write_frame(int fd, char *const *envp);
+/* Writes the observation frame, envp (what execve will get) included, and for each of probe_paths
+ * (NULL: none) whether it exists as the workload sees it; returns 0 or an errno. */
+int wl_observe_write_frame(int fd, char *const *envp, char *const *probe_paths);
 
 /* Shared child steps (sandbox_creds.c): each failure writes an error record on fail_fd and exits. */
 _Noreturn void wl_child_fail(int fail_fd, const char *stage, int err);

@@ -110,7 +110,7 @@ _Noreturn void wl_sandbox_child(const wl_plan *p) {
   setup_stdio(p);
   close_other_fds(p->obs_w, p->ack_r);
 
-  int err = wl_observe_write_frame(obs_fd, p->envp);
+  int err = wl_observe_write_frame(obs_fd, p->envp, p->probe_paths);
   if (err != 0) fail("observe", err);
   char go = 0;
   ssize_t n = WL_RETRY(read(p->ack_r, &go, 1));

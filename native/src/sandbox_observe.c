@@ -4,8 +4,12 @@
  *   WLOBS1\n
  *   <name> <length>\n<bytes>\n        one section each: status, uid_map, gid_map, setgroups, ns.user,
  *   ...                               ns.mnt, ns.pid, ns.net, ns.ipc, ns.uts, ns.cgroup, uname.sysname,
- *                                     uname.machine, environ
+ *                                     uname.machine, paths, environ
  *   END\n
+ *
+ * The paths section has one line per probed path, "<state> <path>": state "present" (lstat succeeded, as
+ * the workload: its credentials, its mounts), "absent" (ENOENT) or "E<errno>" (anything else: a path the
+ * workload cannot tell about is not reported absent).
  *
  * The environ section is the very envp array the child then hands to execve, each entry followed by a
  * NUL (as /proc/<pid>/environ shows it): the environment is observed at the exec, not read back after
@@ -18,6 +22,8 @@
 
 #include <fcntl.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/utsname.h>
 
 #define FRAME_MAX 32768
@@ -102,7 +108,33 @@ static int write_all(int fd, const char *s, size_t len) {
 
 #define SECTION_MAX 999999
 
-int wl_observe_write_frame(int fd, char *const *envp) {
+/* The paths section: see the file comment. Raw newfstatat (async-signal-safe), symlinks not followed. */
+static void paths_section(frame *f, char *const *probe_paths) {
+  frame b;
+  b.len = 0;
+  b.overflow = false;
+  for (char *const *path = probe_paths; path != NULL && *path != NULL; path++) {
+    struct stat st;
+    if (syscall(SYS_newfstatat, AT_FDCWD, *path, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+      put_str(&b, "present");
+    } else if (errno == ENOENT) {
+      put_str(&b, "absent");
+    } else {
+      put_str(&b, "E");
+      put_uint(&b, (unsigned long)errno);
+    }
+    put_str(&b, " ");
+    put_str(&b, *path);
+    put_str(&b, "\n");
+  }
+  if (b.overflow || b.len > 4096) {
+    f->overflow = true;
+    return;
+  }
+  section(f, "paths", b.buf, b.len);
+}
+
+int wl_observe_write_frame(int fd, char *const *envp, char *const *probe_paths) {
   static const char *files[][2] = {{"status", "/proc/self/status"},
                                    {"uid_map", "/proc/self/uid_map"},
                                    {"gid_map", "/proc/self/gid_map"},
@@ -129,6 +161,7 @@ int wl_observe_write_frame(int fd, char *const *envp) {
   if (uname(&u) != 0) return errno;
   section(&f, "uname.sysname", u.sysname, strlen(u.sysname));
   section(&f, "uname.machine", u.machine, strlen(u.machine));
+  paths_section(&f, probe_paths);
   size_t env_len = 0;
   for (char *const *e = envp; *e != NULL; e++) {
     env_len += strlen(*e) + 1;

@@ -86,6 +86,7 @@ bool wl_plan_build(napi_env env, napi_value o, wl_plan *p) {
   p->stdout_fd = p->stderr_fd = -1;
   p->sync_r = p->sync_w = p->obs_r = p->obs_w = p->ack_r = p->ack_w = -1;
   p->out_r = p->out_w = p->err_r = p->err_w = p->null_fd = -1;
+  p->userns_fd = -1;
 
   napi_value v;
   bool present;
@@ -102,8 +103,15 @@ bool wl_plan_build(napi_env env, napi_value o, wl_plan *p) {
   if (!wl_prop(env, o, "newNetwork", &v, &present) || !wl_bool(env, v, "newNetwork", &p->new_network)) return false;
   if (!wl_prop(env, o, "uidMap", &v, &present) || !wl_idmap_text(env, v, "uidMap", &p->uid_map)) return false;
   if (!wl_prop(env, o, "gidMap", &v, &present) || !wl_idmap_text(env, v, "gidMap", &p->gid_map)) return false;
-  if (!get_optional_fd(env, o, "stdoutFd", &p->stdout_fd) || !get_optional_fd(env, o, "stderrFd", &p->stderr_fd))
+  if (!get_optional_fd(env, o, "stdoutFd", &p->stdout_fd) || !get_optional_fd(env, o, "stderrFd", &p->stderr_fd) ||
+      !get_optional_fd(env, o, "userns", &p->userns_fd))
     return false;
+  if (!wl_prop(env, o, "probePaths", &v, &present)) return false;
+  if (present) {
+    if (!wl_string_array(env, v, "probePaths", &p->probe_paths, NULL)) return false;
+  } else if ((p->probe_paths = calloc(1, sizeof(char *))) == NULL) {
+    return wl_throw_errno(env, ENOMEM, "malloc", NULL), false;
+  }
   return wl_plan_exec(env, p->argv, p->envp, &p->cap_last_cap, &p->exec_paths);
 }
 
@@ -145,9 +153,10 @@ void wl_plan_free(wl_plan *p) {
   free(p->uid_map);
   free(p->gid_map);
   wl_strv_free(p->cgroup_procs);
+  wl_strv_free(p->probe_paths);
   int *fds[] = {&p->sync_r, &p->sync_w, &p->obs_r, &p->obs_w, &p->ack_r,
                 &p->ack_w,  &p->out_r,  &p->out_w, &p->err_r, &p->err_w, &p->null_fd};
   for (size_t i = 0; i < sizeof fds / sizeof fds[0]; i++) wl_close_fd(fds[i]);
   p->rootfs = p->cwd = p->hostname = p->uid_map = p->gid_map = NULL;
-  p->argv = p->envp = p->exec_paths = p->cgroup_procs = NULL;
+  p->argv = p->envp = p->exec_paths = p->cgroup_procs = p->probe_paths = NULL;
 }

@@ -8,12 +8,23 @@
  * leaves the agent's session and cgroups, clones the child exactly as above (same plan, same fds, so the
  * frame and the 'G' handshake with the agent are unchanged), reports the child's pid and execs the shim
  * (native/src/shim/shim.c) holding only the child's pidfd and output pipes. The workload's parent is then
- * the shim, not the agent: the agent may die and the world runs on. */
+ * the shim, not the agent: the agent may die and the world runs on.
+ *
+ * With opts.userns (an fd of a user namespace made by createUserNamespace), the child is cloned into that
+ * namespace instead of a new one, so several sandboxes share one set of mapped identities (the private
+ * evaluator's principals) while each keeps its own mount, PID, IPC, UTS, cgroup and network namespaces,
+ * owned by it. Only a supervised spawn can: joining a user namespace takes a single-threaded caller, and
+ * gives up the caller's privileges outside it. So the intermediate process, made a child subreaper, forks
+ * a joiner that setns()es into the namespace, clones the child and exits at once; the child is then
+ * reparented to the intermediate, which opens a pidfd of it and becomes the shim as above, still outside
+ * the namespace with the agent's privileges. The namespace's maps are not written again. */
 #include "sandbox.h"
 
 #include <fcntl.h>
 #include <linux/sched.h>
+#include <sched.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -23,8 +34,8 @@
  * supervisor: one set of namespaces, a pidfd into *pidfd, SIGCHLD to its parent. */
 static void sandbox_clone_args(const wl_plan *p, struct clone_args *args, int *pidfd) {
   memset(args, 0, sizeof *args);
-  args->flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_PIDFD |
-                (p->new_network ? CLONE_NEWNET : 0);
+  args->flags = (p->userns_fd >= 0 ? 0 : CLONE_NEWUSER) | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS |
+                CLONE_PIDFD | (p->new_network ? CLONE_NEWNET : 0);
   args->pidfd = (uint64_t)(uintptr_t)pidfd;
   args->exit_signal = SIGCHLD;
 }
@@ -32,10 +43,12 @@ static void sandbox_clone_args(const wl_plan *p, struct clone_args *args, int *p
 /* Writes the maps and joins the cgroups; returns 0 or an errno with *what naming the file. */
 static int configure_child(const wl_plan *p, pid_t pid, char *what, size_t what_size) {
   int err;
-  snprintf(what, what_size, "/proc/%d/uid_map", pid);
-  if ((err = wl_write_proc(pid, "uid_map", p->uid_map)) != 0) return err;
-  snprintf(what, what_size, "/proc/%d/gid_map", pid);
-  if ((err = wl_write_proc(pid, "gid_map", p->gid_map)) != 0) return err;
+  if (p->userns_fd < 0) {
+    snprintf(what, what_size, "/proc/%d/uid_map", pid);
+    if ((err = wl_write_proc(pid, "uid_map", p->uid_map)) != 0) return err;
+    snprintf(what, what_size, "/proc/%d/gid_map", pid);
+    if ((err = wl_write_proc(pid, "gid_map", p->gid_map)) != 0) return err;
+  }
   char line[24];
   wl_pid_line(line, pid);
   const char *failed = "";
@@ -109,6 +122,43 @@ static void report_failure(int fd, const char *stage, int err) {
   _exit(126);
 }
 
+/* In the intermediate process: the child cloned inside p->userns_fd by a joiner (see the file comment),
+ * reparented to us once the joiner has been reaped. Returns its pid; a failure is reported and exits. */
+static pid_t clone_into_userns(const wl_plan *p, int report_w, struct clone_args *child_args) {
+  if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) < 0) report_failure(report_w, "subreaper", errno);
+  int link[2];
+  if (pipe2(link, O_CLOEXEC) < 0) report_failure(report_w, "pipe2", errno);
+  pid_t joiner = (pid_t)syscall(SYS_clone, SIGCHLD, NULL, NULL, NULL, NULL);
+  if (joiner < 0) report_failure(report_w, "clone", errno);
+  if (joiner == 0) {
+    close(link[0]);
+    if (syscall(SYS_setns, p->userns_fd, CLONE_NEWUSER) < 0) report_failure(link[1], "setns_user", errno);
+    pid_t pid = (pid_t)syscall(SYS_clone3, child_args, sizeof *child_args);
+    if (pid == 0) wl_sandbox_child(p);
+    if (pid < 0) report_failure(link[1], "clone3", errno);
+    shim_report r;
+    memset(&r, 0, sizeof r);
+    r.pid = pid;
+    if (WL_RETRY(write(link[1], &r, sizeof r)) != (ssize_t)sizeof r) kill(pid, SIGKILL);
+    _exit(0);
+  }
+  close(link[1]);
+  shim_report r;
+  memset(&r, 0, sizeof r);
+  ssize_t n = WL_RETRY(read(link[0], &r, sizeof r));
+  close(link[0]);
+  int status = 0;
+  while (waitpid(joiner, &status, __WALL) < 0 && errno == EINTR) {
+  }
+  /* Now reaped, the joiner's child (if any) is ours. */
+  if (n != (ssize_t)sizeof r) report_failure(report_w, "joiner", EPIPE);
+  if (r.err != 0 || r.pid <= 0) {
+    r.stage[sizeof r.stage - 1] = '\0';
+    report_failure(report_w, r.err != 0 ? r.stage : "joiner", r.err != 0 ? r.err : EPIPE);
+  }
+  return r.pid;
+}
+
 /* The intermediate process (a raw clone of the agent, all signals blocked): only raw syscalls from here. */
 _Noreturn static void supervisor_process(wl_plan *p, shim_plan *s, int report_w, struct clone_args *child_args) {
   if (setsid() < 0) report_failure(report_w, "setsid", errno);
@@ -117,10 +167,22 @@ _Noreturn static void supervisor_process(wl_plan *p, shim_plan *s, int report_w,
   const char *failed;
   int err = wl_write_cgroup_procs(s->cgroup_procs, line, &failed);
   if (err != 0) report_failure(report_w, "supervisor cgroup", err);
-  pid_t pid = (pid_t)syscall(SYS_clone3, child_args, sizeof *child_args);
-  if (pid == 0) wl_sandbox_child(p);
-  if (pid < 0) report_failure(report_w, "clone3", errno);
-  int pidfd = *(int *)(uintptr_t)child_args->pidfd;
+  int pidfd;
+  pid_t pid;
+  if (p->userns_fd >= 0) {
+    pid = clone_into_userns(p, report_w, child_args);
+    pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+    if (pidfd < 0) {
+      int err = errno;
+      kill(pid, SIGKILL);
+      report_failure(report_w, "pidfd_open", err);
+    }
+  } else {
+    pid = (pid_t)syscall(SYS_clone3, child_args, sizeof *child_args);
+    if (pid == 0) wl_sandbox_child(p);
+    if (pid < 0) report_failure(report_w, "clone3", errno);
+    pidfd = *(int *)(uintptr_t)child_args->pidfd;
+  }
   shim_report r;
   memset(&r, 0, sizeof r);
   r.pid = pid;
@@ -249,6 +311,7 @@ static napi_value js_spawn_sandbox(napi_env env, napi_callback_info info) {
 
   wl_plan p __attribute__((cleanup(wl_plan_free)));
   if (!wl_plan_build(env, argv[0], &p)) return NULL;
+  if (p.userns_fd >= 0) return wl_throw_arg(env, "ERR_INVALID_ARG_VALUE", "joining a user namespace takes a supervised spawn");
   const char *failed_call;
   int err = wl_plan_open_fds(&p, &failed_call);
   if (err != 0) return wl_throw_errno(env, err, failed_call, NULL);

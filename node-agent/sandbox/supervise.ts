@@ -19,7 +19,7 @@ import { observationHooks } from './observation-hooks.js';
 export type ExitReason = 'Completed' | 'WallTimeExceeded' | 'OutputLimitExceeded' | 'OOMKilled' | 'Signaled';
 
 /** What startWorkload spawns: the addon's spawn options (less hostname and the fds it fills in), plus supervision. */
-export interface WorkloadSpec extends Pick<SandboxSpawnOptions, 'rootfs' | 'argv' | 'env' | 'cwd' | 'uid' | 'gid' | 'uidMap' | 'gidMap' | 'newNetwork'> {
+export interface WorkloadSpec extends Pick<SandboxSpawnOptions, 'rootfs' | 'argv' | 'env' | 'cwd' | 'uid' | 'gid' | 'uidMap' | 'gidMap' | 'newNetwork' | 'userns' | 'probePaths'> {
   cgroup: WorldCgroup;
   outputFile: string;
   /** cgroup.procs files of the supervisors' own cgroup (supervisor-cgroup.ts). */
@@ -96,6 +96,8 @@ export async function startWorkload(spec: WorkloadSpec, agentNs: Record<native.N
       hostname: 'world',
       newNetwork: spec.newNetwork,
       cgroupProcs: spec.cgroup.procsFiles(),
+      ...(spec.userns !== undefined ? { userns: spec.userns } : {}),
+      ...(spec.probePaths !== undefined ? { probePaths: spec.probePaths } : {}),
     },
     (e) => exited(e),
     { path: native.shimPath(), argv: ['worldline-shim', spec.outputFile, String(spec.outputLimitBytes), String(spec.wallTimeMs), exitFile], cgroupProcs: spec.supervisorCgroupProcs },

@@ -52,6 +52,7 @@ test('observationProblems is not vacuous: each deviation is reported', () => {
     kernel: { sysname: 'Linux', machine: 'x86_64' },
     status: {},
     environ: SPAWN_ENV,
+    paths: {},
   };
   assert.deepEqual(observationProblems(good, expectation(true)), []);
   const bad = (patch: Partial<SandboxObservation>, newNetwork = true) => observationProblems({ ...good, ...patch }, expectation(newNetwork));

@@ -34,6 +34,7 @@ const frame = (machine: string): SandboxObservation => ({
   kernel: { sysname: 'Linux', machine },
   status: {},
   environ: [],
+  paths: {},
 });
 
 const inputs = (machine: string): ObservationInputs => ({
