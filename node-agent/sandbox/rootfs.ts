@@ -98,23 +98,12 @@ export function mountRootLayer(paths: WorldPaths, root: RootMount, usernsFd: num
   return l;
 }
 
-export function assembleRootfs(spec: RootfsSpec): LayerPaths[] {
-  const { paths } = spec;
-  const hostUid = spec.idBase + spec.uid;
-  const hostGid = spec.idBase + spec.gid;
-  mkdirp(paths.dir, 0o711);
-  mkdirp(paths.rootfs, 0o755);
-  mkdirp(paths.layers, 0o700);
-  const map = idMap(spec.idBase, spec.idCount);
-  const userns = native.createUserNamespace(map, map);
-  const layers: LayerPaths[] = [];
-  try {
-    for (const r of spec.roots) layers.push((spec.mountRoot ?? mountRootLayer)(paths, r, userns, spec.idBase));
-  } finally {
-    closeSync(userns);
-  }
-
-  const rf = paths.rootfs;
+/**
+ * The part of a sandbox's root filesystem that holds nothing of its own: a tmpfs at `rf`, the host's
+ * system directories bound read-only, an empty /proc, a minimal /dev with a private /dev/shm, and a
+ * private /tmp of `tmpSize`. The caller adds its own mounts, then seals the root read-only (sealRootfs).
+ */
+export function mountSystemTree(rf: string, tmpSize: string): void {
   native.mountTmpfs(rf, { mode: 0o755, size: '16m', nosuid: true, nodev: true, noexec: false });
   for (const d of SYSTEM_DIRS) {
     const host = `/${d}`;
@@ -141,7 +130,32 @@ export function assembleRootfs(spec: RootfsSpec): LayerPaths[] {
   mkdirp(join(rf, 'dev', 'shm'), 0o1777);
   native.mountTmpfs(join(rf, 'dev', 'shm'), { mode: 0o1777, size: '64m', nosuid: true, nodev: true, noexec: true });
   mkdirp(join(rf, 'tmp'), 0o1777);
-  native.mountTmpfs(join(rf, 'tmp'), { mode: 0o1777, size: spec.tmpSize ?? '512m', nosuid: true, nodev: true, noexec: false });
+  native.mountTmpfs(join(rf, 'tmp'), { mode: 0o1777, size: tmpSize, nosuid: true, nodev: true, noexec: false });
+}
+
+/** Seals a root filesystem: the sandbox cannot add files to / or replace any mount point. */
+export function sealRootfs(rf: string): void {
+  native.mount(null, rf, null, native.MS_REMOUNT | native.MS_BIND | native.MS_RDONLY | native.MS_NOSUID | native.MS_NODEV);
+}
+
+export function assembleRootfs(spec: RootfsSpec): LayerPaths[] {
+  const { paths } = spec;
+  const hostUid = spec.idBase + spec.uid;
+  const hostGid = spec.idBase + spec.gid;
+  mkdirp(paths.dir, 0o711);
+  mkdirp(paths.rootfs, 0o755);
+  mkdirp(paths.layers, 0o700);
+  const map = idMap(spec.idBase, spec.idCount);
+  const userns = native.createUserNamespace(map, map);
+  const layers: LayerPaths[] = [];
+  try {
+    for (const r of spec.roots) layers.push((spec.mountRoot ?? mountRootLayer)(paths, r, userns, spec.idBase));
+  } finally {
+    closeSync(userns);
+  }
+
+  const rf = paths.rootfs;
+  mountSystemTree(rf, spec.tmpSize ?? '512m');
 
   // HOME: an empty tmpfs owned by the agent; nothing of any real home directory is visible.
   const home = join(rf, spec.home);
@@ -162,13 +176,12 @@ export function assembleRootfs(spec: RootfsSpec): LayerPaths[] {
     touch(target);
     native.bindMount(paths.credential, target, { readonly: true, recursive: false, nosuid: true, nodev: true, noexec: true });
   }
-  // Seal the root: the world cannot add files to / or replace any mount point.
-  native.mount(null, rf, null, native.MS_REMOUNT | native.MS_BIND | native.MS_RDONLY | native.MS_NOSUID | native.MS_NODEV);
+  sealRootfs(rf);
   return layers;
 }
 
 /** Detaches every mount at or below `dir`, deepest first; returns the mounts still there afterwards. */
-function unmountAllUnder(dir: string): string[] {
+export function unmountAllUnder(dir: string): string[] {
   for (const m of mountsUnder(dir)) {
     try {
       native.umount2(m, native.MNT_DETACH);
