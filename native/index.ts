@@ -13,7 +13,7 @@ export { spawnSandbox, spawnSupervisedSandbox, shimPath, pidfdOpen, watchPidfd, 
 export { parseObservation, parseRecord, recordLength, observationProblems, SandboxSetupError, type ObservationRecord } from './observation.js';
 export { nsIds } from './ns.js';
 export { enterSandbox, enterOutcome, setWindowSize, pidfdKill, type EnterHandle, type EnterOptions } from './enter.js';
-export { listenInNetns, socketNetnsId, type NetnsTarget } from './netns.js';
+export { listenInNetns, socketNetnsId, peerCredentials, type NetnsTarget } from './netns.js';
 export { NS_NAMES } from './types.js';
 export type {
   BindMountOptions, FileType, IdMap, IdQuad, IdmappedMountOptions, NativeError, NsName, ObservationExpectation,

@@ -31,3 +31,8 @@ export function listenInNetns(target: NetnsTarget, host: string, port: number, b
 export function socketNetnsId(fd: number): string {
   return binding.socketNetnsId(v.fd('fd', fd));
 }
+
+/** A connected unix socket's peer as of its connect (SO_PEERCRED), in the caller's pid and user namespaces. */
+export function peerCredentials(fd: number): { pid: number; uid: number; gid: number } {
+  return binding.peerCredentials(v.fd('fd', fd));
+}

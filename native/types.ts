@@ -249,6 +249,7 @@ export interface NativeBinding {
   /** pidfd -1: the namespace of /proc/<pid>/ns/net; else setns(pidfd, CLONE_NEWNET). */
   listenInNetns(pid: number, pidfd: number, host: string, port: number, backlog: number): number;
   socketNetnsId(fd: number): string;
+  peerCredentials(fd: number): { pid: number; uid: number; gid: number };
   fanotifyOpen(): number;
   fanotifyMarkFilesystem(fd: number, path: string): void;
   fanotifyRead(fd: number): { mask: number; pid: number; records: FanotifyRecord[] }[];

@@ -153,7 +153,27 @@ static napi_value js_socket_netns_id(napi_env env, napi_callback_info info) {
   return wl_str(env, id);
 }
 
+/* peerCredentials(fd): the pid, uid and gid of a connected unix socket's peer as of its connect
+ * (getsockopt SO_PEERCRED), translated by the kernel into the caller's namespaces. */
+static napi_value js_peer_credentials(napi_env env, napi_callback_info info) {
+  napi_value argv[1];
+  int32_t fd;
+  if (!wl_args(env, info, 1, argv) || !wl_int32(env, argv[0], "fd", &fd)) return NULL;
+  struct ucred cred;
+  socklen_t len = sizeof cred;
+  if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) return wl_throw_errno(env, errno, "getsockopt", "SO_PEERCRED");
+  napi_value o;
+  napi_create_object(env, &o);
+  napi_set_named_property(env, o, "pid", wl_int(env, cred.pid));
+  napi_value uid, gid;
+  napi_create_uint32(env, cred.uid, &uid);
+  napi_create_uint32(env, cred.gid, &gid);
+  napi_set_named_property(env, o, "uid", uid);
+  napi_set_named_property(env, o, "gid", gid);
+  return o;
+}
+
 bool wl_register_netns(napi_env env, napi_value exports) {
-  static const wl_fn fns[] = {{"listenInNetns", js_listen_in_netns}, {"socketNetnsId", js_socket_netns_id}};
-  return wl_export_fns(env, exports, fns, 2);
+  static const wl_fn fns[] = {{"listenInNetns", js_listen_in_netns}, {"socketNetnsId", js_socket_netns_id}, {"peerCredentials", js_peer_credentials}};
+  return wl_export_fns(env, exports, fns, 3);
 }

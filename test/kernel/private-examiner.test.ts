@@ -4,7 +4,7 @@
 // report's. An examiner that writes no report, or fails, leaves the report UNTRUSTED by name.
 import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, copyFileSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { admitReport } from '../../core/private-evaluator/report-admission.js';
 import { nsIds } from '../../native/index.js';
@@ -25,29 +25,55 @@ const HOST_BASE = 3_400_000;
 const agentNs = nsIds('self');
 
 const EXAMINE = `
-import os, socket
+import os, sys
+sys.path.insert(0, '/run/worldline-verifiers')
+from worldline_broker import Broker, BrokerError
 root = '/work/input'
-names = sorted(os.listdir(root))
-fails = [n for n in names if n.startswith('FAIL')]
+names = sorted(n for n in os.listdir(root) if n != 'MODE')
+mode = open(os.path.join(root, 'MODE')).read().strip() if os.path.exists(os.path.join(root, 'MODE')) else 'report'
 try:
     with open(os.path.join(root, 'injected'), 'w') as f:
         f.write('x')
     print('wrote-input')
 except OSError as e:
     print('input-readonly', e.errno)
-s = socket.socket(socket.AF_UNIX)
-s.connect('/run/worldline-examiner-broker.sock')
-print('broker', s.recv(200).decode().strip())
-cases = ''.join('<testcase name="%s">%s</testcase>' % (n, '<failure/>' if n.startswith('FAIL') else '') for n in names)
-mode = open(os.path.join(root, 'MODE')).read().strip() if 'MODE' in names else 'report'
-if mode == 'report':
+cases = []
+with Broker() as b:
+    if mode in ('report', 'exit3'):
+        for n in names:
+            exit, out, _ = b.run(['/bin/sh', '-c', 'test "$(cat "$1")" = ok && echo x >> "$1"', 'sh', n], root, 10000)
+            cases.append((n, exit['code'] == 0))
+        exit, out, _ = b.run(['/bin/sh', '-c', 'id -u; id -g; ls -a /run; ls /work/input; cat /work/input/MODE 2>/dev/null; echo env=$(env | sort | tr "\\n" " ")'], root, 10000)
+        print('candidate-probe', out.decode().replace(chr(10), '|'))
+    elif mode == 'session':
+        s = b.start(['/bin/sleep', '30'], root, 20000)
+        print('running', b.wait(s, 100))
+        b.signal(s, 'SIGKILL')
+        e = None
+        while e is None:
+            e = b.wait(s, 2000)
+        print('ended', e['signal'], e['reason'])
+        print('teardown', b.teardown(s)['signal'])
+        cases.append(('session', e['signal'] == 'SIGKILL'))
+    elif mode == 'left-open':
+        b.start(['/bin/sleep', '30'], root, 20000)
+        cases.append(('left-open', True))
+    elif mode == 'violation':
+        try:
+            b.call(op='run', argv=[], cwd=root, timeoutMs=1)
+        except BrokerError as e:
+            print('refused', e)
+        cases.append(('violation', True))
+if mode != 'none':
+    xml = ''.join('<testcase name="%s">%s</testcase>' % (n, '' if ok else '<failure/>') for n, ok in cases)
     with open('/run/worldline-report/report', 'w') as f:
-        f.write('<testsuite tests="%d" failures="%d">%s</testsuite>' % (len(names), len(fails), cases))
+        f.write('<testsuite tests="%d" failures="%d">%s</testsuite>' % (len(cases), sum(1 for _, ok in cases if not ok), xml))
 raise SystemExit(3 if mode == 'exit3' else 0)
 `;
 const verifiers = join(base, 'verifiers');
 mkdirSync(verifiers, { mode: 0o755 });
 writeFileSync(join(verifiers, 'examine.py'), EXAMINE, { mode: 0o644 });
+copyFileSync(join(import.meta.dirname, '..', '..', '..', 'examples', 'private-evaluator', 'worldline_broker.py'), join(verifiers, 'worldline_broker.py'));
 let runs = 0;
 
 async function evaluate(files: Record<string, string>) {
@@ -70,24 +96,50 @@ async function evaluate(files: Record<string, string>) {
   return { result, admission: admitReport(result.record, result.reportBytes, binding), output: readFileSync(result.outputFile, 'utf8') };
 }
 
-test('the examiner reads the frozen candidate as data, cannot change it, and its admitted report decides: PASS', async () => {
-  const { result, admission, output } = await evaluate({ a: 'one', b: 'two' });
-  assert.match(output, /^input-readonly 30$/m, 'EROFS: the frozen input is read-only');
-  assert.match(output, /broker .*BROKER_UNSUPPORTED/, 'the examiner reaches its broker, which says it serves nothing yet');
+test('the examiner reads the frozen input read-only and runs the candidate\'s code as the candidate over its own copy; its admitted report decides', async () => {
+  const { result, admission, output } = await evaluate({ a: 'ok', b: 'ok' });
+  assert.match(output, /^input-readonly 30$/m, 'EROFS: the frozen input is read-only to the examiner');
+  const probe = /^candidate-probe (.*)$/m.exec(output)?.[1]?.split('|') ?? [];
+  assert.deepEqual(probe.slice(0, 2), ['2', '2'], `the candidate runs as namespace uid and gid 2: ${output}`);
+  assert.deepEqual(probe.slice(2, 4), ['.', '..'], 'the candidate\'s /run is empty: no report, no broker, no verifiers');
+  assert.ok(probe.includes('a') && probe.includes('b'), 'the candidate sees its copy of the input at the same path');
+  assert.match(output, /env=LANG=C\.UTF-8 PATH=\/usr\/local\/bin:\/usr\/bin:\/bin PWD=\/work\/input\|/, 'a cleared environment (PWD is the shell\'s)');
   assert.deepEqual(result.record.boundary, { problems: [], rolesCompleted: true, reportMountExclusive: true });
-  assert.deepEqual(result.record.examiner, { code: 0, signal: null, reason: 'Completed' });
   assert.deepEqual(admission, { classification: 'ADMISSIBLE', verdict: 'PASS', totals: { tests: 2, failures: 0, errors: 0, skipped: 0 } });
+  // The candidate appended to its own copies; the frozen input is as it was.
+  assert.equal(readFileSync(join(base, `frozen-${runs}`, 'a'), 'utf8'), 'ok');
+  assert.deepEqual(readdirSync(join(base, `run-${runs}`)).sort(), ['examiner', 'examiner.log', 'examiner.log.exit', 'report', 'sessions']);
+  assert.deepEqual(readdirSync(join(base, `run-${runs}`, 'sessions')), [], 'every session\'s copy and root filesystem removed');
 });
 
-test('a failing case in the report is a FAIL verdict, whatever the examiner\'s exit status', async () => {
-  const { admission } = await evaluate({ a: 'one', 'FAIL-b': 'two' });
+test('a failing case in the report is a FAIL verdict', async () => {
+  const { admission } = await evaluate({ a: 'ok', b: 'not ok' });
   assert.deepEqual(admission, { classification: 'ADMISSIBLE', verdict: 'FAIL', totals: { tests: 2, failures: 1, errors: 0, skipped: 0 } });
 });
 
+test('a session started, waited on, killed and torn down through the broker', async () => {
+  const { admission, output } = await evaluate({ MODE: 'session' });
+  assert.match(output, /^running None$/m);
+  assert.match(output, /^ended SIGKILL Signaled$/m);
+  assert.match(output, /^teardown SIGKILL$/m);
+  assert.equal(admission.classification, 'ADMISSIBLE', JSON.stringify(admission));
+});
+
+test('a session left open, or a request the broker refuses, fails the boundary: the report is UNTRUSTED', async () => {
+  const open = await evaluate({ MODE: 'left-open' });
+  assert.ok(open.result.record.boundary.problems.includes('candidate session c1 was still open when the run ended'), JSON.stringify(open.result.record.boundary));
+  assert.equal(open.result.record.boundary.rolesCompleted, false);
+  assert.deepEqual(open.admission.classification === 'UNTRUSTED' && open.admission.reasons, ['BOUNDARY_INCOMPLETE']);
+  const bad = await evaluate({ MODE: 'violation' });
+  assert.match(bad.output, /^refused PROTOCOL_VIOLATION: a malformed request: argv: /m);
+  assert.ok(bad.result.record.boundary.problems.some((p) => p.startsWith('examiner broker: a malformed request')), JSON.stringify(bad.result.record.boundary));
+  assert.deepEqual(bad.admission.classification === 'UNTRUSTED' && bad.admission.reasons, ['BOUNDARY_INCOMPLETE']);
+});
+
 test('an examiner that writes no report, or fails, leaves the report UNTRUSTED by name', async () => {
-  const none = await evaluate({ a: 'one', MODE: 'none' });
+  const none = await evaluate({ a: 'ok', MODE: 'none' });
   assert.deepEqual(none.admission.classification === 'UNTRUSTED' && none.admission.reasons, ['REPORT_MISSING']);
-  const failed = await evaluate({ a: 'one', MODE: 'exit3' });
-  assert.deepEqual(failed.admission.classification === 'UNTRUSTED' && failed.admission.reasons, ['EXAMINER_INCOMPLETE', 'REPORT_MISSING']);
+  const failed = await evaluate({ a: 'ok', MODE: 'exit3' });
+  assert.deepEqual(failed.admission.classification === 'UNTRUSTED' && failed.admission.reasons, ['EXAMINER_INCOMPLETE']);
   assert.equal(failed.result.record.examiner.code, 3);
 });
