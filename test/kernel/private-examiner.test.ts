@@ -58,13 +58,24 @@ with Broker() as b:
     elif mode == 'left-open':
         b.start(['/bin/sleep', '30'], root, 20000)
         cases.append(('left-open', True))
+    elif mode == 'probe':
+        probe = 'echo pids $(ls /proc | grep -E "^[0-9]+$" | tr "\\n" " "); echo report-mounts $(grep -c worldline /proc/self/mountinfo); ls /run/worldline-verifiers 2>/dev/null && echo VERIFIERS; echo ifaces $(tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d " "); unshare -U true 2>/dev/null && echo NESTED; cat /proc/1/cmdline | tr "\\\\000" " "; echo'
+        exit, out, _ = b.run(['/bin/sh', '-c', probe], root, 10000)
+        for line in out.decode().splitlines():
+            print('probe', line)
+        cases.append(('probe', exit['code'] == 0))
+    elif mode == 'copy-verdict':
+        exit, out, _ = b.run(['/bin/cat', 'fake.xml'], root, 10000)
+        with open('/run/worldline-report/report', 'wb') as f:
+            f.write(out)
+        mode = 'copied'
     elif mode == 'violation':
         try:
             b.call(op='run', argv=[], cwd=root, timeoutMs=1)
         except BrokerError as e:
             print('refused', e)
         cases.append(('violation', True))
-if mode != 'none':
+if mode not in ('none', 'copied'):
     xml = ''.join('<testcase name="%s">%s</testcase>' % (n, '' if ok else '<failure/>') for n, ok in cases)
     with open('/run/worldline-report/report', 'w') as f:
         f.write('<testsuite tests="%d" failures="%d">%s</testsuite>' % (len(cases), sum(1 for _, ok in cases if not ok), xml))
@@ -134,6 +145,24 @@ test('a session left open, or a request the broker refuses, fails the boundary: 
   assert.match(bad.output, /^refused PROTOCOL_VIOLATION: a malformed request: argv: /m);
   assert.ok(bad.result.record.boundary.problems.some((p) => p.startsWith('examiner broker: a malformed request')), JSON.stringify(bad.result.record.boundary));
   assert.deepEqual(bad.admission.classification === 'UNTRUSTED' && bad.admission.reasons, ['BOUNDARY_INCOMPLETE']);
+});
+
+test('a candidate session sees only its own processes, no report, broker or verifier mount, no network, no nested user namespace', async () => {
+  const { admission, output } = await evaluate({ MODE: 'probe' });
+  const probe = (name: string): string => new RegExp(`^probe ${name} ?(.*)$`, 'm').exec(output)?.[1] ?? '(missing)';
+  const pids = probe('pids').trim().split(' ').map(Number);
+  assert.ok(pids.length > 0 && pids.length <= 6 && pids.includes(1), `its own PID namespace (pid 1 is its shell): ${probe('pids')}`);
+  assert.equal(probe('report-mounts'), '0', 'nothing of worldline is mounted in its namespace');
+  assert.doesNotMatch(output, /^probe (VERIFIERS|NESTED)$/m, 'no verifier mount; no nested user namespace');
+  assert.equal(probe('ifaces'), 'lo');
+  assert.match(output, /^probe \/bin\/sh -c /m, 'pid 1 in its namespace is its own shell, not the examiner');
+  assert.equal(admission.classification, 'ADMISSIBLE');
+});
+
+test('a documented limit: an examiner that copies candidate output into its report hands the verdict to the candidate', async () => {
+  // The candidate prints a passing JUnit report; the examiner writes what it printed as its own report.
+  const { admission } = await evaluate({ a: 'not ok', 'fake.xml': '<testsuite tests="1" failures="0"/>', MODE: 'copy-verdict' });
+  assert.deepEqual(admission, { classification: 'ADMISSIBLE', verdict: 'PASS', totals: { tests: 1, failures: 0, errors: 0, skipped: 0 } });
 });
 
 test('an examiner that writes no report, or fails, leaves the report UNTRUSTED by name', async () => {
