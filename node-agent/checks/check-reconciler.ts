@@ -32,6 +32,7 @@ import { rebaseOnto } from '../store/rebased-candidate.js';
 import { hasEvaluation, recordEvaluation } from '../store/evaluation-records.js';
 import { checkDefinitions, resolveRequirement } from '../evidence/policy-requirement.js';
 import { CHECK_ENV_BASE, runCheck, type CheckResult } from './run-check.js';
+import { runPrivateCheck, type PrivateCheckResult } from './run-private-check.js';
 import type { AgentConfig } from '../config.js';
 import { checkPolicyRecord, checkRequestRecord } from '../isolation/world-request.js';
 import { worldGate } from '../isolation/isolation-gate.js';
@@ -181,7 +182,7 @@ export class NodeChecks {
       status = { ...status, phase: 'Running', reason: undefined, message: undefined, startedAt: d.clock.now().toISOString() };
       await this.apply(c, status);
       d.events.normal(c, 'CheckStarted', `running check ${c.spec.name} on candidate ${subject}`);
-      const { result, isolation } = await this.execute(c, world, subject, view, reservation);
+      const { result, isolation } = view.definition.profile === 'private-evaluator-v1' ? { result: await this.executePrivate(c, view, subject, reservation), isolation: undefined } : await this.execute(c, world, subject, view, reservation);
       if (result.verdict === 'REFUSED') throw new Refusal(result.code, isolation && result.code === 'ISOLATION_INSUFFICIENT' ? `${result.message}; ${isolation}` : result.message);
       await this.record(c, world, status, result);
       return;
@@ -261,7 +262,6 @@ export class NodeChecks {
     const policy = governingPolicy(d.policies.list(), roots);
     const definition = checkDefinitions(policy).find((x) => x.name === checkName);
     if (!policy || !definition) throw new Refusal('CHECK_NOT_IN_POLICY', `no Policy governing Roots ${roots.join(', ')} defines check "${checkName}"`);
-    if (definition.profile !== 'legacy') throw new Refusal('CHECK_PROFILE_UNSUPPORTED', `profile ${definition.profile} is not run by this node-agent yet`);
 
     // A spec.subject is checked to be a rebase of the World's candidate before anything of it is read.
     const base = c.spec.subject === undefined ? (world.status?.base ?? []) : rebasedBase(d.store.layout.candidates, c, world);
@@ -341,11 +341,43 @@ export class NodeChecks {
     return { result, isolation };
   }
 
+  /** Runs a private-evaluator-v1 check (run-private-check.ts): its verdict is its admitted report's. */
+  private async executePrivate(c: Check, view: CheckView, subject: string, r: { reserve: WorldResources; idBase: number; idCount: number }): Promise<PrivateCheckResult> {
+    const d = this.d;
+    const checksDir = join(d.store.dir, 'checks');
+    mkdirSync(checksDir, { recursive: true, mode: 0o711 });
+    const runId = (c.metadata.uid ?? '').replace(/[^A-Za-z0-9-]/g, '');
+    return runPrivateCheck({
+      runId,
+      checksDir,
+      checkName: c.spec.name,
+      roots: view.checkRoots,
+      candidateDir: view.candidateDir,
+      subject,
+      requirementHash: view.resolved.requirementHash,
+      verifierIdentity: view.resolved.declaredVerifier,
+      argv: [...view.definition.command],
+      env: [...CHECK_ENV_BASE],
+      reportFormat: view.policy.spec.checks?.find((x) => x.name === c.spec.name)?.reportFormat ?? '',
+      idBase: r.idBase,
+      idCount: r.idCount,
+      limits: { cpuMillis: r.reserve.cpuMillis, memoryBytes: r.reserve.memoryBytes, pids: r.reserve.pids },
+      wallTimeMs: Math.round((parseDuration(view.definition.timeout) ?? 600) * 1000),
+      outputLimitBytes: r.reserve.outputBytes,
+      cgroups: d.cgroups,
+      agentNs: d.agentNs,
+      outputFile: join(checksDir, `${runId}.output.log`),
+      now: () => d.clock.now(),
+    });
+  }
+
   /** A run that ended: its verdict (REFUSED when the verifiers executed are not the ones bound), recorded, shown, announced. */
-  private async record(c: Check, world: World, before: AgentCheckStatus, result: Extract<CheckResult, { record: unknown }>): Promise<void> {
+  private async record(c: Check, world: World, before: AgentCheckStatus, result: Extract<PrivateCheckResult, { record: unknown }>): Promise<void> {
     const d = this.d;
     const r = result.record;
     const mismatch = r.executedVerifierIdentity !== r.verifierIdentity;
+    // A private-evaluator report that is not admissible cannot make the Check pass: FAIL, with its reasons.
+    const untrusted = result.admission?.classification === 'UNTRUSTED' ? result.admission : undefined;
     const verdict = mismatch ? 'REFUSED' : result.verdict;
     const status: AgentCheckStatus = {
       ...before,
@@ -353,6 +385,7 @@ export class NodeChecks {
       verdict,
       executedVerifierIdentity: r.executedVerifierIdentity,
       exit: { ...(r.exit.code !== null ? { code: r.exit.code } : {}), ...(r.exit.signal !== null ? { signal: r.exit.signal } : {}), reason: r.exit.reason },
+      ...(untrusted && !mismatch ? { reason: 'REPORT_UNTRUSTED', message: `the report is UNTRUSTED: ${untrusted.reasons.join(', ')} (${untrusted.details.join('; ')})` } : {}),
       ...(mismatch ? { reason: 'VERIFIER_EXECUTION_IDENTITY_MISMATCH', message: 'the verifiers executed are not the ones the requirement binds' } : {}),
       startedAt: r.startedAt,
       finishedAt: r.finishedAt,

@@ -27,8 +27,8 @@ export interface ExaminerRunSpec {
   agentNs: Record<NsName, string>;
   /** Frozen inputs (owned by the examiner's host id) and where each appears, read-only. */
   inputs: { frozen: FrozenTree; path: string }[];
-  /** Host directory of the verifier files staged from PRIME. */
-  verifiers: string;
+  /** Host directories of the verifier files staged from PRIME, and where each appears (read-only, under VERIFIERS_PATH). */
+  verifiers: { dir: string; path: string }[];
   argv: string[];
   env: string[];
   cwd: string;
@@ -113,7 +113,7 @@ export async function runExaminer(spec: ExaminerRunSpec): Promise<ExaminerRunRes
     await broker.listen();
     const binds: RoleBind[] = [
       ...spec.inputs.map((i) => ({ source: i.frozen.dir, target: i.path, readonly: true })),
-      { source: spec.verifiers, target: VERIFIERS_PATH, readonly: true },
+      ...spec.verifiers.map((v) => ({ source: v.dir, target: v.path, readonly: true })),
       { source: report.dir, target: ROLE_PATHS.report, readonly: false },
       { source: brokerPath, target: ROLE_PATHS.examinerBroker, readonly: false, file: true },
     ];

@@ -98,7 +98,7 @@ async function evaluate(files: Record<string, string>) {
   const spec: ExaminerRunSpec = {
     dir: join(base, `run-${n}`), hostBase: HOST_BASE, agentNs,
     inputs: [{ frozen, path: '/work/input' }],
-    verifiers, argv: ['/usr/bin/python3', '-I', `${VERIFIERS_PATH}/examine.py`], env: ['PATH=/usr/bin:/bin', 'LANG=C.UTF-8'], cwd: '/',
+    verifiers: [{ dir: verifiers, path: VERIFIERS_PATH }], argv: ['/usr/bin/python3', '-I', `${VERIFIERS_PATH}/examine.py`], env: ['PATH=/usr/bin:/bin', 'LANG=C.UTF-8'], cwd: '/',
     binding, reportFormat: 'junit', cgroups: layout, limits: { cpuMillis: 1000, memoryBytes: 256 * 1024 * 1024, pids: 64 },
     supervisorCgroupProcs: supervisorCgroupProcs(layout), wallTimeMs: 30_000, outputLimitBytes: 65536,
   };

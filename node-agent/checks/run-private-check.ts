@@ -1,0 +1,94 @@
+// Runs one private-evaluator-v1 check (docs/architecture.md, "The private evaluator's principals"): the
+// check's view of the candidate (candidate bytes, bound verifiers staged from PRIME) is mounted, hashed for
+// the executed verifier identity and frozen; the examiner — the Policy's command — runs over the frozen
+// input with the staged verifiers of each Root read-only at /run/worldline-verifiers/<Root>, starting
+// the candidate's code through its broker; its report is collected and admitted. The verdict is the
+// admitted report's: PASS or FAIL. A report that is not admissible is FAIL with REPORT_UNTRUSTED and its
+// reasons (it cannot make the Check pass); a boundary that does not hold refuses the run,
+// PRIVATE_EVALUATOR_BOUNDARY_FAILED; a candidate that cannot be frozen refuses it, PRIVATE_INPUT_REFUSED.
+import { copyFileSync, existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { classifyError } from '../../core/errors.js';
+import { admitReport, type ReportAdmission } from '../../core/private-evaluator/report-admission.js';
+import type { NsName } from '../../native/index.js';
+import { BoundaryFailed } from '../private-evaluator/check-principals.js';
+import { freezeTree } from '../private-evaluator/freeze-tree.js';
+import { runExaminer, VERIFIERS_PATH } from '../private-evaluator/run-examiner.js';
+import type { CgroupLayout, CgroupLimits } from '../sandbox/cgroup.js';
+import { worldPaths } from '../sandbox/run-paths.js';
+import { supervisorCgroupProcs } from '../sandbox/supervisor-cgroup.js';
+import { teardownRun, throwTeardownErrors } from '../sandbox/teardown-run.js';
+import { checkRootLayers, executedVerifierIdentity, mergedDirOf, mountCheckViews, prepareCheckLayers, type CheckRoot } from './materialize.js';
+import type { CheckResult, ExecutionRecord } from './run-check.js';
+
+export interface PrivateCheckRunSpec {
+  runId: string;
+  checksDir: string;
+  checkName: string;
+  roots: CheckRoot[];
+  candidateDir: string;
+  subject: string;
+  requirementHash: string;
+  verifierIdentity: string;
+  argv: string[];
+  env: string[];
+  reportFormat: string;
+  /** The run's id range: its first three ids are the examiner's, the worker's and the candidate's. */
+  idBase: number;
+  idCount: number;
+  limits: CgroupLimits;
+  wallTimeMs: number;
+  outputLimitBytes: number;
+  cgroups: CgroupLayout;
+  agentNs: Record<NsName, string>;
+  /** Where the examiner's output is kept (never interpreted). */
+  outputFile: string;
+  now?: () => Date;
+}
+
+export type PrivateCheckResult = CheckResult & { admission?: ReportAdmission };
+
+export async function runPrivateCheck(spec: PrivateCheckRunSpec): Promise<PrivateCheckResult> {
+  const now = spec.now ?? (() => new Date());
+  const paths = worldPaths(spec.checksDir, spec.runId);
+  // What an earlier agent left of this run is removed first; the Check then runs from scratch.
+  if (existsSync(paths.dir)) throwTeardownErrors(await teardownRun(paths, undefined, () => undefined));
+  try {
+    await prepareCheckLayers(paths, spec.roots, spec.candidateDir);
+    mountCheckViews(paths, spec.roots, spec.idBase, spec.idCount);
+    const executed = executedVerifierIdentity(paths, spec.roots).identity;
+    // The frozen input belongs to the examiner (the run's first host id); each Root at its own path.
+    const inputs = spec.roots.map((r, i) => ({ frozen: freezeTree(mergedDirOf(paths, r.rootKey), join(paths.dir, `frozen-${i}`), spec.idBase), path: r.path }));
+    const verifiers = spec.roots.map((r) => ({ dir: checkRootLayers(paths, r.rootKey).stagingMount, path: `${VERIFIERS_PATH}/${r.name}` }));
+    const binding = { run: spec.runId, check: spec.checkName, candidate: spec.subject, verifier: executed };
+    const startedAt = now().toISOString();
+    const run = await runExaminer({
+      dir: join(paths.dir, 'private'), hostBase: spec.idBase, agentNs: spec.agentNs, inputs, verifiers,
+      argv: spec.argv, env: spec.env, cwd: spec.roots[0]?.path ?? '/', binding, reportFormat: spec.reportFormat,
+      cgroups: spec.cgroups, limits: spec.limits, supervisorCgroupProcs: supervisorCgroupProcs(spec.cgroups),
+      wallTimeMs: spec.wallTimeMs, outputLimitBytes: spec.outputLimitBytes,
+    });
+    const finishedAt = now().toISOString();
+    copyFileSync(run.outputFile, spec.outputFile);
+    if (run.record.boundary.problems.length > 0) throw new BoundaryFailed(run.record.boundary.problems);
+    const admission = admitReport(run.record, run.reportBytes, binding);
+    const e = run.record.examiner;
+    const record: ExecutionRecord = {
+      check: spec.checkName,
+      requirementHash: spec.requirementHash,
+      verifierIdentity: spec.verifierIdentity,
+      executedVerifierIdentity: executed,
+      subject: spec.subject,
+      exit: { code: e.code, signal: e.signal, reason: e.reason as ExecutionRecord['exit']['reason'] },
+      startedAt,
+      finishedAt,
+    };
+    return { verdict: admission.classification === 'ADMISSIBLE' ? admission.verdict : 'FAIL', record, admission };
+  } catch (err) {
+    const failure = classifyError(err);
+    if (!failure.terminal) throw err;
+    return { verdict: 'REFUSED', code: failure.code, message: failure.message };
+  } finally {
+    throwTeardownErrors(await teardownRun(paths, undefined, () => undefined));
+  }
+}

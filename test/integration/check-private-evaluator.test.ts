@@ -1,0 +1,113 @@
+// A Policy check with the private-evaluator-v1 profile, on a real stack (kube-apiserver + etcd, controller,
+// node-agent as root): the controller creates its Check when the World is Captured; the node-agent freezes
+// the candidate, runs the Policy's examiner (python3, staged from PRIME among the check's verifiers) over it,
+// and the examiner starts the candidate's code through its broker as the candidate principal. The verdict
+// is the examiner's admitted report: PASS for a good candidate, FAIL for a bad one; a candidate the frozen
+// input does not accept is refused by name; the Policy's legacy check runs beside it as before.
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { startStack, type Stack } from '../support/stack.js';
+import { applyRoot, describeRun, ownedDir, ownedFile, runWorld, shWorld } from '../support/worlds.js';
+
+const ISOLATION = { minimumLevel: 'os-sandboxed', controls: ['network-denied'] };
+const EXAMINER = ['/usr/bin/python3', '-I', '/run/worldline-verifiers/proj/checks/examine.py'];
+const POLICY = {
+  apiVersion: 'worldline.dev/v1alpha1',
+  kind: 'Policy',
+  metadata: { name: 'proj-policy' },
+  spec: {
+    roots: ['proj'],
+    checks: [
+      { name: 'verify', command: ['/bin/sh', 'checks/verify.sh'], verifiers: ['checks/**'], timeout: '1m' },
+      { name: 'examine', command: EXAMINER, verifiers: ['checks/**'], timeout: '1m', profile: 'private-evaluator-v1', reportFormat: 'junit' },
+    ],
+    isolation: { agent: ISOLATION, check: ISOLATION },
+  },
+};
+// The examiner: runs the candidate's own test (grep) as the candidate, and reports what it saw.
+const EXAMINE = `import os, sys
+sys.path.insert(0, '/run/worldline-verifiers/proj/checks')
+from worldline_broker import Broker
+with Broker() as b:
+    exit, out, _ = b.run(['/bin/sh', '-c', 'id -u; grep -q ok README.md'], os.getcwd(), 30000)
+print('candidate said', out.decode().strip(), exit)
+ok = exit['code'] == 0
+if os.path.exists('NOREPORT'):
+    raise SystemExit(0)
+with open('/run/worldline-report/report', 'w') as f:
+    f.write('<testsuite tests="1" failures="%d"><testcase name="readme">%s</testcase></testsuite>' % (0 if ok else 1, '' if ok else '<failure/>'))
+`;
+
+describe('a private-evaluator-v1 check on the stack', () => {
+  let s: Stack;
+
+  before(async () => {
+    s = await startStack({ nodeName: 'private-node' });
+    const proj = join(s.scratch, 'proj');
+    ownedDir(proj);
+    ownedDir(join(proj, 'checks'));
+    ownedFile(join(proj, 'checks', 'verify.sh'), 'grep -q ok README.md\n');
+    ownedFile(join(proj, 'checks', 'examine.py'), EXAMINE);
+    const client = resolve(import.meta.dirname, '..', '..', '..', 'examples', 'private-evaluator', 'worldline_broker.py');
+    ownedFile(join(proj, 'checks', 'worldline_broker.py'), readFileSync(client, 'utf8'));
+    ownedFile(join(proj, 'README.md'), 'not yet\n');
+    const root = await applyRoot(s, 'proj', proj);
+    assert.equal(root.status.phase, 'Ready', JSON.stringify(root.status));
+    await s.apply(JSON.stringify(POLICY));
+  });
+
+  after(async () => {
+    await s?.stop();
+  });
+
+  const finished = (name: string): Promise<Record<string, any>> =>
+    s.waitFor(`Check ${name} finished`, async () => {
+      const c = await s.get('check', name, 'default');
+      return ['Passed', 'Failed', 'Refused'].includes(c?.status?.phase) ? c : undefined;
+    }, 90_000);
+
+  test('a good candidate: the examiner\'s admitted report passes it; the legacy check passes too', async () => {
+    const r = await runWorld(s, 'good', shWorld(['proj'], 'echo ok > README.md'));
+    assert.equal(r.status.phase, 'Captured', describeRun(r));
+    const examine = await finished('good-examine');
+    assert.equal(examine.status.phase, 'Passed', JSON.stringify(examine.status));
+    assert.equal(examine.status.verdict, 'PASS');
+    assert.equal(examine.status.subject, r.status.candidate.digest);
+    assert.equal(examine.status.executedVerifierIdentity, examine.status.verifierIdentity, 'the verifiers that ran are the ones bound');
+    assert.deepEqual(examine.status.exit, { code: 0, reason: 'Completed' });
+    const verify = await finished('good-verify');
+    assert.equal(verify.status.phase, 'Passed', JSON.stringify(verify.status));
+  });
+
+  test('a bad candidate: FAIL from the report, while the candidate\'s code ran as the candidate', async () => {
+    const r = await runWorld(s, 'bad', shWorld(['proj'], 'echo nope > README.md'));
+    assert.equal(r.status.phase, 'Captured', describeRun(r));
+    const examine = await finished('bad-examine');
+    assert.equal(examine.status.phase, 'Failed', JSON.stringify(examine.status));
+    assert.equal(examine.status.verdict, 'FAIL');
+    assert.equal(examine.status.reason, undefined, 'an admitted report, not an untrusted one');
+    const log = readFileSync(join(s.storeDir, 'checks', `${String(examine.metadata.uid)}.output.log`), 'utf8');
+    assert.match(log, /^candidate said 2 \{'code': 1, 'signal': None, 'reason': 'Completed'\}$/m, log);
+  });
+
+  test('an examiner that leaves no report: the Check fails, REPORT_UNTRUSTED, naming why', async () => {
+    const r = await runWorld(s, 'silent', shWorld(['proj'], 'echo ok > README.md; touch NOREPORT'));
+    assert.equal(r.status.phase, 'Captured', describeRun(r));
+    const examine = await finished('silent-examine');
+    assert.equal(examine.status.phase, 'Failed', JSON.stringify(examine.status));
+    assert.equal(examine.status.verdict, 'FAIL');
+    assert.equal(examine.status.reason, 'REPORT_UNTRUSTED');
+    assert.match(examine.status.message, /REPORT_MISSING/);
+  });
+
+  test('a candidate the frozen input does not accept (a symbolic link) is refused by name', async () => {
+    const r = await runWorld(s, 'linked', shWorld(['proj'], 'echo ok > README.md; ln -s README.md LINK'));
+    assert.equal(r.status.phase, 'Captured', describeRun(r));
+    const examine = await finished('linked-examine');
+    assert.equal(examine.status.phase, 'Refused', JSON.stringify(examine.status));
+    assert.equal(examine.status.reason, 'PRIVATE_INPUT_REFUSED');
+    assert.match(examine.status.message, /LINK: is a symbolic link/);
+  });
+});
