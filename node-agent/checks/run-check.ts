@@ -50,6 +50,17 @@ export type CheckResult =
   | { verdict: 'PASS' | 'FAIL'; record: ExecutionRecord }
   | { verdict: 'REFUSED'; code: string; message: string };
 
+/** The record of one finished run of a check (either profile). */
+export function executionRecord(
+  spec: Pick<CheckRunSpec, 'checkName' | 'requirementHash' | 'verifierIdentity' | 'subject'>,
+  executedVerifierIdentity: string,
+  exit: ExecutionRecord['exit'],
+  startedAt: string,
+  finishedAt: string,
+): ExecutionRecord {
+  return { check: spec.checkName, requirementHash: spec.requirementHash, verifierIdentity: spec.verifierIdentity, executedVerifierIdentity, subject: spec.subject, exit, startedAt, finishedAt };
+}
+
 export async function runCheck(spec: CheckRunSpec): Promise<CheckResult> {
   const now = spec.now ?? (() => new Date());
   const paths = worldPaths(spec.checksDir, spec.runId);
@@ -74,16 +85,7 @@ export async function runCheck(spec: CheckRunSpec): Promise<CheckResult> {
     workload = await startRun(spec, paths, cgroup, made.readback, spec.outputFile);
     const end = await workload.done;
     const finishedAt = now().toISOString();
-    const record: ExecutionRecord = {
-      check: spec.checkName,
-      requirementHash: spec.requirementHash,
-      verifierIdentity: spec.verifierIdentity,
-      executedVerifierIdentity: executed,
-      subject: spec.subject,
-      exit: { code: end.code, signal: end.signal, reason: end.reason },
-      startedAt,
-      finishedAt,
-    };
+    const record = executionRecord(spec, executed, { code: end.code, signal: end.signal, reason: end.reason }, startedAt, finishedAt);
     const passed = end.reason === 'Completed' && end.code === 0 && end.signal === null;
     return { verdict: passed ? 'PASS' : 'FAIL', record };
   } catch (err) {

@@ -10,41 +10,21 @@ import { copyFileSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { classifyError } from '../../core/errors.js';
 import { admitReport, type ReportAdmission } from '../../core/private-evaluator/report-admission.js';
-import type { NsName } from '../../native/index.js';
 import { BoundaryFailed } from '../private-evaluator/check-principals.js';
 import { freezeTree } from '../private-evaluator/freeze-tree.js';
 import { runExaminer, VERIFIERS_PATH } from '../private-evaluator/run-examiner.js';
-import type { CgroupLayout, CgroupLimits } from '../sandbox/cgroup.js';
 import { worldPaths } from '../sandbox/run-paths.js';
 import { supervisorCgroupProcs } from '../sandbox/supervisor-cgroup.js';
 import { teardownRun, throwTeardownErrors } from '../sandbox/teardown-run.js';
-import { checkRootLayers, executedVerifierIdentity, mergedDirOf, mountCheckViews, prepareCheckLayers, type CheckRoot } from './materialize.js';
-import type { CheckResult, ExecutionRecord } from './run-check.js';
+import { checkRootLayers, executedVerifierIdentity, mergedDirOf, mountCheckViews, prepareCheckLayers } from './materialize.js';
+import { executionRecord, type CheckResult, type CheckRunSpec, type ExecutionRecord } from './run-check.js';
 
-export interface PrivateCheckRunSpec {
-  runId: string;
-  checksDir: string;
-  checkName: string;
-  roots: CheckRoot[];
-  candidateDir: string;
-  subject: string;
-  requirementHash: string;
-  verifierIdentity: string;
-  argv: string[];
-  env: string[];
-  reportFormat: string;
-  /** The run's id range: its first three ids are the examiner's, the worker's and the candidate's. */
-  idBase: number;
-  idCount: number;
-  limits: CgroupLimits;
-  wallTimeMs: number;
-  outputLimitBytes: number;
-  cgroups: CgroupLayout;
-  agentNs: Record<NsName, string>;
-  /** Where the examiner's output is kept (never interpreted). */
-  outputFile: string;
-  now?: () => Date;
-}
+/** What a private-evaluator run takes: a check run's identity, view and limits (run-check.ts), and its report's format. */
+export type PrivateCheckRunSpec = Pick<
+  CheckRunSpec,
+  'runId' | 'checksDir' | 'checkName' | 'roots' | 'candidateDir' | 'subject' | 'requirementHash' | 'verifierIdentity' | 'argv' | 'env'
+  | 'idBase' | 'idCount' | 'limits' | 'wallTimeMs' | 'outputLimitBytes' | 'cgroups' | 'agentNs' | 'outputFile' | 'now'
+> & { reportFormat: string };
 
 export type PrivateCheckResult = CheckResult & { admission?: ReportAdmission };
 
@@ -73,16 +53,7 @@ export async function runPrivateCheck(spec: PrivateCheckRunSpec): Promise<Privat
     if (run.record.boundary.problems.length > 0) throw new BoundaryFailed(run.record.boundary.problems);
     const admission = admitReport(run.record, run.reportBytes, binding);
     const e = run.record.examiner;
-    const record: ExecutionRecord = {
-      check: spec.checkName,
-      requirementHash: spec.requirementHash,
-      verifierIdentity: spec.verifierIdentity,
-      executedVerifierIdentity: executed,
-      subject: spec.subject,
-      exit: { code: e.code, signal: e.signal, reason: e.reason as ExecutionRecord['exit']['reason'] },
-      startedAt,
-      finishedAt,
-    };
+    const record = executionRecord(spec, executed, { code: e.code, signal: e.signal, reason: e.reason as ExecutionRecord['exit']['reason'] }, startedAt, finishedAt);
     return { verdict: admission.classification === 'ADMISSIBLE' ? admission.verdict : 'FAIL', record, admission };
   } catch (err) {
     const failure = classifyError(err);

@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { startStack, type Stack } from '../support/stack.js';
-import { applyRoot, describeRun, ownedDir, ownedFile, runWorld, shWorld } from '../support/worlds.js';
+import { capturedCheck, checkedProject, checkFinished } from '../support/worlds.js';
 
 const ISOLATION = { minimumLevel: 'os-sandboxed', controls: ['network-denied'] };
 const EXAMINER = ['/usr/bin/python3', '-I', '/run/worldline-verifiers/proj/checks/examine.py'];
@@ -45,46 +45,27 @@ describe('a private-evaluator-v1 check on the stack', () => {
 
   before(async () => {
     s = await startStack({ nodeName: 'private-node' });
-    const proj = join(s.scratch, 'proj');
-    ownedDir(proj);
-    ownedDir(join(proj, 'checks'));
-    ownedFile(join(proj, 'checks', 'verify.sh'), 'grep -q ok README.md\n');
-    ownedFile(join(proj, 'checks', 'examine.py'), EXAMINE);
     const client = resolve(import.meta.dirname, '..', '..', '..', 'examples', 'private-evaluator', 'worldline_broker.py');
-    ownedFile(join(proj, 'checks', 'worldline_broker.py'), readFileSync(client, 'utf8'));
-    ownedFile(join(proj, 'README.md'), 'not yet\n');
-    const root = await applyRoot(s, 'proj', proj);
-    assert.equal(root.status.phase, 'Ready', JSON.stringify(root.status));
-    await s.apply(JSON.stringify(POLICY));
+    await checkedProject(s, POLICY, { 'examine.py': EXAMINE, 'worldline_broker.py': readFileSync(client, 'utf8') });
   });
 
   after(async () => {
     await s?.stop();
   });
 
-  const finished = (name: string): Promise<Record<string, any>> =>
-    s.waitFor(`Check ${name} finished`, async () => {
-      const c = await s.get('check', name, 'default');
-      return ['Passed', 'Failed', 'Refused'].includes(c?.status?.phase) ? c : undefined;
-    }, 90_000);
-
   test('a good candidate: the examiner\'s admitted report passes it; the legacy check passes too', async () => {
-    const r = await runWorld(s, 'good', shWorld(['proj'], 'echo ok > README.md'));
-    assert.equal(r.status.phase, 'Captured', describeRun(r));
-    const examine = await finished('good-examine');
+    const { run: r, check: examine } = await capturedCheck(s, 'good', 'echo ok > README.md', 'examine', 90_000);
     assert.equal(examine.status.phase, 'Passed', JSON.stringify(examine.status));
     assert.equal(examine.status.verdict, 'PASS');
     assert.equal(examine.status.subject, r.status.candidate.digest);
     assert.equal(examine.status.executedVerifierIdentity, examine.status.verifierIdentity, 'the verifiers that ran are the ones bound');
     assert.deepEqual(examine.status.exit, { code: 0, reason: 'Completed' });
-    const verify = await finished('good-verify');
+    const verify = await checkFinished(s, 'good-verify');
     assert.equal(verify.status.phase, 'Passed', JSON.stringify(verify.status));
   });
 
   test('a bad candidate: FAIL from the report, while the candidate\'s code ran as the candidate', async () => {
-    const r = await runWorld(s, 'bad', shWorld(['proj'], 'echo nope > README.md'));
-    assert.equal(r.status.phase, 'Captured', describeRun(r));
-    const examine = await finished('bad-examine');
+    const { check: examine } = await capturedCheck(s, 'bad', 'echo nope > README.md', 'examine', 90_000);
     assert.equal(examine.status.phase, 'Failed', JSON.stringify(examine.status));
     assert.equal(examine.status.verdict, 'FAIL');
     assert.equal(examine.status.reason, undefined, 'an admitted report, not an untrusted one');
@@ -93,9 +74,7 @@ describe('a private-evaluator-v1 check on the stack', () => {
   });
 
   test('an examiner that leaves no report: the Check fails, REPORT_UNTRUSTED, naming why', async () => {
-    const r = await runWorld(s, 'silent', shWorld(['proj'], 'echo ok > README.md; touch NOREPORT'));
-    assert.equal(r.status.phase, 'Captured', describeRun(r));
-    const examine = await finished('silent-examine');
+    const { check: examine } = await capturedCheck(s, 'silent', 'echo ok > README.md; touch NOREPORT', 'examine', 90_000);
     assert.equal(examine.status.phase, 'Failed', JSON.stringify(examine.status));
     assert.equal(examine.status.verdict, 'FAIL');
     assert.equal(examine.status.reason, 'REPORT_UNTRUSTED');
@@ -103,9 +82,7 @@ describe('a private-evaluator-v1 check on the stack', () => {
   });
 
   test('a candidate the frozen input does not accept (a symbolic link) is refused by name', async () => {
-    const r = await runWorld(s, 'linked', shWorld(['proj'], 'echo ok > README.md; ln -s README.md LINK'));
-    assert.equal(r.status.phase, 'Captured', describeRun(r));
-    const examine = await finished('linked-examine');
+    const { check: examine } = await capturedCheck(s, 'linked', 'echo ok > README.md; ln -s README.md LINK', 'examine', 90_000);
     assert.equal(examine.status.phase, 'Refused', JSON.stringify(examine.status));
     assert.equal(examine.status.reason, 'PRIVATE_INPUT_REFUSED');
     assert.match(examine.status.message, /LINK: is a symbolic link/);

@@ -5,7 +5,7 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { startStack, type Stack } from '../support/stack.js';
-import { applyRoot, describeRun, ownedDir, ownedFile, runWorld, shWorld } from '../support/worlds.js';
+import { applyRoot, checkedProject, checkFinished, describeRun, ownedDir, ownedFile, runWorld, shWorld } from '../support/worlds.js';
 
 const POLICY = {
   apiVersion: 'worldline.dev/v1alpha1',
@@ -23,25 +23,14 @@ describe('checks on a real stack', () => {
 
   before(async () => {
     s = await startStack({ nodeName: 'check-node' });
-    const proj = join(s.scratch, 'proj');
-    ownedDir(proj);
-    ownedDir(join(proj, 'checks'));
-    ownedFile(join(proj, 'checks', 'verify.sh'), 'grep -q ok README.md\n');
-    ownedFile(join(proj, 'README.md'), 'not yet\n');
-    const root = await applyRoot(s, 'proj', proj);
-    assert.equal(root.status.phase, 'Ready', JSON.stringify(root.status));
-    await s.apply(JSON.stringify(POLICY));
+    await checkedProject(s, POLICY);
   });
 
   after(async () => {
     await s?.stop();
   });
 
-  const finished = (name: string): Promise<Record<string, any>> =>
-    s.waitFor(`Check ${name} finished`, async () => {
-      const c = await s.get('check', name, 'default');
-      return ['Passed', 'Failed', 'Refused'].includes(c?.status?.phase) ? c : undefined;
-    }, 45_000);
+  const finished = (name: string): Promise<Record<string, any>> => checkFinished(s, name, 45_000);
 
   test('a candidate that satisfies the check passes it, with the staged verifiers executed', async () => {
     const r = await runWorld(s, 'w-pass', shWorld(['proj'], 'echo ok > README.md'));

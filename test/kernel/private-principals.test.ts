@@ -130,7 +130,7 @@ test('three roles share one user namespace: own ids inside and on the host, own 
 test('a second examiner is refused, and nothing starts once the examiner has ended', async () => {
   const p = CheckPrincipals.open(HOST_BASE, agentNs);
   cleanup.add(() => p.close());
-  await runRole(p, 'examiner', examinerRoot, 'true');
+  await runRole(p, 'examiner', examinerRoot, 'sleep 0.2'); // alive while runRole reads its /proc status
   await assert.rejects(p.start('examiner', roleSpec(examinerRoot, 'true')), /a second examiner was started/);
   await assert.rejects(p.start('candidate', roleSpec(candidateRoot, 'true')), /candidate: started while no examiner runs/);
 });

@@ -63,6 +63,39 @@ export function ownedDir(path: string, uid = 1000): void {
   chownSync(path, uid, uid);
 }
 
+/**
+ * The checked project most check tests use: <scratch>/proj (owned by uid 1000) with checks/verify.sh
+ * (`grep -q ok README.md`), README.md "not yet" and `files` under checks/, adopted as Root proj (Ready),
+ * then `policy` applied.
+ */
+export async function checkedProject(s: Stack, policy: unknown, files: Record<string, string> = {}): Promise<string> {
+  const proj = join(s.scratch, 'proj');
+  ownedDir(proj);
+  ownedDir(join(proj, 'checks'));
+  ownedFile(join(proj, 'checks', 'verify.sh'), 'grep -q ok README.md\n');
+  for (const [name, text] of Object.entries(files)) ownedFile(join(proj, 'checks', name), text);
+  ownedFile(join(proj, 'README.md'), 'not yet\n');
+  const root = await applyRoot(s, 'proj', proj);
+  if (root.status?.phase !== 'Ready') throw new Error(`Root proj is not Ready: ${JSON.stringify(root.status)}`);
+  await s.apply(JSON.stringify(policy));
+  return proj;
+}
+
+/** Runs World `world` (a shell script over Root proj) to Captured, then waits for its Check `<world>-<check>` to finish. */
+export async function capturedCheck(s: Stack, world: string, script: string, check: string, timeoutMs = 60_000): Promise<{ run: WorldResult; check: Record<string, any> }> {
+  const run = await runWorld(s, world, shWorld(['proj'], script));
+  if (run.status.phase !== 'Captured') throw new Error(`World ${world} is not Captured: ${describeRun(run)}`);
+  return { run, check: await checkFinished(s, `${world}-${check}`, timeoutMs) };
+}
+
+/** Waits until Check `name` (namespace default) is Passed, Failed or Refused; returns it. */
+export function checkFinished(s: Stack, name: string, timeoutMs = 60_000): Promise<Record<string, any>> {
+  return s.waitFor(`Check ${name} finished`, async () => {
+    const c = await s.get('check', name, 'default');
+    return ['Passed', 'Failed', 'Refused'].includes(c?.status?.phase) ? c : undefined;
+  }, timeoutMs);
+}
+
 /** Creates <scratch>/<name> with one file, both owned by `owner`, and adopts it as a Ready Root. */
 export async function adoptSmallRoot(s: Stack, name: string, owner: number): Promise<Record<string, any>> {
   const path = join(s.scratch, name);
