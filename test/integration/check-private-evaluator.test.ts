@@ -45,7 +45,7 @@ describe('a private-evaluator-v1 check on the stack', () => {
 
   before(async () => {
     s = await startStack({ nodeName: 'private-node' });
-    const client = resolve(import.meta.dirname, '..', '..', '..', 'examples', 'private-evaluator', 'worldline_broker.py');
+    const client = resolve(import.meta.dirname, '..', '..', '..', 'examples', 'greeter', 'checks', 'worldline_broker.py');
     await checkedProject(s, POLICY, { 'examine.py': EXAMINE, 'worldline_broker.py': readFileSync(client, 'utf8') });
   });
 

@@ -5,7 +5,7 @@
 import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { chmodSync, copyFileSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { admitReport } from '../../core/private-evaluator/report-admission.js';
 import { nsIds } from '../../native/index.js';
 import { freezeTree } from '../../node-agent/private-evaluator/freeze-tree.js';
@@ -84,21 +84,32 @@ raise SystemExit(3 if mode == 'exit3' else 0)
 const verifiers = join(base, 'verifiers');
 mkdirSync(verifiers, { mode: 0o755 });
 writeFileSync(join(verifiers, 'examine.py'), EXAMINE, { mode: 0o644 });
-copyFileSync(join(import.meta.dirname, '..', '..', '..', 'examples', 'private-evaluator', 'worldline_broker.py'), join(verifiers, 'worldline_broker.py'));
+copyFileSync(join(import.meta.dirname, '..', '..', '..', 'examples', 'greeter', 'checks', 'worldline_broker.py'), join(verifiers, 'worldline_broker.py'));
 let runs = 0;
 
-async function evaluate(files: Record<string, string>) {
+/** The examiner this file's tests run, or another one (the greeter example's). */
+interface Examiner {
+  verifiers: { dir: string; path: string }[];
+  argv: string[];
+  inputPath: string;
+}
+const TEST_EXAMINER: Examiner = { verifiers: [{ dir: verifiers, path: VERIFIERS_PATH }], argv: ['/usr/bin/python3', '-I', `${VERIFIERS_PATH}/examine.py`], inputPath: '/work/input' };
+
+async function evaluate(files: Record<string, string>, examiner: Examiner = TEST_EXAMINER) {
   const n = ++runs;
   const src = join(base, `candidate-${n}`);
   mkdirSync(src, { mode: 0o755 });
-  for (const [name, text] of Object.entries(files)) writeFileSync(join(src, name), text, { mode: 0o644 });
+  for (const [name, text] of Object.entries(files)) {
+    mkdirSync(dirname(join(src, name)), { recursive: true, mode: 0o755 });
+    writeFileSync(join(src, name), text, { mode: 0o644 });
+  }
   chmodSync(src, 0o755);
   const frozen = freezeTree(src, join(base, `frozen-${n}`), HOST_BASE);
   const binding = { run: `run-${process.pid}-${n}`, check: 'unit', candidate: frozen.sourceDigest, verifier: `sha256:${'b'.repeat(64)}` };
   const spec: ExaminerRunSpec = {
     dir: join(base, `run-${n}`), hostBase: HOST_BASE, agentNs,
-    inputs: [{ frozen, path: '/work/input' }],
-    verifiers: [{ dir: verifiers, path: VERIFIERS_PATH }], argv: ['/usr/bin/python3', '-I', `${VERIFIERS_PATH}/examine.py`], env: ['PATH=/usr/bin:/bin', 'LANG=C.UTF-8'], cwd: '/',
+    inputs: [{ frozen, path: examiner.inputPath }],
+    verifiers: examiner.verifiers, argv: examiner.argv, env: ['PATH=/usr/bin:/bin', 'LANG=C.UTF-8'], cwd: examiner.inputPath === '/work/input' ? '/' : examiner.inputPath,
     binding, reportFormat: 'junit', cgroups: layout, limits: { cpuMillis: 1000, memoryBytes: 256 * 1024 * 1024, pids: 64 },
     supervisorCgroupProcs: supervisorCgroupProcs(layout), wallTimeMs: 30_000, outputLimitBytes: 65536,
   };
@@ -171,4 +182,24 @@ test('an examiner that writes no report, or fails, leaves the report UNTRUSTED b
   const failed = await evaluate({ a: 'ok', MODE: 'exit3' });
   assert.deepEqual(failed.admission.classification === 'UNTRUSTED' && failed.admission.reasons, ['EXAMINER_INCOMPLETE']);
   assert.equal(failed.result.record.examiner.code, 3);
+});
+
+test('the greeter example\'s examiner (examples/greeter/checks/examine.py) passes the greeter and names what a broken one gets wrong', async () => {
+  const greeter = join(import.meta.dirname, '..', '..', '..', 'examples', 'greeter');
+  const example: Examiner = {
+    verifiers: [{ dir: join(greeter, 'checks'), path: `${VERIFIERS_PATH}/demo-repo/checks` }],
+    argv: ['/usr/bin/python3', '-I', `${VERIFIERS_PATH}/demo-repo/checks/examine.py`],
+    inputPath: '/work/demo-repo',
+  };
+  // The demo's task done: a greeter that shouts (the example's own greet.sh does not yet, by design).
+  const shouting = '#!/bin/sh\nif [ "$1" = --shout ]; then shift; printf "Hello, %s!\\n" "${1:-world}" | tr a-z A-Z; else printf "Hello, %s!\\n" "${1:-world}"; fi\n';
+  const good = await evaluate({ 'src/greet.sh': shouting, VERSION: readFileSync(join(greeter, 'VERSION'), 'utf8') }, example);
+  assert.deepEqual(good.admission.classification === 'ADMISSIBLE' && good.admission.verdict, 'PASS', good.output);
+  assert.match(good.output, /^4 cases, 0 failed$/m);
+  // The example's greet.sh as it is (no --shout), with a VERSION that is not a number.
+  const broken = await evaluate({ 'src/greet.sh': readFileSync(join(greeter, 'src', 'greet.sh'), 'utf8'), VERSION: 'one\n' }, example);
+  assert.deepEqual(broken.admission.classification === 'ADMISSIBLE' && broken.admission.totals, { tests: 4, failures: 2, errors: 0, skipped: 0 }, broken.output);
+  assert.equal(broken.admission.classification === 'ADMISSIBLE' && broken.admission.verdict, 'FAIL');
+  assert.match(broken.output, /^FAIL --shout greets in capitals: want 'HELLO, ADA!', got 'Hello, --shout!'/m);
+  assert.match(broken.output, /^FAIL VERSION is a number: got 'one'$/m);
 });
