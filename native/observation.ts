@@ -4,6 +4,7 @@
 //   WLOBS1\n  then sections "<name> <length>\n<bytes>\n"  then  END\n
 //   error record: "WLERR1 <stage> <errno>\n"
 import { constants as osConstants } from 'node:os';
+import { credentialProblems, idMapProblem } from '../core/sandbox-credentials.js';
 import { NS_NAMES, type IdMap, type IdQuad, type NsName, type ObservationExpectation, type PathState, type SandboxObservation } from './types.js';
 
 // Aliases share a number (EAGAIN/EWOULDBLOCK, ENOTSUP/EOPNOTSUPP): the first, usual name is kept.
@@ -173,12 +174,6 @@ function pathStates(text: string): Record<string, PathState> {
   return out;
 }
 
-function sameMaps(a: IdMap[], b: IdMap[]): boolean {
-  return a.length === b.length && a.every((r, i) => r.inside === b[i]!.inside && r.outside === b[i]!.outside && r.count === b[i]!.count);
-}
-
-const fmtMap = (m: IdMap[]): string => m.map((r) => `${r.inside}:${r.outside}:${r.count}`).join(',');
-
 /**
  * What is wrong with an observation, as readable strings; empty means the frame shows exactly the
  * requested identity: uid and gid in all four positions, no supplementary groups, NoNewPrivs 1, all five
@@ -187,19 +182,8 @@ const fmtMap = (m: IdMap[]): string => m.map((r) => `${r.inside}:${r.outside}:${
  * requested environment at the exec.
  */
 export function observationProblems(obs: SandboxObservation, expected: ObservationExpectation): string[] {
-  const problems: string[] = [];
-  for (const [what, q, want] of [['uid', obs.uid, expected.uid], ['gid', obs.gid, expected.gid]] as const) {
-    for (const pos of ['real', 'effective', 'saved', 'fs'] as const) {
-      if (q[pos] !== want) problems.push(`${what}.${pos} is ${q[pos]}, expected ${want}`);
-    }
-  }
-  if (obs.groups.length > 0) problems.push(`supplementary groups present: ${obs.groups.join(' ')}`);
-  if (obs.noNewPrivs !== 1) problems.push(`NoNewPrivs is ${obs.noNewPrivs}, expected 1`);
-  for (const [name, value] of [['CapInh', obs.capInh], ['CapPrm', obs.capPrm], ['CapEff', obs.capEff], ['CapBnd', obs.capBnd], ['CapAmb', obs.capAmb]] as const) {
-    if (value !== 0n) problems.push(`${name} is ${value.toString(16)}, expected 0`);
-  }
-  if (!sameMaps(obs.uidMap, expected.uidMap)) problems.push(`uid_map is ${fmtMap(obs.uidMap)}, expected ${fmtMap(expected.uidMap)}`);
-  if (!sameMaps(obs.gidMap, expected.gidMap)) problems.push(`gid_map is ${fmtMap(obs.gidMap)}, expected ${fmtMap(expected.gidMap)}`);
+  const problems = credentialProblems(obs, expected.uid, expected.gid);
+  problems.push(...idMapProblem('uid_map', obs.uidMap, expected.uidMap), ...idMapProblem('gid_map', obs.gidMap, expected.gidMap));
   const envProblem = environmentProblem(obs.environ, expected.env);
   if (envProblem !== null) problems.push(envProblem);
   for (const name of NS_NAMES) {

@@ -20,11 +20,8 @@ export type RolePath = keyof typeof ROLE_PATHS;
 /** The one role each path is bound into. */
 export const PATH_OWNER: Readonly<Record<RolePath, Role>> = { report: 'examiner', examinerBroker: 'examiner', workerBroker: 'worker' };
 
-export interface IdMapRow {
-  inside: number;
-  outside: number;
-  count: number;
-}
+import type { IdMapRow } from '../sandbox-credentials.js';
+export type { IdMapRow };
 
 /** The maps (uid and gid alike) of a run whose id range starts at hostBase: 0, 1, 2 → hostBase, +1, +2. */
 export function principalMap(hostBase: number): IdMapRow[] {

@@ -5,7 +5,7 @@
 // examiner alone; a collected report bound to this run, check, candidate and verifier identity whose
 // bytes have the recorded size and digest; and a format read to a verdict. Anything else is UNTRUSTED,
 // with every reason named, and cannot make its Check admissible.
-import { createHash } from 'node:crypto';
+import { DIGEST_PREFIX, sha256Hex } from '../digest.js';
 import { parseJUnit, type JUnitTotals } from './junit.js';
 
 export interface ReportBindingRecord {
@@ -68,7 +68,7 @@ export function admitReport(record: PrivateRunRecord, bytes: Uint8Array | undefi
     untrusted(r.reason, r.message);
   } else {
     if (!sameBinding(r.binding, expected)) untrusted('REPORT_BINDING_MISMATCH', 'the report is bound to another run, check, candidate or verifier identity');
-    const digest = bytes === undefined ? undefined : `sha256:${createHash('sha256').update(bytes).digest('hex')}`;
+    const digest = bytes === undefined ? undefined : DIGEST_PREFIX + sha256Hex(bytes);
     if (bytes === undefined || bytes.length !== r.size || digest !== r.digest) untrusted('REPORT_BYTES_MISMATCH', 'the retained bytes are not the collected report');
   }
   if (reasons.length > 0 || bytes === undefined) return { classification: 'UNTRUSTED', reasons, details };

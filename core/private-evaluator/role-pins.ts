@@ -1,29 +1,14 @@
 // The pins every private-evaluator role's observation frame must show before anything of its workload
 // runs, and the boundary checks made over all of a run's observations once its examiner has exited. Pure:
 // the frame is what the sandbox child reported (native/observation.ts), the pins what the run set up.
+import { credentialProblems, idMapProblem, type CredentialFrame, type IdPositions } from '../sandbox-credentials.js';
 import { PATH_OWNER, ROLE_ID, ROLE_PATHS, type IdMapRow, type Role, type RolePath } from './principals.js';
 
 export type NamespaceName = 'user' | 'mnt' | 'pid' | 'net' | 'ipc' | 'uts' | 'cgroup';
 const NAMESPACES: readonly NamespaceName[] = ['user', 'mnt', 'pid', 'net', 'ipc', 'uts', 'cgroup'];
 
-export interface IdPositions {
-  real: number;
-  effective: number;
-  saved: number;
-  fs: number;
-}
-
 /** What a role's frame holds that the pins read (a SandboxObservation has all of it). */
-export interface RoleFrame {
-  uid: IdPositions;
-  gid: IdPositions;
-  groups: readonly number[];
-  noNewPrivs: number;
-  capInh: bigint;
-  capPrm: bigint;
-  capEff: bigint;
-  capBnd: bigint;
-  capAmb: bigint;
+export interface RoleFrame extends CredentialFrame {
   uidMap: readonly IdMapRow[];
   gidMap: readonly IdMapRow[];
   ns: Readonly<Record<NamespaceName, string>>;
@@ -41,10 +26,6 @@ export interface RolePins {
   agentNs: Readonly<Record<NamespaceName, string>>;
 }
 
-const sameRows = (a: readonly IdMapRow[], b: readonly IdMapRow[]): boolean =>
-  a.length === b.length && a.every((r, i) => r.inside === b[i]!.inside && r.outside === b[i]!.outside && r.count === b[i]!.count);
-const rowsText = (rows: readonly IdMapRow[]): string => rows.map((r) => `${r.inside}:${r.outside}:${r.count}`).join(',') || '(none)';
-
 /** The probed paths every role's frame must report, one per RolePath. */
 export const PROBED_PATHS: readonly string[] = Object.values(ROLE_PATHS);
 
@@ -58,18 +39,7 @@ export const PROBED_PATHS: readonly string[] = Object.values(ROLE_PATHS);
 export function rolePinProblems(role: Role, frame: RoleFrame, pins: RolePins): string[] {
   const problems: string[] = [];
   const id = ROLE_ID[role];
-  for (const [what, q] of [['uid', frame.uid], ['gid', frame.gid]] as const) {
-    for (const pos of ['real', 'effective', 'saved', 'fs'] as const) {
-      if (q[pos] !== id) problems.push(`${role}: ${what}.${pos} is ${q[pos]}, expected ${id}`);
-    }
-  }
-  if (frame.groups.length > 0) problems.push(`${role}: supplementary groups present: ${frame.groups.join(' ')}`);
-  if (frame.noNewPrivs !== 1) problems.push(`${role}: NoNewPrivs is ${frame.noNewPrivs}, expected 1`);
-  for (const [name, value] of [['CapInh', frame.capInh], ['CapPrm', frame.capPrm], ['CapEff', frame.capEff], ['CapBnd', frame.capBnd], ['CapAmb', frame.capAmb]] as const) {
-    if (value !== 0n) problems.push(`${role}: ${name} is ${value.toString(16)}, expected 0`);
-  }
-  if (!sameRows(frame.uidMap, pins.uidMap)) problems.push(`${role}: uid_map is ${rowsText(frame.uidMap)}, expected ${rowsText(pins.uidMap)}`);
-  if (!sameRows(frame.gidMap, pins.gidMap)) problems.push(`${role}: gid_map is ${rowsText(frame.gidMap)}, expected ${rowsText(pins.gidMap)}`);
+  for (const p of [...credentialProblems(frame, id, id), ...idMapProblem('uid_map', frame.uidMap, pins.uidMap), ...idMapProblem('gid_map', frame.gidMap, pins.gidMap)]) problems.push(`${role}: ${p}`);
   if (frame.ns.user !== pins.usernsId) problems.push(`${role}: user namespace is ${frame.ns.user}, expected the run's ${pins.usernsId}`);
   for (const name of NAMESPACES) {
     if (name !== 'user' && frame.ns[name] === pins.agentNs[name]) problems.push(`${role}: ${name} namespace is the node-agent's own (${frame.ns[name]})`);

@@ -6,14 +6,13 @@
 // directory), linked more than once, not the examiner's, larger than the bound, changed while read, or a
 // directory or marker that is not what was made. A report that is not collected is UNTRUSTED; it never
 // decides a verdict.
-import { createHash } from 'node:crypto';
 import {
   chmodSync, chownSync, closeSync, constants as fsc, fchmodSync, fchownSync, fstatSync, fsyncSync, lstatSync, mkdirSync, openSync, readSync, writeSync,
   type BigIntStats,
 } from 'node:fs';
 import { join } from 'node:path';
 import { canonicalJson } from '../../core/canonical-json.js';
-import { DIGEST_PREFIX } from '../../core/digest.js';
+import { DIGEST_PREFIX, sha256Hex } from '../../core/digest.js';
 import * as native from '../../native/index.js';
 
 /** What a report is bound to; the marker holds exactly this, as canonical JSON. */
@@ -152,7 +151,7 @@ export class ReportDir {
       if (off !== size || grew || changed(before, after) || name === undefined || name.ino !== before.ino || name.dev !== before.dev) {
         return untrusted('REPORT_CHANGED_DURING_READ', `${REPORT_FILE} changed while it was read`);
       }
-      const digest = DIGEST_PREFIX + createHash('sha256').update(bytes).digest('hex');
+      const digest = DIGEST_PREFIX + sha256Hex(bytes);
       return { state: 'collected', bytes, size, digest, binding: this.binding };
     } finally {
       native.closeFd(fd);
