@@ -7,7 +7,8 @@
 # see docs/kind-node-image.md); then waits until every node is Ready and CoreDNS is available.
 # Idempotent: a healthy cluster of that NAME running the current node image, with every node container
 # registered as a Node, is reused (routes re-applied); an unhealthy, half-created or outdated one is
-# deleted and created again. Progress goes to stderr.
+# deleted and created again. Refuses while a node of another cluster mounts one of CONFIG's host folders
+# (two clusters from one config would share a store). Progress goes to stderr.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 source "${here}/lib/common.sh"
@@ -55,6 +56,20 @@ for d in "${host_dirs[@]}"; do
 done
 
 nodes() { docker ps -a --filter "label=io.x-k8s.kind.cluster=${name}" --format '{{.Names}}'; }
+
+# Two clusters made from one config would share its host folders: two node-agents on one store, each
+# deleting the other's state. Refuse while a node of another cluster mounts one of this config's folders.
+while read -r other; do
+  [[ -n "${other}" ]] || continue
+  other_cluster="$(docker inspect -f '{{index .Config.Labels "io.x-k8s.kind.cluster"}}' "${other}")"
+  [[ "${other_cluster}" != "${name}" ]] || continue
+  while read -r src; do
+    for d in "${host_dirs[@]}"; do
+      [[ "${src}" != "${d}" ]] ||
+        die "host folder ${d} of ${config} is mounted by node ${other} of cluster ${other_cluster}; delete that cluster first (scripts/kind/delete-cluster.sh ${other_cluster})"
+    done
+  done < <(docker inspect -f '{{range .Mounts}}{{println .Source}}{{end}}' "${other}")
+done < <(docker ps -a --filter label=io.x-k8s.kind.cluster --format '{{.Names}}')
 
 healthy() {
   local n count=0

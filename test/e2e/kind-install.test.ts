@@ -14,10 +14,12 @@ import { fileURLToPath } from 'node:url';
 import { requireRoot } from '../support/require-root.js';
 import { waitFor } from '../support/wait.js';
 import { must, run } from './support/commands.js';
-import { clusterPieces, helmIn, inNode, kubectlIn, kubectlMust, nodeProcesses, patchAs, type ClusterPieces } from './support/kind-cluster.js';
+import { clusterPieces, helmIn, installDiagnostics, removeLeftoverClusters, inNode, kubectlIn, kubectlMust, nodeProcesses, patchAs, type ClusterPieces } from './support/kind-cluster.js';
 
 const repo = resolve(dirname(fileURLToPath(import.meta.url)), '../../..');
 const CLUSTER = process.env.WORLDLINE_E2E_CLUSTER ?? 'worldline-e2e';
+/** The cluster docs/quickstart-kind.md creates (test/e2e/quickstart.test.ts). */
+const QUICKSTART_CLUSTER = 'worldline';
 const NS = 'worldline-system';
 const RELEASE = 'worldline';
 /** Where kind-config/two-node.yaml mounts each node's sample-Root directory from, on the host (+ /<role>). */
@@ -97,6 +99,10 @@ const IMPLEMENT_SHOUT = [
 before(async () => {
   requireRoot('the end-to-end test (docker, kind nodes, host directories)');
   tmp = mkdtempSync(join(tmpdir(), 'worldline-e2e-'));
+  // The quick start's cluster is made from the same config: a leftover one would share this cluster's stores.
+  for (const name of await removeLeftoverClusters(repo, [QUICKSTART_CLUSTER].filter((n) => n !== CLUSTER), 'kind-config/two-node.yaml')) {
+    process.stderr.write(`# removed cluster ${name}, left by an interrupted run\n`);
+  }
   p = await clusterPieces(repo, CLUSTER, 'kind-config/two-node.yaml');
   k = kubectlIn(p);
   assert.equal(p.nodes.length, 2, `the two-node config gives two nodes, got ${p.nodes.join(', ')}`);
@@ -116,7 +122,9 @@ describe('worldline on a two-node kind cluster', { concurrency: false }, () => {
     const t0 = Date.now();
     const [repoName, tag] = p.image.split(/:(?=[^:]+$)/);
     await helmIn(p, ['upgrade', '--install', RELEASE, join(repo, 'charts/worldline'), '-n', NS, '--create-namespace',
-      '--set', `image.repository=${repoName}`, '--set', `image.tag=${tag}`, '--wait', '--timeout', '6m']);
+      '--set', `image.repository=${repoName}`, '--set', `image.tag=${tag}`, '--wait', '--timeout', '6m']).catch(async (err: Error) => {
+      throw new Error(`${err.message}\n${await installDiagnostics(p, NS)}`);
+    });
     process.stderr.write(`# helm install: ${Math.round((Date.now() - t0) / 1000)} s\n`);
     // helm --wait counts a DaemonSet done with up to its maxUnavailable (1) pods not Ready: wait for the
     // rollouts as a user would, then assert every pod (both runs of this test on a fresh cluster saw one

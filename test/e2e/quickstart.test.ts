@@ -10,6 +10,7 @@ import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { requireRoot } from '../support/require-root.js';
 import { must, run } from './support/commands.js';
+import { removeLeftoverClusters } from './support/kind-cluster.js';
 
 const repo = resolve(dirname(fileURLToPath(import.meta.url)), '../../..');
 const PAGE = join(repo, 'docs/quickstart-kind.md');
@@ -23,6 +24,11 @@ void test('docs/quickstart-kind.md works as written, from building the pieces to
   requireRoot('the quick start (docker, kind nodes, host directories)');
   const blocks = shellBlocks(readFileSync(PAGE, 'utf8'));
   assert.ok(blocks.length >= 8, `the page has its ${blocks.length} shell blocks`);
+  // The page starts from no cluster: one an interrupted run left (this page's, which already holds the
+  // release the page installs, or the cluster tier's, which shares the page's host folders) goes first.
+  for (const name of await removeLeftoverClusters(repo, ['worldline', process.env.WORLDLINE_E2E_CLUSTER ?? 'worldline-e2e'], 'kind-config/two-node.yaml')) {
+    process.stderr.write(`# removed cluster ${name}, left by an interrupted run\n`);
+  }
   const scratch = mkdtempSync(join(tmpdir(), 'worldline-quickstart-'));
   try {
     // The page's blocks, each marked in the log, then probes of what the page promised (before its last

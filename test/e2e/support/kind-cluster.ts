@@ -47,6 +47,35 @@ export async function clusterPieces(repo: string, name: string, config: string):
   return { image, kind, helm, kubectl, kubeconfig, cluster: name, nodes, timings };
 }
 
+/**
+ * Deletes each cluster of `names` that exists: one an interrupted run left behind (the machine stopped
+ * mid-test, or a run was killed). It would share the host folders of the same kind config, and a kept
+ * quick-start cluster would already hold the release the page installs. Returns the names it deleted.
+ */
+export async function removeLeftoverClusters(repo: string, names: readonly string[], config: string): Promise<string[]> {
+  await must('bash', [join(repo, 'scripts/kind/host-prep.sh')], { cwd: repo, timeoutMs: 2 * HOUR });
+  const kind = lastLine(await must('bash', [join(repo, 'scripts/kind/install-kind.sh')], { cwd: repo, timeoutMs: 2 * HOUR }));
+  const existing = new Set((await must(kind, ['get', 'clusters'])).split('\n').map((l) => l.trim()).filter(Boolean));
+  const removed: string[] = [];
+  for (const name of names) {
+    if (!existing.has(name)) continue;
+    await must('bash', [join(repo, 'scripts/kind/delete-cluster.sh'), name, join(repo, config)], { cwd: repo, timeoutMs: 300_000 });
+    removed.push(name);
+  }
+  return removed;
+}
+
+/** What a failed install looked like: pods, the namespace's events and its pods' last log lines. */
+export async function installDiagnostics(p: ClusterPieces, namespace: string): Promise<string> {
+  const k = (args: string[]) => run(p.kubectl, ['--kubeconfig', p.kubeconfig, ...args]).then((r) => `$ kubectl ${args.join(' ')}\n${r.stdout}${r.stderr}`);
+  return (await Promise.all([
+    k(['get', 'pods', '-A', '-o', 'wide']),
+    k(['get', 'events', '-n', namespace, '--sort-by=.lastTimestamp']),
+    k(['logs', '-n', namespace, '-l', 'app.kubernetes.io/component=node-agent', '--all-containers', '--tail=40', '--prefix']),
+    k(['logs', '-n', namespace, '-l', 'app.kubernetes.io/component=controller', '--all-containers', '--tail=20', '--prefix']),
+  ])).join('\n');
+}
+
 export function kubectlIn(p: ClusterPieces) {
   return (args: readonly string[], input?: string): Promise<RunResult> =>
     run(p.kubectl, ['--kubeconfig', p.kubeconfig, ...args], input === undefined ? {} : { input });
