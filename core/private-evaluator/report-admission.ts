@@ -21,7 +21,13 @@ export interface PrivateRunRecord {
   reportFormat: string;
   binding: ReportBindingRecord;
   examiner: { code: number | null; signal: string | null; reason: string };
-  boundary: { problems: string[]; rolesCompleted: boolean; reportMountExclusive: boolean };
+  boundary: {
+    problems: string[];
+    rolesCompleted: boolean;
+    reportMountExclusive: boolean;
+    /** Every case lease the run's workers opened, with what happened to it in order (evidence, not a verdict). */
+    leases?: { lease: string; path: string; events: string[] }[];
+  };
   report: { state: 'collected'; size: number; digest: string; binding: ReportBindingRecord } | { state: 'untrusted'; reason: string; message: string };
 }
 

@@ -10,7 +10,7 @@
 // candidate's manifest digest when the source is the candidate's tree; `identity` is the digest of the same
 // entries without owners, because each copy belongs to the principal that uses it.
 import { createHash } from 'node:crypto';
-import { closeSync, constants as fsc, fchmodSync, fchownSync, fstatSync, lstatSync, mkdirSync, openSync, readdirSync, readSync, writeSync, chmodSync, chownSync, type BigIntStats } from 'node:fs';
+import { closeSync, constants as fsc, fchmodSync, fchownSync, fstatSync, lchownSync, lstatSync, mkdirSync, openSync, readdirSync, readlinkSync, readSync, symlinkSync, writeSync, chmodSync, chownSync, type BigIntStats } from 'node:fs';
 import { join } from 'node:path';
 import { Refusal } from '../../core/errors.js';
 import { manifestDigest, type Manifest, type ManifestEntry } from '../../core/manifest.js';
@@ -44,6 +44,13 @@ export interface FreezeOptions {
   afterLstat?: (relPath: string) => void;
 }
 
+export interface CopyOptions extends FreezeOptions {
+  /** Symbolic links are copied when this names no problem with one (at `relPath`, pointing at `target`); absent, every link refuses. */
+  linkProblem?: (relPath: string, target: string) => string | undefined;
+  /** The error a refusal throws (default InputRefused). */
+  refuse?: (relPath: string, why: string) => Error;
+}
+
 /** Copies `src` into `dst` (which must not exist), every entry owned by `ownerHostId`. */
 export function freezeTree(src: string, dst: string, ownerHostId: number, opts: FreezeOptions = {}): FrozenTree {
   const source = copyTree(src, dst, ownerHostId, opts);
@@ -62,14 +69,16 @@ export function identityOf(m: Manifest): string {
   return manifestDigest({ entries: m.entries.map((e) => ({ ...e, uid: 0, gid: 0 })), root: m.root ? { ...m.root, uid: 0, gid: 0 } : undefined });
 }
 
-function copyTree(src: string, dst: string, owner: number, opts: FreezeOptions = {}): Manifest {
+/** Copies `src` into `dst` (which must not exist) under the frozen input's rules, every entry owned by `owner`; returns the source's manifest. */
+export function copyTree(src: string, dst: string, owner: number, opts: CopyOptions = {}): Manifest {
   const rootFd = openSync(src, fsc.O_RDONLY | fsc.O_DIRECTORY | fsc.O_NOFOLLOW);
   try {
     const top = fstatSync(rootFd, { bigint: true });
     const mntId = native.statx(rootFd, '', native.AT_EMPTY_PATH).mntId;
     const entries: ManifestEntry[] = [];
     mkdirSync(dst, { mode: 0o700 });
-    copyDir({ rootFd, src, dst, owner, mntId, entries, ...(opts.afterLstat ? { afterLstat: opts.afterLstat } : {}) }, '', top);
+    const refuse = opts.refuse ?? ((rel: string, why: string) => new InputRefused(rel, why));
+    copyDir({ rootFd, src, dst, owner, mntId, entries, refuse, ...(opts.afterLstat ? { afterLstat: opts.afterLstat } : {}), ...(opts.linkProblem ? { linkProblem: opts.linkProblem } : {}) }, '', top);
     entries.sort((a, b) => compareBytes(a.path, b.path));
     return { entries, root: { mode: Number(top.mode) & 0o7777, uid: Number(top.uid), gid: Number(top.gid) } };
   } finally {
@@ -85,6 +94,8 @@ interface Walk {
   mntId: number;
   entries: ManifestEntry[];
   afterLstat?: (relPath: string) => void;
+  linkProblem?: (relPath: string, target: string) => string | undefined;
+  refuse: (relPath: string, why: string) => Error;
 }
 
 /** Opens an entry beneath the top; one that became a link or vanished since its lstat changed while copied. */
@@ -93,7 +104,7 @@ function openEntry(w: Walk, rel: string, flags: number): number {
     return native.openBeneath(w.rootFd, rel, flags);
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
-    if (code === 'ELOOP' || code === 'ENOENT' || code === 'ENOTDIR' || code === 'EXDEV') throw new InputRefused(rel, `changed while it was copied (${code})`);
+    if (code === 'ELOOP' || code === 'ENOENT' || code === 'ENOTDIR' || code === 'EXDEV') throw w.refuse(rel, `changed while it was copied (${code})`);
     throw err;
   }
 }
@@ -104,36 +115,38 @@ function sameInode(a: BigIntStats, b: BigIntStats): boolean {
 
 /** The checks every entry gets: no mount under the tree's top, no special permission bits, no xattrs. */
 function checkEntry(w: Walk, rel: string, fd: number, st: BigIntStats): void {
-  if (native.statx(fd, '', native.AT_EMPTY_PATH).mntId !== w.mntId) throw new InputRefused(rel, 'is on another mount');
-  if ((Number(st.mode) & SPECIAL_BITS) !== 0) throw new InputRefused(rel, `has setuid, setgid or sticky bits (mode ${(Number(st.mode) & 0o7777).toString(8)})`);
+  if (native.statx(fd, '', native.AT_EMPTY_PATH).mntId !== w.mntId) throw w.refuse(rel, 'is on another mount');
+  if ((Number(st.mode) & SPECIAL_BITS) !== 0) throw w.refuse(rel, `has setuid, setgid or sticky bits (mode ${(Number(st.mode) & 0o7777).toString(8)})`);
   const xattrs = native.llistxattr(join(w.src, rel === '' ? '.' : rel));
-  if (xattrs.length > 0) throw new InputRefused(rel, `has extended attributes (${xattrs.join(', ')})`);
+  if (xattrs.length > 0) throw w.refuse(rel, `has extended attributes (${xattrs.join(', ')})`);
 }
 
 function copyDir(w: Walk, rel: string, seen: BigIntStats): void {
   const fd = rel === '' ? w.rootFd : openEntry(w, rel, fsc.O_RDONLY | fsc.O_DIRECTORY | fsc.O_NOFOLLOW);
   try {
     const before = fstatSync(fd, { bigint: true });
-    if (!sameInode(before, seen)) throw new InputRefused(rel, 'changed while it was copied');
+    if (!sameInode(before, seen)) throw w.refuse(rel, 'changed while it was copied');
     checkEntry(w, rel, fd, before);
     const names = readdirSync(`/proc/self/fd/${fd}`).sort(compareBytes);
     for (const name of names) {
       const child = rel === '' ? name : `${rel}/${name}`;
-      if (name.includes('\uFFFD')) throw new InputRefused(child, 'its name is not valid UTF-8');
+      if (name.includes('\uFFFD')) throw w.refuse(child, 'its name is not valid UTF-8');
       const st = lstatSync(join(w.src, child), { bigint: true, throwIfNoEntry: false });
-      if (st === undefined) throw new InputRefused(child, 'changed while it was copied (it vanished)');
+      if (st === undefined) throw w.refuse(child, 'changed while it was copied (it vanished)');
       w.afterLstat?.(child);
       if (st.isDirectory()) {
         mkdirSync(join(w.dst, child), { mode: 0o700 });
         copyDir(w, child, st);
       } else if (st.isFile()) {
         copyFile(w, child, st);
+      } else if (st.isSymbolicLink() && w.linkProblem) {
+        copyLink(w, child, st);
       } else {
-        throw new InputRefused(child, st.isSymbolicLink() ? 'is a symbolic link' : 'is a special file');
+        throw w.refuse(child, st.isSymbolicLink() ? 'is a symbolic link' : 'is a special file');
       }
     }
     const after = fstatSync(fd, { bigint: true });
-    if (!sameInode(before, after)) throw new InputRefused(rel, 'changed while it was copied');
+    if (!sameInode(before, after)) throw w.refuse(rel, 'changed while it was copied');
     const out = join(w.dst, rel);
     chownSync(out, w.owner, w.owner);
     chmodSync(out, Number(before.mode) & 0o777);
@@ -143,12 +156,26 @@ function copyDir(w: Walk, rel: string, seen: BigIntStats): void {
   }
 }
 
+function copyLink(w: Walk, rel: string, seen: BigIntStats): void {
+  const target = readlinkSync(join(w.src, rel));
+  const again = lstatSync(join(w.src, rel), { bigint: true, throwIfNoEntry: false });
+  if (again === undefined || !again.isSymbolicLink() || !sameInode(seen, again)) throw w.refuse(rel, 'changed while it was copied');
+  const problem = w.linkProblem?.(rel, target);
+  if (problem !== undefined) throw w.refuse(rel, problem);
+  if (seen.nlink !== 1n) throw w.refuse(rel, `has ${seen.nlink} links`);
+  const xattrs = native.llistxattr(join(w.src, rel));
+  if (xattrs.length > 0) throw w.refuse(rel, `has extended attributes (${xattrs.join(', ')})`);
+  symlinkSync(target, join(w.dst, rel));
+  lchownSync(join(w.dst, rel), w.owner, w.owner);
+  w.entries.push({ path: rel, type: 'symlink', mode: Number(seen.mode) & 0o7777, uid: Number(seen.uid), gid: Number(seen.gid), target });
+}
+
 function copyFile(w: Walk, rel: string, seen: BigIntStats): void {
-  if (seen.nlink !== 1n) throw new InputRefused(rel, `has ${seen.nlink} links`);
+  if (seen.nlink !== 1n) throw w.refuse(rel, `has ${seen.nlink} links`);
   const fd = openEntry(w, rel, fsc.O_RDONLY | fsc.O_NONBLOCK | fsc.O_NOFOLLOW);
   try {
     const before = fstatSync(fd, { bigint: true });
-    if (!before.isFile() || !sameInode(before, seen)) throw new InputRefused(rel, 'changed while it was copied');
+    if (!before.isFile() || !sameInode(before, seen)) throw w.refuse(rel, 'changed while it was copied');
     checkEntry(w, rel, fd, before);
     const out = openSync(join(w.dst, rel), fsc.O_WRONLY | fsc.O_CREAT | fsc.O_EXCL | fsc.O_NOFOLLOW, 0o600);
     const hash = createHash('sha256');
@@ -168,7 +195,7 @@ function copyFile(w: Walk, rel: string, seen: BigIntStats): void {
       closeSync(out);
     }
     const after = fstatSync(fd, { bigint: true });
-    if (BigInt(size) !== before.size || !sameInode(before, after)) throw new InputRefused(rel, 'changed while it was copied');
+    if (BigInt(size) !== before.size || !sameInode(before, after)) throw w.refuse(rel, 'changed while it was copied');
     w.entries.push({ path: rel, type: 'file', mode: Number(before.mode) & 0o7777, uid: Number(before.uid), gid: Number(before.gid), size, sha256: hash.digest('hex') });
   } finally {
     native.closeFd(fd);

@@ -3,9 +3,10 @@
 // in the examiner's own root filesystem and nobody else's — the examiner supervised to its end, candidate
 // sessions started through its broker (examiner-broker.ts) each over its own copy of the inputs, then
 // every session ended, the boundary checked and the report collected. The result is the run's raw record
-// (core/private-evaluator/report-admission.ts reads it) and the report's bytes. Workers and their case
-// leases are not built.
-import { mkdirSync, rmSync } from 'node:fs';
+// (core/private-evaluator/report-admission.ts reads it) and the report's bytes. Workers, started through
+// the examiner's broker, get their own copy of the inputs, the verifiers and the worker broker
+// (worker-broker.ts), whose case leases start candidates over case views.
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ROLE_ID, ROLE_PATHS } from '../../core/private-evaluator/principals.js';
 import type { PrivateRunRecord } from '../../core/private-evaluator/report-admission.js';
@@ -13,6 +14,8 @@ import type { NsName } from '../../native/index.js';
 import { WorldCgroup, type CgroupLayout, type CgroupLimits } from '../sandbox/cgroup.js';
 import { BoundaryFailed, CheckPrincipals } from './check-principals.js';
 import { ExaminerBroker, type StartSession } from './examiner-broker.js';
+import type { Session } from './session-table.js';
+import { LeaseLedger, WorkerBroker, type StartLeased } from './worker-broker.js';
 import { copyFrozen, type FrozenTree } from './freeze-tree.js';
 import { ReportDir, type ReportBinding } from './report-dir.js';
 import { assembleRoleRootfs, unmountRoleRootfs, type RoleBind } from './role-rootfs.js';
@@ -52,47 +55,127 @@ export interface ExaminerRunResult {
 /** The environment of a candidate session: nothing of the examiner's or the node-agent's. */
 export const CANDIDATE_ENV = ['PATH=/usr/local/bin:/usr/bin:/bin', 'LANG=C.UTF-8'];
 
+/** Where a leased candidate's stdin is, when its start gave one (read-only; the command's stdin is redirected from it). */
+export const STDIN_PATH = '/run/worldline-stdin';
+
+interface RoleRun {
+  role: 'worker' | 'candidate';
+  argv: string[];
+  env: string[];
+  cwd: string;
+  timeoutMs: number;
+  /** The role's own copies of the inputs go here, owned by its host id. */
+  binds: (dir: string) => RoleBind[];
+}
+
 /**
- * Starts one candidate session for the broker: a disposable copy of every frozen input, owned by the
- * candidate and at the same path as the examiner sees it, in the candidate's own root filesystem (no
- * report, no broker, no verifiers), its own cgroup with the run's limits, started as the candidate.
+ * Starts one worker or candidate for a broker: a disposable copy of every frozen input, owned by the role
+ * and at the same path as the examiner sees it, plus the role's own binds, in the role's own root
+ * filesystem (never the report or the examiner's broker), its own cgroup with the run's limits.
  */
-function sessionStarter(spec: ExaminerRunSpec, principals: CheckPrincipals): StartSession {
-  const candidateHost = spec.hostBase + ROLE_ID.candidate;
-  return async (req, id) => {
-    const dir = join(spec.dir, 'sessions', id);
-    mkdirSync(dir, { recursive: true, mode: 0o711 });
-    const rootfs = join(dir, 'rootfs');
-    const outputFile = join(dir, 'output.log');
-    let cgroup: WorldCgroup | undefined;
-    const cleanup = async (): Promise<void> => {
-      const left = unmountRoleRootfs(rootfs);
-      cgroup?.killAll();
-      cgroup?.remove();
-      // Never remove through a mount that is still there.
-      if (left.length === 0) rmSync(dir, { recursive: true, force: true });
-      await Promise.resolve();
+async function startRole(spec: ExaminerRunSpec, principals: CheckPrincipals, id: string, run: RoleRun, onCleanup?: () => Promise<void>): Promise<Session> {
+  const host = spec.hostBase + ROLE_ID[run.role];
+  const dir = join(spec.dir, 'sessions', id);
+  mkdirSync(dir, { recursive: true, mode: 0o711 });
+  const rootfs = join(dir, 'rootfs');
+  const outputFile = join(dir, 'output.log');
+  let cgroup: WorldCgroup | undefined;
+  const cleanup = async (): Promise<void> => {
+    await onCleanup?.();
+    const left = unmountRoleRootfs(rootfs);
+    cgroup?.killAll();
+    cgroup?.remove();
+    // Never remove through a mount that is still there.
+    if (left.length === 0) rmSync(dir, { recursive: true, force: true });
+  };
+  try {
+    const copies = spec.inputs.map((input, k) => ({ source: copyFrozen(input.frozen, join(dir, `input-${k}`), host), target: input.path, readonly: false }));
+    assembleRoleRootfs(rootfs, [...copies, ...run.binds(dir)]);
+    cgroup = WorldCgroup.create(spec.cgroups, 'worldline', `pe-${spec.binding.run}-${id}`);
+    cgroup.applyAndVerify(spec.limits);
+    const running = await principals.start(run.role, {
+      rootfs, argv: run.argv, env: run.env, cwd: run.cwd, cgroup, outputFile,
+      supervisorCgroupProcs: spec.supervisorCgroupProcs, outputLimitBytes: spec.outputLimitBytes, wallTimeMs: run.timeoutMs,
+    });
+    const signal = (sig: 'SIGTERM' | 'SIGKILL'): void => {
+      try {
+        process.kill(-running.pid, sig); // its process group: pid 1 of its namespace is the group's leader
+      } catch {
+        /* already gone */
+      }
+      if (sig === 'SIGKILL') running.kill();
     };
-    try {
-      const binds = spec.inputs.map((input, k) => ({ source: copyFrozen(input.frozen, join(dir, `input-${k}`), candidateHost), target: input.path, readonly: false }));
-      assembleRoleRootfs(rootfs, binds);
-      cgroup = WorldCgroup.create(spec.cgroups, 'worldline', `pe-${spec.binding.run}-${id}`);
-      cgroup.applyAndVerify(spec.limits);
-      const running = await principals.start('candidate', {
-        rootfs, argv: req.argv, env: CANDIDATE_ENV, cwd: req.cwd, cgroup, outputFile,
-        supervisorCgroupProcs: spec.supervisorCgroupProcs, outputLimitBytes: spec.outputLimitBytes, wallTimeMs: req.timeoutMs,
-      });
-      const signal = (sig: 'SIGTERM' | 'SIGKILL'): void => {
-        try {
-          process.kill(-running.pid, sig); // its process group: pid 1 of its namespace is the group's leader
-        } catch {
-          /* already gone */
+    return { done: running.done.then((e) => ({ code: e.code, signal: e.signal, reason: e.reason })), signal, outputFile, cleanup };
+  } catch (err) {
+    await cleanup();
+    throw err;
+  }
+}
+
+/** The examiner's candidate sessions: the inputs and nothing else. */
+function sessionStarter(spec: ExaminerRunSpec, principals: CheckPrincipals): StartSession {
+  return (req, id) => startRole(spec, principals, id, { role: 'candidate', argv: req.argv, env: CANDIDATE_ENV, cwd: req.cwd, timeoutMs: req.timeoutMs, binds: () => [] });
+}
+
+/** A leased candidate: its inputs with the case view over the lease's path, its stdin (if any) read-only. */
+function leasedStarter(spec: ExaminerRunSpec, principals: CheckPrincipals): StartLeased {
+  return (req, id) => {
+    const stdin = req.stdin;
+    return startRole(spec, principals, id, {
+      role: 'candidate',
+      // A fixed program, the command as its arguments: nothing of the request is parsed by the shell.
+      argv: stdin === undefined ? req.argv : ['/bin/sh', '-c', `exec "$@" < ${STDIN_PATH}`, 'sh', ...req.argv],
+      env: [...CANDIDATE_ENV, ...req.env],
+      cwd: req.cwd,
+      timeoutMs: req.timeoutMs,
+      binds: (dir) => {
+        const binds: RoleBind[] = [{ source: req.view, target: req.path, readonly: false }];
+        if (stdin !== undefined) {
+          writeFileSync(join(dir, 'stdin'), stdin, { mode: 0o444 });
+          binds.push({ source: join(dir, 'stdin'), target: STDIN_PATH, readonly: true, file: true });
         }
-        if (sig === 'SIGKILL') running.kill();
-      };
-      return { done: running.done.then((e) => ({ code: e.code, signal: e.signal, reason: e.reason })), signal, outputFile, cleanup };
+        return binds;
+      },
+    });
+  };
+}
+
+/** A worker: its inputs, the verifiers read-only and its own broker, served while it runs. */
+function workerStarter(spec: ExaminerRunSpec, principals: CheckPrincipals, ledger: LeaseLedger, problems: string[]): StartSession {
+  return async (req, id) => {
+    const host = spec.hostBase + ROLE_ID.worker;
+    const dir = join(spec.dir, 'workers', id);
+    mkdirSync(dir, { recursive: true, mode: 0o711 });
+    const socket = join(dir, 'worker-broker.sock');
+    let broker: WorkerBroker | undefined;
+    const closeBroker = async (): Promise<void> => {
+      if (broker === undefined) return;
+      const b = broker;
+      broker = undefined;
+      problems.push(...(await b.close()));
+    };
+    const inputs = spec.inputs.map((input, k) => ({ path: input.path, hostDir: join(spec.dir, 'sessions', id, `input-${k}`) }));
+    broker = new WorkerBroker(socket, host, spec.hostBase + ROLE_ID.candidate, inputs, join(dir, 'cases'), ledger, leasedStarter(spec, principals));
+    await broker.listen();
+    try {
+      const session = await startRole(spec, principals, id, {
+        role: 'worker', argv: req.argv, env: spec.env, cwd: req.cwd, timeoutMs: req.timeoutMs,
+        binds: () => [
+          ...spec.verifiers.map((v) => ({ source: v.dir, target: v.path, readonly: true })),
+          { source: socket, target: ROLE_PATHS.workerBroker, readonly: false, file: true },
+        ],
+      }, closeBroker);
+      // Served only while the worker runs: its end closes the broker (a lease still open is a violation).
+      // A worker that ran out of time or output refuses the run as a violation would.
+      void session.done.then(
+        (e) => {
+          if (e.reason === 'WallTimeExceeded' || e.reason === 'OutputLimitExceeded') problems.push(`worker ${id}: ${e.reason}`);
+        },
+        () => problems.push(`worker ${id}: its supervisor was lost`),
+      ).finally(() => void closeBroker());
+      return session;
     } catch (err) {
-      await cleanup();
+      await closeBroker();
       throw err;
     }
   };
@@ -106,10 +189,12 @@ export async function runExaminer(spec: ExaminerRunSpec): Promise<ExaminerRunRes
   const outputFile = join(spec.dir, 'examiner.log');
   let cgroup: WorldCgroup | undefined;
   let broker: ExaminerBroker | undefined;
+  const ledger = new LeaseLedger();
+  const workerProblems: string[] = [];
   try {
     const report = ReportDir.create(join(spec.dir, 'report'), spec.binding, examinerHost);
     const brokerPath = join(spec.dir, 'examiner-broker.sock');
-    broker = new ExaminerBroker(brokerPath, examinerHost, sessionStarter(spec, principals));
+    broker = new ExaminerBroker(brokerPath, examinerHost, sessionStarter(spec, principals), workerStarter(spec, principals, ledger, workerProblems));
     await broker.listen();
     const binds: RoleBind[] = [
       ...spec.inputs.map((i) => ({ source: i.frozen.dir, target: i.path, readonly: true })),
@@ -142,7 +227,12 @@ export async function runExaminer(spec: ExaminerRunSpec): Promise<ExaminerRunRes
       binding: spec.binding,
       examiner: { code: end.code, signal: end.signal, reason: end.reason },
       // The examiner has ended, and broker.close() ended every session (one the examiner left open is among its problems).
-      boundary: { problems: [...brokerProblems, ...problems], rolesCompleted: !brokerProblems.some((p) => p.includes('still open')), reportMountExclusive },
+      boundary: {
+        problems: [...brokerProblems, ...workerProblems, ...problems],
+        rolesCompleted: ![...brokerProblems, ...workerProblems].some((p) => p.includes('still open')),
+        reportMountExclusive,
+        ...(ledger.leases.length > 0 ? { leases: ledger.leases } : {}),
+      },
       report: collected.state === 'collected' ? { state: 'collected', size: collected.size, digest: collected.digest, binding: collected.binding } : collected,
     };
     return { record, ...(collected.state === 'collected' ? { reportBytes: collected.bytes } : {}), outputFile };

@@ -46,7 +46,7 @@ function exchange(path: string, id: number, lines: string[]): Promise<string[]> 
 test('only the examiner\'s host uid and gid are served; anyone else stops the broker', async () => {
   const { b, path } = await broker();
   const answers = await exchange(path, EXAMINER, ['{"op":"wait","session":"c1","waitMs":0}']);
-  assert.deepEqual(answers.map((a) => JSON.parse(a) as unknown), [{ ok: false, error: 'PROTOCOL_VIOLATION', message: 'wait on unknown session c1' }], 'the examiner is served (and an unknown session is a violation)');
+  assert.deepEqual(answers.map((a) => JSON.parse(a) as unknown), [{ ok: false, error: 'PROTOCOL_VIOLATION', message: 'wait of unknown session c1' }], 'the examiner is served (and an unknown session is a violation)');
   const other = await broker();
   const root = await new Promise<string>((resolve) => {
     const c = connect(other.path);

@@ -149,7 +149,7 @@ test('a session started, waited on, killed and torn down through the broker', as
 
 test('a session left open, or a request the broker refuses, fails the boundary: the report is UNTRUSTED', async () => {
   const open = await evaluate({ MODE: 'left-open' });
-  assert.ok(open.result.record.boundary.problems.includes('candidate session c1 was still open when the run ended'), JSON.stringify(open.result.record.boundary));
+  assert.ok(open.result.record.boundary.problems.includes('examiner broker: candidate session c1 was still open when the run ended'), JSON.stringify(open.result.record.boundary));
   assert.equal(open.result.record.boundary.rolesCompleted, false);
   assert.deepEqual(open.admission.classification === 'UNTRUSTED' && open.admission.reasons, ['BOUNDARY_INCOMPLETE']);
   const bad = await evaluate({ MODE: 'violation' });
