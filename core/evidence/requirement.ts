@@ -1,7 +1,8 @@
 // The requirement a candidate's evidence is bound to, and the verifier files a check binds. Pure: no I/O.
 //
 // requirementHash names everything a check result depends on besides the candidate itself: the checks
-// (in policy order, with their commands, verifier globs, timeouts, profiles and forwarded env names),
+// (in policy order, with their commands, verifier globs, timeouts, profiles, a private check's report
+// format and forwarded env names),
 // the identity of the verifier bytes (staged from PRIME), the engine version and the execution
 // configuration (no network, the isolation rules). Evidence produced under another requirement is stale.
 import { compareBytes, isCleanRelativePath } from '../relative-path.js';
@@ -22,6 +23,8 @@ export interface CheckDefinition {
   /** Wall-time limit as the policy writes it (a Go duration, e.g. "10m"). */
   timeout: string;
   profile: CheckProfile;
+  /** The report's format, for a private-evaluator-v1 check (how its examiner's report is read). */
+  reportFormat?: string;
   /** Names of the environment variables forwarded into the check. */
   env?: readonly string[];
 }
@@ -61,6 +64,8 @@ export function requirementValue(input: RequirementInput): unknown {
       verifiers: [...(c.verifiers ?? [])],
       timeout: c.timeout,
       profile: c.profile,
+      // Only a private-evaluator check reads a report: a legacy check's requirement is as it was.
+      ...(c.profile === 'private-evaluator-v1' ? { reportFormat: c.reportFormat ?? null } : {}),
       env: [...(c.env ?? [])],
     })),
     verifierIdentity: input.verifierIdentity,

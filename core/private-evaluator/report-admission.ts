@@ -90,3 +90,8 @@ export function admitReport(record: PrivateRunRecord, bytes: Uint8Array | undefi
   const t = parsed.totals;
   return { classification: 'ADMISSIBLE', verdict: t.tests > 0 && t.failures === 0 && t.errors === 0 ? 'PASS' : 'FAIL', totals: t };
 }
+
+/** A private run's id as the node-agent names it from its Check's uid (node-agent/checks/check-reconciler.ts). */
+export function privateRunId(checkUid: string): string {
+  return checkUid.replace(/[^A-Za-z0-9-]/g, '');
+}

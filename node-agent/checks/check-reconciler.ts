@@ -13,6 +13,7 @@ import type { KubeConfig } from '@kubernetes/client-node';
 import { classifyError, describeError, Refusal } from '../../core/errors.js';
 import type { CheckDefinition } from '../../core/evidence/requirement.js';
 import { governingPolicy } from '../../core/policy/governing.js';
+import { privateRunId } from '../../core/private-evaluator/report-admission.js';
 import { agentGate } from '../../core/world-binding.js';
 import { parseDuration } from '../../crds/common.js';
 import type { Check, CheckStatus, Policy, World } from '../../crds/index.js';
@@ -346,7 +347,7 @@ export class NodeChecks {
     const d = this.d;
     const checksDir = join(d.store.dir, 'checks');
     mkdirSync(checksDir, { recursive: true, mode: 0o711 });
-    const runId = (c.metadata.uid ?? '').replace(/[^A-Za-z0-9-]/g, '');
+    const runId = privateRunId(c.metadata.uid ?? '');
     return runPrivateCheck({
       runId,
       checksDir,
@@ -358,7 +359,7 @@ export class NodeChecks {
       verifierIdentity: view.resolved.declaredVerifier,
       argv: [...view.definition.command],
       env: [...CHECK_ENV_BASE],
-      reportFormat: view.policy.spec.checks?.find((x) => x.name === c.spec.name)?.reportFormat ?? '',
+      reportFormat: view.definition.reportFormat ?? '',
       idBase: r.idBase,
       idCount: r.idCount,
       limits: { cpuMillis: r.reserve.cpuMillis, memoryBytes: r.reserve.memoryBytes, pids: r.reserve.pids },
@@ -390,7 +391,12 @@ export class NodeChecks {
       startedAt: r.startedAt,
       finishedAt: r.finishedAt,
     };
-    recordEvaluation(d.store.db, { checkUid: c.metadata.uid ?? '', worldUid: world.metadata.uid ?? '', checkName: c.spec.name, verdict, subject: r.subject, ...ids(status), ...(mismatch ? { reason: 'VERIFIER_EXECUTION_IDENTITY_MISMATCH' } : {}) }, d.clock.now());
+    recordEvaluation(d.store.db, {
+      checkUid: c.metadata.uid ?? '', worldUid: world.metadata.uid ?? '', checkName: c.spec.name, verdict, subject: r.subject, ...ids(status),
+      ...(mismatch ? { reason: 'VERIFIER_EXECUTION_IDENTITY_MISMATCH' } : {}),
+      // A private run's raw record and report: a Collapse re-admits them (decision-evaluations.ts).
+      ...(result.privateRun ? { privateRun: result.privateRun } : {}),
+    }, d.clock.now());
     const attestation = this.attest(c, world, r.subject, status);
     if (attestation) status.attestation = attestation;
     d.onEvaluated?.();

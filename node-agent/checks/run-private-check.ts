@@ -9,7 +9,7 @@
 import { copyFileSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { classifyError } from '../../core/errors.js';
-import { admitReport, type ReportAdmission } from '../../core/private-evaluator/report-admission.js';
+import { admitReport, type PrivateRunRecord, type ReportAdmission } from '../../core/private-evaluator/report-admission.js';
 import { BoundaryFailed } from '../private-evaluator/check-principals.js';
 import { freezeTree } from '../private-evaluator/freeze-tree.js';
 import { runExaminer, VERIFIERS_PATH } from '../private-evaluator/run-examiner.js';
@@ -26,7 +26,11 @@ export type PrivateCheckRunSpec = Pick<
   | 'idBase' | 'idCount' | 'limits' | 'wallTimeMs' | 'outputLimitBytes' | 'cgroups' | 'agentNs' | 'outputFile' | 'now'
 > & { reportFormat: string };
 
-export type PrivateCheckResult = CheckResult & { admission?: ReportAdmission };
+export type PrivateCheckResult = CheckResult & {
+  admission?: ReportAdmission;
+  /** The run's raw record and its report's bytes, kept with the evaluation. */
+  privateRun?: { record: PrivateRunRecord; report?: Uint8Array };
+};
 
 export async function runPrivateCheck(spec: PrivateCheckRunSpec): Promise<PrivateCheckResult> {
   const now = spec.now ?? (() => new Date());
@@ -54,7 +58,8 @@ export async function runPrivateCheck(spec: PrivateCheckRunSpec): Promise<Privat
     const admission = admitReport(run.record, run.reportBytes, binding);
     const e = run.record.examiner;
     const record = executionRecord(spec, executed, { code: e.code, signal: e.signal, reason: e.reason as ExecutionRecord['exit']['reason'] }, startedAt, finishedAt);
-    return { verdict: admission.classification === 'ADMISSIBLE' ? admission.verdict : 'FAIL', record, admission };
+    const privateRun = { record: run.record, ...(run.reportBytes ? { report: run.reportBytes } : {}) };
+    return { verdict: admission.classification === 'ADMISSIBLE' ? admission.verdict : 'FAIL', record, admission, privateRun };
   } catch (err) {
     const failure = classifyError(err);
     if (!failure.terminal) throw err;

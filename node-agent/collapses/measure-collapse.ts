@@ -166,7 +166,8 @@ function verifiersModified(roots: readonly MeasuredRoot[], resolved: ReturnType<
 
 /** The evaluations that speak for the candidate; with no check required, the empty roster is the evaluation. */
 function candidateEvaluations(db: Database, world: WorldView, resolved: ReturnType<typeof resolveRequirement>, stored: StoredCandidate | undefined): Evaluation[] {
-  const evaluations = world.candidateDigest ? decisionEvaluations(evaluationsFor(db, world.uid, world.candidateDigest)) : [];
+  const privateChecks = new Set((resolved?.definitions ?? []).filter((d) => d.profile === 'private-evaluator-v1').map((d) => d.name));
+  const evaluations = world.candidateDigest ? decisionEvaluations(evaluationsFor(db, world.uid, world.candidateDigest), privateChecks) : [];
   if (resolved && resolved.definitions.length === 0 && stored) {
     // Nothing ran; its subject is the candidate as re-hashed in the store, its executed verifier set the
     // empty one. That is all it can claim.

@@ -46,6 +46,7 @@ export function checkDefinitions(policy: PolicyChecksView | undefined): CheckDef
     verifiers: [...(c.verifiers ?? [])],
     timeout: c.timeout,
     profile: c.profile,
+    ...(c.profile === 'private-evaluator-v1' && c.reportFormat !== undefined ? { reportFormat: c.reportFormat } : {}),
     env: [...(c.env ?? [])],
   }));
 }

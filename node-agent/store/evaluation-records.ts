@@ -5,7 +5,8 @@
 // without a context (written before contexts existed, or stripped) is EVIDENCE_CONTEXT_MISSING.
 import type { Database } from 'better-sqlite3';
 import { canonicalJson } from '../../core/canonical-json.js';
-import { digestOf } from '../../core/digest.js';
+import { digestOf, sha256Hex } from '../../core/digest.js';
+import type { PrivateRunRecord } from '../../core/private-evaluator/report-admission.js';
 
 export const EVALUATION_CONTEXT_FORMAT = 'worldline.evaluation-context/v1';
 
@@ -19,6 +20,8 @@ export interface EvaluationFields {
   verifierIdentity?: string;
   executedIdentity?: string;
   subject?: string;
+  /** A private-evaluator run's raw record and its report's bytes (absent when none was collected). */
+  privateRun?: { record: PrivateRunRecord | null; report?: Uint8Array };
 }
 
 export interface EvaluationRow extends EvaluationFields {
@@ -38,6 +41,8 @@ export function evaluationContext(e: EvaluationFields): Record<string, unknown> 
     verifierIdentity: e.verifierIdentity ?? null,
     executedIdentity: e.executedIdentity ?? null,
     verdict: e.verdict,
+    // A private run's record and report are bound by digest (only such a row has the key).
+    ...(e.privateRun ? { privateRun: { record: digestOf(e.privateRun.record), report: e.privateRun.report ? `sha256:${sha256Hex(e.privateRun.report)}` : null } } : {}),
   };
 }
 
@@ -46,12 +51,13 @@ export function recordEvaluation(db: Database, e: EvaluationFields, now: Date): 
   const context = evaluationContext(e);
   const r = db
     .prepare(
-      `INSERT INTO evaluations (check_uid, world_uid, check_name, verdict, reason, requirement_hash, verifier_identity, executed_identity, subject, created_at, context_json, context_digest)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      `INSERT INTO evaluations (check_uid, world_uid, check_name, verdict, reason, requirement_hash, verifier_identity, executed_identity, subject, created_at, context_json, context_digest, private_run_json, report)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     )
     .run(
       e.checkUid, e.worldUid, e.checkName, e.verdict, e.reason ?? null, e.requirementHash ?? null, e.verifierIdentity ?? null, e.executedIdentity ?? null, e.subject ?? null,
       now.toISOString(), canonicalJson(context), digestOf(context),
+      e.privateRun ? canonicalJson(e.privateRun.record) : null, e.privateRun?.report ? Buffer.from(e.privateRun.report) : null,
     );
   return Number(r.lastInsertRowid);
 }
@@ -73,6 +79,8 @@ interface RawRow {
   subject: string | null;
   context_json: string | null;
   context_digest: string | null;
+  private_run_json: string | null;
+  report: Buffer | null;
 }
 
 /**
@@ -82,7 +90,7 @@ interface RawRow {
 export function evaluationsFor(db: Database, worldUid: string, subject: string): EvaluationRow[] {
   const rows = db
     .prepare(
-      `SELECT ordinal, check_uid, world_uid, check_name, verdict, reason, requirement_hash, verifier_identity, executed_identity, subject, context_json, context_digest
+      `SELECT ordinal, check_uid, world_uid, check_name, verdict, reason, requirement_hash, verifier_identity, executed_identity, subject, context_json, context_digest, private_run_json, report
        FROM evaluations WHERE world_uid = ? OR subject = ? ORDER BY ordinal`,
     )
     .all(worldUid, subject) as RawRow[];
@@ -97,9 +105,19 @@ export function evaluationsFor(db: Database, worldUid: string, subject: string):
     ...(r.verifier_identity !== null ? { verifierIdentity: r.verifier_identity } : {}),
     ...(r.executed_identity !== null ? { executedIdentity: r.executed_identity } : {}),
     ...(r.subject !== null ? { subject: r.subject } : {}),
+    ...(r.private_run_json !== null ? { privateRun: { record: parsePrivateRun(r.private_run_json), ...(r.report !== null ? { report: r.report } : {}) } } : {}),
     contextJson: r.context_json,
     contextDigest: r.context_digest,
   }));
+}
+
+/** A stored raw record; one that does not parse is null, which no admission accepts. */
+function parsePrivateRun(json: string): PrivateRunRecord | null {
+  try {
+    return JSON.parse(json) as PrivateRunRecord;
+  } catch {
+    return null;
+  }
 }
 
 /**

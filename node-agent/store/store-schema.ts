@@ -193,9 +193,21 @@ const MIGRATIONS: readonly string[] = [
      FROM generation_entries e JOIN generations g ON g.id = e.generation_id;
    DROP TABLE generation_entries;
    ALTER TABLE generations DROP COLUMN manifest_json;`,
+  // (private evaluator, issue 14) a private-evaluator run's raw record (canonical JSON) and its report's
+  // bytes, kept with its evaluation so a Collapse re-admits the report itself rather than trust the verdict
+  // (node-agent/collapses/decision-evaluations.ts). NULL for every other run.
+  `ALTER TABLE evaluations ADD COLUMN private_run_json TEXT;
+   ALTER TABLE evaluations ADD COLUMN report BLOB;`,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;
+
+/** The schema version just before the migration whose SQL contains `marker` (for tests of that migration). */
+export function versionBefore(marker: string): number {
+  const i = MIGRATIONS.findIndex((m) => m.includes(marker));
+  if (i < 0) throw new RangeError(`no migration contains ${marker}`);
+  return i;
+}
 
 /** Bring the schema to SCHEMA_VERSION (or `target`), one transaction per migration. A newer schema refuses. */
 export function migrate(db: Database, target: number = SCHEMA_VERSION): void {

@@ -3,11 +3,18 @@
 // the candidate, runs the Policy's examiner (python3, staged from PRIME among the check's verifiers) over it,
 // and the examiner starts the candidate's code through its broker as the candidate principal. The verdict
 // is the examiner's admitted report: PASS for a good candidate, FAIL for a bad one; a candidate the frozen
-// input does not accept is refused by name; the Policy's legacy check runs beside it as before.
+// input does not accept is refused by name; the Policy's legacy check runs beside it as before. A Collapse
+// admits the stored report again: one whose report was rewritten to fail is denied, the good one commits.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
+import Database from 'better-sqlite3';
+import { canonicalJson } from '../../core/canonical-json.js';
+import { digestOf, sha256Hex } from '../../core/digest.js';
+import type { PrivateRunRecord } from '../../core/private-evaluator/report-admission.js';
+import { evaluationContext, evaluationsFor } from '../../node-agent/store/evaluation-records.js';
+import { collapseManifest, waitCollapse } from '../support/collapses.js';
 import { startStack, type Stack } from '../support/stack.js';
 import { capturedCheck, checkedProject, checkFinished } from '../support/worlds.js';
 
@@ -86,5 +93,40 @@ describe('a private-evaluator-v1 check on the stack', () => {
     assert.equal(examine.status.phase, 'Refused', JSON.stringify(examine.status));
     assert.equal(examine.status.reason, 'PRIVATE_INPUT_REFUSED');
     assert.match(examine.status.message, /LINK: is a symbolic link/);
+  });
+
+  test('a Collapse admits the stored report again: a PASS whose report now says FAIL is denied, the good candidate commits', async () => {
+    // Bytes of its own: evidence about the same bytes made for another World would speak for 'good' too.
+    const { run: t, check: examine } = await capturedCheck(s, 'rewritten', 'echo ok > README.md; echo rewritten > NOTE', 'examine', 90_000);
+    assert.equal(examine.status.phase, 'Passed', JSON.stringify(examine.status));
+    assert.equal((await checkFinished(s, 'rewritten-verify')).status.phase, 'Passed');
+    await s.restartAgent({
+      signal: 'SIGTERM',
+      between: () => {
+        const db = new Database(join(s.storeDir, 'state.db'));
+        try {
+          const row = evaluationsFor(db, t.uid, String(t.status.candidate.digest)).find((r) => r.checkName === 'examine' && r.worldUid === t.uid);
+          assert.ok(row?.privateRun?.record && row.privateRun.report, 'the run\'s raw record and report are kept with its evaluation');
+          assert.match(Buffer.from(row.privateRun.report).toString(), /failures="0"/);
+          // A whole, consistent rewrite: a report that fails, the record's size and digest of it, the row's context.
+          const report = Buffer.from('<testsuite tests="1" failures="1"><testcase name="readme"><failure/></testcase></testsuite>');
+          const old = row.privateRun.record;
+          const record: PrivateRunRecord = { ...old, report: { ...(old.report as Extract<PrivateRunRecord['report'], { state: 'collected' }>), size: report.length, digest: `sha256:${sha256Hex(report)}` } };
+          const context = evaluationContext({ ...row, privateRun: { record, report } });
+          const changed = db.prepare('UPDATE evaluations SET private_run_json = ?, report = ?, context_json = ?, context_digest = ? WHERE ordinal = ?')
+            .run(canonicalJson(record), report, canonicalJson(context), digestOf(context), row.ordinal).changes;
+          assert.equal(changed, 1);
+        } finally {
+          db.close();
+        }
+      },
+    });
+    await s.apply(collapseManifest('rewritten-col', 'rewritten'));
+    const denied = await waitCollapse(s, 'rewritten-col', 90_000);
+    assert.equal(denied.status.phase, 'Denied', JSON.stringify(denied.status));
+    assert.deepEqual(denied.status.decision.reasons, ['EXECUTION_EVIDENCE_INCOMPLETE'], 'the row still says PASS; its report does not');
+    await s.apply(collapseManifest('good-col', 'good'));
+    const committed = await waitCollapse(s, 'good-col', 90_000);
+    assert.equal(committed.status.phase, 'Committed', JSON.stringify(committed.status));
   });
 });

@@ -10,7 +10,7 @@ import Database from 'better-sqlite3';
 import { AdmissionAuthority, AdmissionInvariantError } from '../../node-agent/admission/admission-authority.js';
 import type { NodeCeilings } from '../../node-agent/admission/admission-policy.js';
 import { openStore } from '../../node-agent/store/open-store.js';
-import { migrate, SCHEMA_VERSION } from '../../node-agent/store/store-schema.js';
+import { migrate, versionBefore } from '../../node-agent/store/store-schema.js';
 import { scratch } from './store-fixtures.js';
 import { GiB, perWorld, roomy } from './admission-fixtures.js';
 import { rng } from '../support/seeded-random.js';
@@ -79,7 +79,7 @@ test('a store migrated from the schema before the account starts with its reserv
   const s = await scratch(t);
   const db = new Database(join(s.dir, 'old.db'));
   t.after(() => db.close());
-  migrate(db, SCHEMA_VERSION - 1);
+  migrate(db, versionBefore('CREATE TABLE reservation_totals'));
   const insert = db.prepare("INSERT INTO reservations (holder, stage, cpu_millis, memory_bytes, pids, ephemeral_storage_bytes, created_at) VALUES (?, 'agent', ?, ?, ?, ?, 'x')");
   insert.run('a', 1000, GiB, 512, 2 * GiB);
   insert.run('b', 250, 3 * GiB, 64, GiB);

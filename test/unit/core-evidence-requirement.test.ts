@@ -121,6 +121,7 @@ test('requirementHash: every bound input changes it; absent optional lists hash 
     ['verifier globs', { ...BASE, checks: [{ ...CHECK, verifiers: ['checks/*'] }, BASE.checks[1]!] }],
     ['timeout', { ...BASE, checks: [{ ...CHECK, timeout: '11m' }, BASE.checks[1]!] }],
     ['profile', { ...BASE, checks: [{ ...CHECK, profile: 'private-evaluator-v1' }, BASE.checks[1]!] }],
+    ["a private check's report format", { ...BASE, checks: [{ ...CHECK, profile: 'private-evaluator-v1', reportFormat: 'gnatprove' }, BASE.checks[1]!] }],
     ['env names', { ...BASE, checks: [{ ...CHECK, env: ['LANG', 'TZ'] }, BASE.checks[1]!] }],
     ['name', { ...BASE, checks: [{ ...CHECK, name: 'verify2' }, BASE.checks[1]!] }],
     ['verifier identity', { ...BASE, verifierIdentity: verifierIdentity([{ path: 'proj/checks/verify.sh', sha256: H('2') }]) }],
@@ -138,6 +139,13 @@ test('requirementHash: every bound input changes it; absent optional lists hash 
   await t.test('absent verifiers/env equal empty lists', () => {
     const lint = BASE.checks[1]!;
     assert.equal(requirementHash({ ...BASE, checks: [CHECK, { ...lint, verifiers: [], env: [] }] }), base);
+  });
+  await t.test("a legacy check's report format is not part of it (a legacy check reads no report)", () => {
+    assert.equal(requirementHash({ ...BASE, checks: [{ ...CHECK, reportFormat: 'junit' }, BASE.checks[1]!] }), base);
+  });
+  await t.test('a private check: junit and another format differ', () => {
+    const priv = (reportFormat: string): RequirementInput => ({ ...BASE, checks: [{ ...CHECK, profile: 'private-evaluator-v1', reportFormat }, BASE.checks[1]!] });
+    assert.notEqual(requirementHash(priv('junit')), requirementHash(priv('worldline-benchmark-v1')));
   });
   await t.test('isolation objects hash canonically (key order does not matter)', () => {
     assert.equal(requirementHash({ ...BASE, isolation: { controls: ['no-network'], minimumLevel: 'os-sandboxed' } }), base);

@@ -13,7 +13,7 @@ import { applyDelta, compareEntries, manifestDigest, type Manifest, type Manifes
 import { entryReader, manifestAt } from '../../node-agent/store/generation-entries.js';
 import { isStoreError } from '../../node-agent/store/store-errors.js';
 import { getGenerationManifest, insertGeneration } from '../../node-agent/store/store-records.js';
-import { migrate, SCHEMA_VERSION } from '../../node-agent/store/store-schema.js';
+import { migrate, versionBefore } from '../../node-agent/store/store-schema.js';
 
 const PATHS = ['a', 'a/b', 'a/b/c', 'a/c', 'a0', 'b', 'b/x', 'c'];
 const now = new Date('2026-12-04T00:00:00Z');
@@ -132,7 +132,7 @@ test('a manifest read from the store must digest to its generation; what is serv
 
 test('the migration to entry spans keeps every generation of every Root, and the next one builds on the latest', () => {
   const db = new Database(':memory:');
-  migrate(db, SCHEMA_VERSION - 1);
+  migrate(db, versionBefore('CREATE TABLE entry_spans'));
   const root = { mode: 0o755, uid: 1000, gid: 1000 };
   const gens: Manifest[] = [
     { root, entries: [{ path: 'd', type: 'dir', mode: 0o755, uid: 1, gid: 1 }, { path: 'd/f', type: 'file', mode: 0o644, uid: 1, gid: 1, size: 1, sha256: 'a'.repeat(64) }] },

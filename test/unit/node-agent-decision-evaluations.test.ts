@@ -9,6 +9,8 @@ import { presentId } from '../../core/collapse/identity.js';
 import { digestOf } from '../../core/digest.js';
 import { evaluationContext, readContext, type EvaluationFields, type EvaluationRow } from '../../node-agent/store/evaluation-records.js';
 import { decisionEvaluations } from '../../node-agent/collapses/decision-evaluations.js';
+import { privateRunId, type PrivateRunRecord } from '../../core/private-evaluator/report-admission.js';
+import { sha256Hex } from '../../core/digest.js';
 
 const WORLD = 'uid-w';
 const SUBJECT = 'sha256:cand';
@@ -23,7 +25,7 @@ function row(fields: Partial<EvaluationFields> & { checkName: string; verdict: s
   return tamper ? tamper(r) : r;
 }
 
-function judge(rows: EvaluationRow[], current = REQ, required = ['unit', 'lint']): readonly string[] {
+function judge(rows: EvaluationRow[], current = REQ, required = ['unit', 'lint'], privateChecks: ReadonlySet<string> = new Set()): readonly string[] {
   const obligation: CandidateObligation = {
     mode: 'Candidate',
     world: presentId('world', WORLD),
@@ -31,7 +33,7 @@ function judge(rows: EvaluationRow[], current = REQ, required = ['unit', 'lint']
     requiredChecks: required,
     declaredVerifier: presentId('verifierDeclared', VER),
     verifiersModifiedByCandidate: { measured: true, found: [] },
-    evaluations: decisionEvaluations(rows),
+    evaluations: decisionEvaluations(rows, privateChecks),
   };
   const input: DecisionInput = {
     stage: 'prepare',
@@ -119,4 +121,46 @@ test('runs that executed different verifier sets have no single executed identit
 
 test('no rows at all: the kernel has no evidence', () => {
   assert.deepEqual(judge([]), ['IDENTITY_ABSENT_EVIDENCE_SUBJECT', 'EVIDENCE_MISSING']);
+});
+
+/** A private-evaluator run's row: its raw record and report as the node-agent keeps them, bound to the row's own columns. */
+function privateRow(checkName: string, verdict: string, report: string, patch: (r: PrivateRunRecord) => PrivateRunRecord = (r) => r, bytes = Buffer.from(report)): EvaluationRow {
+  const checkUid = `uid-${checkName}-${ordinal}`;
+  const binding = { run: privateRunId(checkUid), check: checkName, candidate: SUBJECT, verifier: VER };
+  const record: PrivateRunRecord = {
+    profile: 'private-evaluator-v1',
+    reportFormat: 'junit',
+    binding,
+    examiner: { code: 0, signal: null, reason: 'Completed' },
+    boundary: { problems: [], rolesCompleted: true, reportMountExclusive: true },
+    report: { state: 'collected', size: Buffer.byteLength(report), digest: `sha256:${sha256Hex(Buffer.from(report))}`, binding },
+  };
+  return row({ checkName, verdict, checkUid, privateRun: { record: patch(record), report: bytes } });
+}
+
+test('a private check counts only when its stored report admits again, to the verdict its row claims', () => {
+  const PASSING = '<testsuite tests="2" failures="0"/>';
+  const lint = () => row({ checkName: 'lint', verdict: 'PASS' });
+  const priv = new Set(['unit']);
+  assert.deepEqual(judge([privateRow('unit', 'PASS', PASSING), lint()], REQ, ['unit', 'lint'], priv), [], 'an admissible PASS report authorizes');
+  // The row says PASS; what is stored does not bear it out.
+  assert.deepEqual(judge([privateRow('unit', 'PASS', '<testsuite tests="2" failures="1"/>'), lint()], REQ, ['unit', 'lint'], priv), ['EXECUTION_EVIDENCE_INCOMPLETE'], 'the report says FAIL');
+  assert.deepEqual(judge([privateRow('unit', 'PASS', PASSING, (r) => r, Buffer.from('<testsuite tests="9"/>')), lint()], REQ, ['unit', 'lint'], priv), ['EXECUTION_EVIDENCE_INCOMPLETE'], 'bytes that are not the collected report');
+  assert.deepEqual(judge([privateRow('unit', 'PASS', PASSING, (r) => ({ ...r, boundary: { ...r.boundary, problems: ['worker broker: a lease left open'] } })), lint()], REQ, ['unit', 'lint'], priv), ['EXECUTION_EVIDENCE_INCOMPLETE'], 'a boundary problem');
+  assert.deepEqual(judge([privateRow('unit', 'PASS', PASSING, (r) => ({ ...r, binding: { ...r.binding, run: 'another-run' }, report: { ...r.report, binding: { ...r.binding, run: 'another-run' } } as PrivateRunRecord['report'] })), lint()], REQ, ['unit', 'lint'], priv), ['EXECUTION_EVIDENCE_INCOMPLETE'], "a record bound to another Check's run");
+  assert.deepEqual(judge([row({ checkName: 'unit', verdict: 'PASS' }), lint()], REQ, ['unit', 'lint'], priv), ['EXECUTION_EVIDENCE_INCOMPLETE'], 'a private check with no raw record');
+  assert.deepEqual(judge([row({ checkName: 'unit', verdict: 'PASS', privateRun: { record: null } }), lint()], REQ, ['unit', 'lint'], priv), ['EXECUTION_EVIDENCE_INCOMPLETE'], 'a record that did not parse');
+  // An admissible FAIL is evidence, and it is a FAIL.
+  assert.deepEqual(judge([privateRow('unit', 'FAIL', '<testsuite tests="2" failures="1"/>'), lint()], REQ, ['unit', 'lint'], priv), ['CHECK_NOT_PASSED']);
+  // The same rows under a requirement with no private check: the row's verdict is what counts.
+  assert.deepEqual(judge([row({ checkName: 'unit', verdict: 'PASS' }), lint()]), []);
+});
+
+test('a private run\'s record and report are bound into the row\'s context: changing either is a context that is not intact', () => {
+  const r = privateRow('unit', 'PASS', '<testsuite tests="1"/>');
+  assert.deepEqual(readContext(r), { present: true, intact: true, world: WORLD });
+  const other = { ...r, privateRun: { record: r.privateRun!.record, report: Buffer.from('<testsuite tests="2"/>') } };
+  assert.deepEqual(readContext(other), { present: true, intact: false, world: WORLD }, 'other report bytes');
+  const rerecorded = { ...r, privateRun: { record: { ...r.privateRun!.record!, examiner: { code: 1, signal: null, reason: 'Completed' } }, report: r.privateRun!.report! } };
+  assert.deepEqual(readContext(rerecorded), { present: true, intact: false, world: WORLD }, 'another record');
 });
