@@ -111,3 +111,28 @@ export function checksPassedCondition(
   if (pending.length > 0) return { status: 'Unknown', reason: 'ChecksPending', message: `waiting for ${pending.join(', ')}` };
   return { status: 'True', reason: 'ChecksPassed', message: `all ${required.length} required checks passed on candidate ${candidate ?? ''}` };
 }
+
+/** Check reasons that mean its evidence could not be admitted at all (a private-evaluator report or boundary). */
+export const NOT_ADMISSIBLE_REASONS: ReadonlySet<string> = new Set(['REPORT_UNTRUSTED', 'PRIVATE_EVALUATOR_BOUNDARY_FAILED', 'PRIVATE_INPUT_REFUSED']);
+
+/**
+ * The World's Degraded condition: True when a required Check on the current candidate ended without
+ * admissible evidence (its report UNTRUSTED, its boundary failed, its input refused) — not a verdict about
+ * the candidate, but a run that could not produce one, which no collapse can use. False otherwise.
+ */
+export function degradedCondition(
+  checks: ObjectCache<CheckView>,
+  namespace: string,
+  world: string,
+  required: readonly string[],
+  candidate: string | undefined,
+): { status: 'True' | 'False'; reason: string; message: string } {
+  for (const name of required) {
+    const c = requiredCheck(checks, namespace, world, name);
+    const reason = c?.status?.subject === candidate ? c?.status?.reason : undefined;
+    if (reason !== undefined && NOT_ADMISSIBLE_REASONS.has(reason)) {
+      return { status: 'True', reason: 'CheckNotAdmissible', message: `check ${name} on candidate ${candidate ?? ''} has no admissible evidence: ${reason}${c?.status?.message ? ` (${c.status.message})` : ''}` };
+    }
+  }
+  return { status: 'False', reason: 'ChecksAdmissible', message: required.length === 0 ? 'the governing Policy requires no check' : 'no required check ended without admissible evidence' };
+}

@@ -14,7 +14,7 @@ import type { ObjectDeleter } from '../kube/object-deleter.js';
 import { ControllerConditions, NODE_CLEANUP_FINALIZER, NODE_LABEL } from './reasons.js';
 import { API_VERSION, refs } from './api-refs.js';
 import { computeWorldStatus, type RootView } from './world-status.js';
-import { checksPassedCondition, checksSummary, ensureChecks, requiredChecks, type CheckCreator } from './world-checks.js';
+import { checksPassedCondition, checksSummary, degradedCondition, ensureChecks, requiredChecks, type CheckCreator } from './world-checks.js';
 
 export interface WorldReconcilerDeps {
   caches: Caches;
@@ -85,6 +85,9 @@ export function makeWorldReconciler(d: WorldReconcilerDeps): (key: string) => Pr
       const prev = findCondition(world.status?.conditions, 'ChecksPassed');
       const cond = phase === 'Collapsed' && prev ? { status: prev.status, reason: prev.reason, message: prev.message } : checksPassedCondition(d.caches.checks, ns, name, policyChecks, candidate);
       desired = { ...desired, conditions: setCondition([...desired.conditions, ...(prev ? [prev] : [])], { type: 'ChecksPassed', ...cond }, world.metadata.generation, now) };
+      const prevDegraded = findCondition(world.status?.conditions, 'Degraded');
+      const degraded = phase === 'Collapsed' && prevDegraded ? { status: prevDegraded.status, reason: prevDegraded.reason, message: prevDegraded.message } : degradedCondition(d.caches.checks, ns, name, policyChecks, candidate);
+      desired = { ...desired, conditions: setCondition([...desired.conditions, ...(prevDegraded ? [prevDegraded] : [])], { type: 'Degraded', ...degraded }, world.metadata.generation, now) };
     }
 
     const keys = Object.keys(desired);
@@ -107,6 +110,9 @@ export function makeWorldReconciler(d: WorldReconcilerDeps): (key: string) => Pr
       if (readyAfter && readyAfter.reason !== readyBefore?.reason && readyAfter.reason !== after?.reason) {
         d.events.normal(world, readyAfter.reason, readyAfter.message);
       }
+      const degradedBefore = findCondition(world.status?.conditions, 'Degraded');
+      const degradedAfter = findCondition(desired.conditions, 'Degraded');
+      if (degradedAfter?.status === 'True' && degradedBefore?.status !== 'True') d.events.warning(world, degradedAfter.reason, degradedAfter.message);
     }
 
     const nodeName = desired.nodeName;

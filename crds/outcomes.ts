@@ -154,7 +154,7 @@ export type ConditionStatus = (typeof CONDITION_STATUSES)[number];
 // field manager: the controller owns Accepted (World, Root, Policy) and WorldFound (Check, Collapse);
 // the node-agent owns the lifecycle types of the objects bound to its node.
 
-export const WORLD_CONDITION_TYPES = ['Accepted', 'Admitted', 'Isolated', 'Running', 'Captured', 'ChecksPassed', 'Collapsed', 'Ready'] as const;
+export const WORLD_CONDITION_TYPES = ['Accepted', 'Admitted', 'Isolated', 'Running', 'Captured', 'ChecksPassed', 'Degraded', 'Collapsed', 'Ready'] as const;
 export type WorldConditionType = (typeof WORLD_CONDITION_TYPES)[number];
 
 export const ROOT_CONDITION_TYPES = ['Accepted', 'Adopted', 'PrimeConsistent', 'Ready'] as const;

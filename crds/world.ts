@@ -278,7 +278,7 @@ export const WorldStatusSchema = z
     message: message('Human-readable explanation of the current phase.').optional(),
     observedGeneration: observedGeneration().optional(),
     conditions: conditions(
-      'Conditions (Accepted, Admitted, Isolated, Running, Captured, ChecksPassed, Collapsed, Ready); each type is owned by one field manager.',
+      'Conditions (Accepted, Admitted, Isolated, Running, Captured, ChecksPassed, Degraded, Collapsed, Ready); each type is owned by one field manager. Degraded is True while a required Check on the candidate ended without admissible evidence (REPORT_UNTRUSTED, PRIVATE_EVALUATOR_BOUNDARY_FAILED, PRIVATE_INPUT_REFUSED).',
     ).optional(),
   })
   .describe('Observed state of the World, written by the controller and the node-agent (each its own fields).');

@@ -86,6 +86,16 @@ describe('a private-evaluator-v1 check on the stack', () => {
     assert.equal(examine.status.verdict, 'FAIL');
     assert.equal(examine.status.reason, 'REPORT_UNTRUSTED');
     assert.match(examine.status.message, /REPORT_MISSING/);
+    // The World shows it: a required check that could not produce admissible evidence degrades it.
+    const degraded = await s.waitFor('World silent Degraded', async () => {
+      const w = await s.get('world', 'silent', 'default');
+      const c = (w?.status?.conditions as { type: string; status: string; reason: string; message: string }[] | undefined)?.find((x) => x.type === 'Degraded');
+      return c?.status === 'True' ? c : undefined;
+    }, 30_000);
+    assert.equal(degraded.reason, 'CheckNotAdmissible');
+    assert.match(degraded.message, /^check examine on candidate sha256:[0-9a-f]{64} has no admissible evidence: REPORT_UNTRUSTED/);
+    const good = await s.get('world', 'good', 'default');
+    assert.equal((good?.status?.conditions as { type: string; status: string }[]).find((x) => x.type === 'Degraded')?.status, 'False', 'a World whose checks were admissible is not degraded');
   });
 
   test('a candidate the frozen input does not accept (a symbolic link) is refused by name', async () => {
