@@ -6,7 +6,7 @@
 // (core/private-evaluator/report-admission.ts reads it) and the report's bytes. Workers, started through
 // the examiner's broker, get their own copy of the inputs, the verifiers and the worker broker
 // (worker-broker.ts), whose case leases start candidates over case views.
-import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ROLE_ID, ROLE_PATHS } from '../../core/private-evaluator/principals.js';
 import type { PrivateRunRecord } from '../../core/private-evaluator/report-admission.js';
@@ -91,7 +91,7 @@ async function startRole(spec: ExaminerRunSpec, principals: CheckPrincipals, id:
   try {
     const copies = spec.inputs.map((input, k) => ({ source: copyFrozen(input.frozen, join(dir, `input-${k}`), host), target: input.path, readonly: false }));
     assembleRoleRootfs(rootfs, [...copies, ...run.binds(dir)]);
-    cgroup = WorldCgroup.create(spec.cgroups, 'worldline', `pe-${spec.binding.run}-${id}`);
+    cgroup = WorldCgroup.create(spec.cgroups, budgetPath(spec), id);
     cgroup.applyAndVerify(spec.limits);
     const running = await principals.start(run.role, {
       rootfs, argv: run.argv, env: run.env, cwd: run.cwd, cgroup, outputFile,
@@ -121,7 +121,8 @@ function sessionStarter(spec: ExaminerRunSpec, principals: CheckPrincipals): Sta
 function leasedStarter(spec: ExaminerRunSpec, principals: CheckPrincipals): StartLeased {
   return (req, id) => {
     const stdin = req.stdin;
-    return startRole(spec, principals, id, {
+    // Its own directory and cgroup name: a worker's candidate ids are counted apart from the examiner's.
+    return startRole(spec, principals, `leased-${id}`, {
       role: 'candidate',
       // A fixed program, the command as its arguments: nothing of the request is parsed by the shell.
       argv: stdin === undefined ? req.argv : ['/bin/sh', '-c', `exec "$@" < ${STDIN_PATH}`, 'sh', ...req.argv],
@@ -189,9 +190,13 @@ export async function runExaminer(spec: ExaminerRunSpec): Promise<ExaminerRunRes
   const outputFile = join(spec.dir, 'examiner.log');
   let cgroup: WorldCgroup | undefined;
   let broker: ExaminerBroker | undefined;
+  let budget: WorldCgroup | undefined;
   const ledger = new LeaseLedger();
   const workerProblems: string[] = [];
   try {
+    // The run's budget: every role's cgroup is created beneath it, so together they never exceed the check's limits.
+    budget = WorldCgroup.create(spec.cgroups, 'worldline', `pe-${spec.binding.run}`);
+    budget.applyAndVerify(spec.limits);
     const report = ReportDir.create(join(spec.dir, 'report'), spec.binding, examinerHost);
     const brokerPath = join(spec.dir, 'examiner-broker.sock');
     broker = new ExaminerBroker(brokerPath, examinerHost, sessionStarter(spec, principals), workerStarter(spec, principals, ledger, workerProblems));
@@ -203,7 +208,7 @@ export async function runExaminer(spec: ExaminerRunSpec): Promise<ExaminerRunRes
       { source: brokerPath, target: ROLE_PATHS.examinerBroker, readonly: false, file: true },
     ];
     assembleRoleRootfs(rootfs, binds);
-    cgroup = WorldCgroup.create(spec.cgroups, 'worldline', `pe-${spec.binding.run}-examiner`);
+    cgroup = WorldCgroup.create(spec.cgroups, budgetPath(spec), 'examiner');
     cgroup.applyAndVerify(spec.limits);
     const running = await principals.start('examiner', {
       rootfs, argv: spec.argv, env: spec.env, cwd: spec.cwd, cgroup, outputFile,
@@ -244,5 +249,34 @@ export async function runExaminer(spec: ExaminerRunSpec): Promise<ExaminerRunRes
       cgroup.killAll();
       cgroup.remove();
     }
+    if (budget) await sweepPrivateRunCgroups(spec.cgroups, spec.binding.run);
   }
+}
+
+/** The run's budget cgroup, the parent of every role's own. */
+function budgetPath(spec: ExaminerRunSpec): string {
+  return `worldline/pe-${spec.binding.run}`;
+}
+
+/**
+ * What a run cut short (the agent killed mid-run) leaves of its cgroups: every role's, then the budget,
+ * each emptied (SIGKILL to what is left) and removed. Returns the directories that could not be removed.
+ */
+export async function sweepPrivateRunCgroups(layout: CgroupLayout, run: string): Promise<string[]> {
+  const budget = WorldCgroup.attach(layout, 'worldline', `pe-${run}`);
+  const top = budget.dirs()[0];
+  if (top === undefined || !existsSync(top)) return [];
+  const roles = readdirSync(top, { withFileTypes: true }).filter((e) => e.isDirectory()).map((e) => WorldCgroup.attach(layout, `worldline/pe-${run}`, e.name));
+  const left: string[] = [];
+  for (const cg of [...roles, budget]) {
+    cg.killAll();
+    // A killed process leaves its cgroup when it is reaped: the directory is busy until then (as in teardown-run.ts).
+    let rest = cg.remove();
+    for (let i = 0; i < 50 && rest.length > 0; i++) {
+      await new Promise((r) => setTimeout(r, 20));
+      rest = cg.remove();
+    }
+    left.push(...rest);
+  }
+  return left;
 }

@@ -12,6 +12,7 @@
 // Worlds recorded running are left to their reconcile.
 import { existsSync, readdirSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
+import { sweepPrivateRunCgroups } from '../private-evaluator/run-examiner.js';
 import { WorldCgroup, type CgroupLayout } from '../sandbox/cgroup.js';
 import { detachLoop, loopsUnder } from '../sandbox/disk-loop.js';
 import { releaseSlotsExcept, slotHolders } from '../sandbox/id-slots.js';
@@ -64,7 +65,13 @@ export async function sweepRunLeftovers(store: Store, cgroups: CgroupLayout): Pr
   for (const runId of [...new Set([...checkDirs, ...holders.filter((h) => h.startsWith(CHECK_HOLDER)).map((h) => h.slice(CHECK_HOLDER.length))])].sort()) {
     if (!RUN_ID.test(runId)) continue;
     const cgroup = WorldCgroup.attach(cgroups, 'worldline', `check-${runId}`);
-    if (await attempt(`check ${runId}`, `${CHECK_HOLDER}${runId}`, async () => throwTeardownErrors(await teardownRun(worldPaths(checksDir, runId), cgroup, () => cgroup.killAll())))) out.checks.push(runId);
+    const swept = async (): Promise<void> => {
+      throwTeardownErrors(await teardownRun(worldPaths(checksDir, runId), cgroup, () => cgroup.killAll()));
+      // A private-evaluator run's roles have cgroups of their own beneath the run's budget.
+      const left = await sweepPrivateRunCgroups(cgroups, runId);
+      if (left.length > 0) throw new Error(`cgroups of private run ${runId} remain: ${left.join(', ')}`);
+    };
+    if (await attempt(`check ${runId}`, `${CHECK_HOLDER}${runId}`, swept)) out.checks.push(runId);
   }
   for (const dir of [store.layout.worlds, checksDir]) {
     for (const loop of loopsUnder(dir)) {

@@ -83,6 +83,15 @@ test('a finished World, a Check run and an unrecorded World left mid-teardown ar
     const checkPaths = worldPaths(checksDir, checkUid);
     const check = await leaveRun(checkPaths, `check-${checkUid}`);
     acquireSlot(store.db, `check-${checkUid}`, 8, now);
+    // A private-evaluator run's role left in its cgroup beneath the run's budget.
+    const budget = WorldCgroup.create(layout, 'worldline', `pe-${checkUid}`);
+    const role = WorldCgroup.create(layout, `worldline/pe-${checkUid}`, 'c1');
+    cgroups.push(role, budget);
+    const roleChild = spawn('sleep', ['600'], { stdio: 'ignore' });
+    children.push(roleChild);
+    const roleExited = new Promise<void>((resolve) => roleChild.once('exit', () => resolve()));
+    for (const f of role.procsFiles()) writeFileSync(f, String(roleChild.pid));
+    assert.deepEqual(role.pids(), [roleChild.pid]);
 
     const swept = await sweepRunLeftovers(store, layout);
     assert.deepEqual(swept.failed, []);
@@ -98,6 +107,9 @@ test('a finished World, a Check run and an unrecorded World left mid-teardown ar
       assert.deepEqual(mountsUnder(paths.dir), [], `${what}: nothing mounted`);
       assert.equal(attached(run.device), false, `${what}: loop device ${run.device} detached`);
     }
+    await roleExited;
+    assert.equal(roleChild.signalCode, 'SIGKILL', "the private run's role was killed");
+    for (const d of [...role.dirs(), ...budget.dirs()]) assert.equal(existsSync(d), false, `private run cgroup ${d} is gone`);
     assert.equal(readFileSync(finishedPaths.output, 'utf8'), 'what the agent printed\n', 'a finished World keeps its output log');
     assert.equal(existsSync(orphanPaths.output), false, 'an unrecorded World\'s output log goes with it');
 

@@ -3,7 +3,8 @@
 // worker's case directory exactly as before a refused copy-out or exactly the whole copy after one:
 // a worker that dies with a lease and a candidate open, a candidate killed mid-run, copy-outs of a
 // FIFO, a setuid file and a file with an extended attribute, extreme trees (deep, wide, long names, many
-// links), a candidate trying nested user namespaces, and /proc from inside a leased candidate.
+// links), three candidates exhausting the run's one pids budget together, a candidate trying nested user
+// namespaces, and /proc from inside a leased candidate.
 import { after, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
@@ -62,6 +63,12 @@ try:
                 b.close_lease(lease)
             finally:
                 print('worker-dir', sorted(os.listdir(case))[:5], tree(case))
+        elif scenario == 'budget':
+            spawn = 'import subprocess\\nok = 0\\nfor i in range(40):\\n    try:\\n        subprocess.Popen(["/bin/sleep", "8"])\\n        ok += 1\\n    except OSError:\\n        pass\\nprint("spawned", ok, flush=True)\\nimport time\\ntime.sleep(3)'
+            sessions = [b.start(lease, ['/usr/bin/python3', '-c', spawn], case, 20000) for _ in range(3)]
+            counts = [int(finish(b, s)[1].split()[-1]) for s in sessions]
+            print('budget', sum(counts), counts)
+            b.close_lease(lease)
         elif scenario == 'nested-userns':
             probe = 'unshare -U -r id -u 2>&1 || echo unshare-refused; cat /proc/sys/user/max_user_namespaces'
             e, out = finish(b, b.start(lease, ['/bin/sh', '-c', probe], case, 10000))
@@ -123,6 +130,16 @@ describe('lease faults', { concurrency: false }, () => {
     assert.equal(r.problems, '', r.output);
     assert.match(r.output, /^copied files=1002 dirs=103 links=50 longest=255 depth=101$/m, r.output);
     assert.equal(r.admission.classification, 'ADMISSIBLE');
+  });
+
+  test("the run's roles share one budget: three candidates each spawning 40 processes get fewer than the run's 64 pids together", async () => {
+    const r = await scenario('budget');
+    assert.equal(r.problems, '', r.output);
+    const m = /^budget (\d+) \[(\d+), (\d+), (\d+)\]$/m.exec(r.output);
+    assert.ok(m, r.output);
+    // Each alone has room for its 40 (a role's own cgroup has the run's limits); together they cannot exceed the run's.
+    assert.ok(Number(m[1]) < 64, `the three candidates held ${m[1]} processes at once: more than the run's 64 pids`);
+    assert.ok(Number(m[1]) > 0, 'and they did run');
   });
 
   test('a leased candidate cannot create a nested user namespace', async () => {
