@@ -1,5 +1,5 @@
 // npm run bench — runs every benchmark and prints a table. Not a test: nothing here asserts a time.
-//   --only controller,latency,fork,capture,admission,collapse,receipts,evidence,fleet   which benchmarks (default: all but fleet)
+//   --only controller,latency,fork,capture,admission,collapse,receipts,evidence,private,fleet   which benchmarks (default: all but fleet)
 //   --worlds N                        Worlds for the controller benchmark (default 1000)
 //   --sizes 1000,10000,100000         root sizes in files for fork, capture and collapse
 //   --reps N                          rounds per size (default 5, 3 from 100k files up; collapse 10, 3 from 100k up);
@@ -21,6 +21,7 @@ import { noStackCollapseSamples, openCollapseStack, stackCollapseResult, type Co
 import { benchController, CONTROLLER_TARGETS } from './controller-throughput.bench.js';
 import { benchReceipts } from './receipts.bench.js';
 import { benchEvidence } from './evidence.bench.js';
+import { benchPrivate } from './private.bench.js';
 import { benchWorldLatency } from './world-latency.bench.js';
 import { generateGitRepo } from './tree-fixtures.js';
 import { captureResult, captureRound, noCaptureSamples, type CaptureSamples } from './world-capture.bench.js';
@@ -29,7 +30,7 @@ import { FORKS_PER_ROUND, forkResult, forkRound, noForkSamples, type ForkSamples
 
 const { values } = parseArgs({
   options: {
-    only: { type: 'string', default: 'controller,latency,fork,capture,admission,collapse,receipts,evidence' },
+    only: { type: 'string', default: 'controller,latency,fork,capture,admission,collapse,receipts,evidence,private' },
     worlds: { type: 'string', default: '1000' },
     sizes: { type: 'string', default: '1000,10000,100000' },
     reps: { type: 'string' },
@@ -44,7 +45,7 @@ const { values } = parseArgs({
   },
 });
 
-const BENCHES = ['controller', 'latency', 'fork', 'capture', 'admission', 'collapse', 'receipts', 'evidence', 'fleet'] as const;
+const BENCHES = ['controller', 'latency', 'fork', 'capture', 'admission', 'collapse', 'receipts', 'evidence', 'private', 'fleet'] as const;
 type Bench = (typeof BENCHES)[number];
 
 function parseList(flag: string, raw: string): string[] {
@@ -305,6 +306,21 @@ function evidence(): void {
   })));
 }
 
+async function privateEvaluator(): Promise<void> {
+  console.log(`private evaluator: a candidate tree of ${sizes.join(', ')} files frozen, an examiner run with no candidate, and candidate sessions (/bin/true, timed by the examiner), next to cp -a of the tree; medians in ms`);
+  const rows = await benchPrivate(values.dir, sizes, repsFor);
+  console.table(rows.map((r) => ({
+    files: r.files,
+    rounds: r.rounds,
+    'cp -a': ms(r.cpMs),
+    freeze: ms(r.freezeMs),
+    'freeze / cp -a': times(r.freezeMs / r.cpMs),
+    'examiner run, no candidate': ms(r.examinerOnlyMs),
+    'one candidate session': ms(r.sessionMs),
+    'session / cp -a': times(r.sessionMs / r.cpMs),
+  })));
+}
+
 async function fleet(): Promise<void> {
   const worlds = positiveInt('fleet-worlds', values['fleet-worlds']);
   const files = positiveInt('fleet-files', values['fleet-files']);
@@ -356,6 +372,7 @@ async function main(): Promise<void> {
   if (only.has('collapse')) sections.push(collapse);
   if (only.has('receipts')) sections.push(receipts);
   if (only.has('evidence')) sections.push(evidence);
+  if (only.has('private')) sections.push(privateEvaluator);
   if (only.has('fleet')) sections.push(fleet);
   for (const [i, section] of sections.entries()) {
     if (i > 0) console.log('');
