@@ -49,6 +49,12 @@ export interface CopyOptions extends FreezeOptions {
   linkProblem?: (relPath: string, target: string) => string | undefined;
   /** The error a refusal throws (default InputRefused). */
   refuse?: (relPath: string, why: string) => Error;
+  /**
+   * A directory fd `src` is relative to: the top is then opened beneath it with no symbolic link in any
+   * component (openat2 RESOLVE_NO_SYMLINKS), so nobody who can write below that directory can point the
+   * copy elsewhere. Without it, `src` is a path the caller trusts.
+   */
+  beneath?: number;
 }
 
 /** Copies `src` into `dst` (which must not exist), every entry owned by `ownerHostId`. */
@@ -71,18 +77,33 @@ export function identityOf(m: Manifest): string {
 
 /** Copies `src` into `dst` (which must not exist) under the frozen input's rules, every entry owned by `owner`; returns the source's manifest. */
 export function copyTree(src: string, dst: string, owner: number, opts: CopyOptions = {}): Manifest {
-  const rootFd = openSync(src, fsc.O_RDONLY | fsc.O_DIRECTORY | fsc.O_NOFOLLOW);
+  const rootFd = opts.beneath === undefined ? openSync(src, fsc.O_RDONLY | fsc.O_DIRECTORY | fsc.O_NOFOLLOW) : openTop(opts.beneath, src, opts.refuse);
   try {
     const top = fstatSync(rootFd, { bigint: true });
     const mntId = native.statx(rootFd, '', native.AT_EMPTY_PATH).mntId;
     const entries: ManifestEntry[] = [];
     mkdirSync(dst, { mode: 0o700 });
     const refuse = opts.refuse ?? ((rel: string, why: string) => new InputRefused(rel, why));
-    copyDir({ rootFd, src, dst, owner, mntId, entries, refuse, ...(opts.afterLstat ? { afterLstat: opts.afterLstat } : {}), ...(opts.linkProblem ? { linkProblem: opts.linkProblem } : {}) }, '', top);
+    // Entries are looked up through the open top itself, never through the path it was opened by: a parent
+    // swapped for a link after the open changes nothing here.
+    copyDir({ rootFd, src: `/proc/self/fd/${rootFd}`, dst, owner, mntId, entries, refuse, ...(opts.afterLstat ? { afterLstat: opts.afterLstat } : {}), ...(opts.linkProblem ? { linkProblem: opts.linkProblem } : {}) }, '', top);
     entries.sort((a, b) => compareBytes(a.path, b.path));
     return { entries, root: { mode: Number(top.mode) & 0o7777, uid: Number(top.uid), gid: Number(top.gid) } };
   } finally {
-    closeSync(rootFd);
+    native.closeFd(rootFd);
+  }
+}
+
+function openTop(beneath: number, rel: string, refuse: CopyOptions['refuse']): number {
+  try {
+    return native.openBeneath(beneath, rel, fsc.O_RDONLY | fsc.O_DIRECTORY);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'ELOOP' || code === 'EXDEV' || code === 'ENOTDIR' || code === 'ENOENT') {
+      const why = `is not a directory reached without a symbolic link (${code})`;
+      throw refuse ? refuse('', why) : new InputRefused('', why);
+    }
+    throw err;
   }
 }
 

@@ -134,7 +134,7 @@ export class WorkerBroker extends BrokerServer<WorkerRequest> {
       case 'copy-out': {
         if (lease.live.length > 0) return this.violate(`copy-out of lease ${lease.id} while candidate ${lease.live[0]!.id} is live`);
         this.workerUnmoved(lease, 'copy-out');
-        lease.workerIdentity = copyOut(lease.view, join(lease.input.hostDir, lease.rel), this.workerHostId, `.worldline-copy-out-${lease.id}-${lease.generation}`);
+        lease.workerIdentity = copyOut(lease.view, lease.input.hostDir, lease.rel, this.workerHostId, this.dir, `copy-out-${lease.id}-${lease.generation}`);
         lease.uncopied = false;
         return this.advance(lease, 'copy-out');
       }
@@ -162,14 +162,18 @@ export class WorkerBroker extends BrokerServer<WorkerRequest> {
     const id = `l${++this.ledger.opened}`;
     const lease: Lease = { id, path, input, rel, view: join(this.dir, id), generation: 1, workerIdentity: '', uncopied: false, live: [], starts: 0, events: ['open'] };
     this.ledger.leases.push({ lease: id, path, events: lease.events });
-    lease.workerIdentity = this.copyIn(lease);
+    try {
+      lease.workerIdentity = this.copyIn(lease);
+    } catch (err) {
+      throw new Error(`a lease on ${path}: ${err instanceof Error ? err.message : String(err)}`);
+    }
     this.leases.set(id, lease);
     return { ok: true, lease: id, generation: lease.generation };
   }
 
   /** The worker's directory into a fresh view (which must not exist), owned by the candidate; its identity. */
   private copyIn(lease: Lease): string {
-    const identity = copyCase(join(lease.input.hostDir, lease.rel), lease.view, this.candidateHostId);
+    const identity = copyCase(lease.input.hostDir, lease.rel, lease.view, this.candidateHostId);
     lease.events.push(`copy-in ${identity}`);
     return identity;
   }
@@ -182,7 +186,7 @@ export class WorkerBroker extends BrokerServer<WorkerRequest> {
 
   /** Throws (a violation) unless the worker's directory is still what was last copied. */
   private workerUnmoved(lease: Lease, op: string): void {
-    const now = measureCase(join(lease.input.hostDir, lease.rel));
+    const now = measureCase(lease.input.hostDir, lease.rel);
     if (now !== lease.workerIdentity) throw new Error(`${op} of lease ${lease.id}: the worker's ${lease.path} moved since generation ${lease.generation} (${now ?? 'unmeasurable'}, was ${lease.workerIdentity})`);
   }
 }

@@ -8,7 +8,7 @@
 // output limit. Request fuzzing runs against the broker's socket itself, seeded and replayable.
 import { after, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync } from 'node:fs';
 import { createConnection } from 'node:net';
 import { join } from 'node:path';
 import { MAX_STDIN_BYTES } from '../../node-agent/private-evaluator/broker-protocol.js';
@@ -85,6 +85,19 @@ try:
                 b.close_lease(lease)
             finally:
                 print('worker-dir', sorted(os.listdir(case)), open(case + '/data').read())
+        elif scenario == 'through-a-link':
+            os.symlink('/', '/work/input/escape')
+            b.open('/work/input/escape/etc')
+        elif scenario == 'parent-swapped':
+            lease = b.open(case)
+            finish(b, b.start(lease, ['/bin/sh', '-c', 'echo x > new'], case, 10000))
+            os.rename('/work/input/cases', '/work/input/real-cases')
+            os.symlink('/etc', '/work/input/cases')
+            try:
+                b.copy_out(lease)
+            finally:
+                os.unlink('/work/input/cases')
+                os.rename('/work/input/real-cases', '/work/input/cases')
         elif scenario == 'stdin-too-large':
             lease = b.open(case)
             b.start(lease, ['/bin/cat'], case, 10000, stdin=b'x' * ${MAX_STDIN_BYTES + 1})
@@ -140,6 +153,13 @@ describe('case leases', { concurrency: false }, () => {
     const inner = await scenario('inner-link');
     assert.equal(inner.problems, '', inner.output);
     assert.match(inner.output, /^copied-out \['d', 'data', 'leak'\] data$/m);
+  });
+
+  test('a lease through a link the worker planted, or a copy-out after the worker swapped a parent for a link, reaches nothing outside its copy', async () => {
+    await refused('through-a-link', /a lease on \/work\/input\/escape\/etc: the case cannot be copied: its top: is not a directory reached without a symbolic link \(ELOOP\)/);
+    const swapped = await refused('parent-swapped', /copy-out of lease l1: the worker's \/work\/input\/cases\/a moved since generation 1 \(unmeasurable/);
+    assert.match(swapped.output, /^worker-dir-after \['data'\] original$/m, "the worker's directory is as it was");
+    assert.equal(existsSync('/etc/a'), false, 'nothing was exchanged into the host');
   });
 
   test('stdin over the cap and an environment variable outside the allowlist are refused', async () => {
