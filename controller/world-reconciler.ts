@@ -82,12 +82,12 @@ export function makeWorldReconciler(d: WorldReconcilerDeps): (key: string) => Pr
     let desired = policyChecks.length > 0 ? { ...computed, checksSummary: checksSummary(d.caches.checks, ns, name, policyChecks) } : computed;
     if (phase === 'Captured' || phase === 'Collapsed') {
       const candidate = world.status?.candidate?.digest;
-      const prev = findCondition(world.status?.conditions, 'ChecksPassed');
-      const cond = phase === 'Collapsed' && prev ? { status: prev.status, reason: prev.reason, message: prev.message } : checksPassedCondition(d.caches.checks, ns, name, policyChecks, candidate);
-      desired = { ...desired, conditions: setCondition([...desired.conditions, ...(prev ? [prev] : [])], { type: 'ChecksPassed', ...cond }, world.metadata.generation, now) };
-      const prevDegraded = findCondition(world.status?.conditions, 'Degraded');
-      const degraded = phase === 'Collapsed' && prevDegraded ? { status: prevDegraded.status, reason: prevDegraded.reason, message: prevDegraded.message } : degradedCondition(d.caches.checks, ns, name, policyChecks, candidate);
-      desired = { ...desired, conditions: setCondition([...desired.conditions, ...(prevDegraded ? [prevDegraded] : [])], { type: 'Degraded', ...degraded }, world.metadata.generation, now) };
+      // Both follow the candidate's Checks while Captured and stay as they were once the World is Collapsed.
+      for (const [type, compute] of [['ChecksPassed', checksPassedCondition], ['Degraded', degradedCondition]] as const) {
+        const prev = findCondition(world.status?.conditions, type);
+        const cond = phase === 'Collapsed' && prev ? { status: prev.status, reason: prev.reason, message: prev.message } : compute(d.caches.checks, ns, name, policyChecks, candidate);
+        desired = { ...desired, conditions: setCondition([...desired.conditions, ...(prev ? [prev] : [])], { type, ...cond }, world.metadata.generation, now) };
+      }
     }
 
     const keys = Object.keys(desired);

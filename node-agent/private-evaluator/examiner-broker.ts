@@ -8,7 +8,6 @@ import { BrokerRequest, MAX_READ_BYTES, MAX_SESSIONS, MAX_WORKERS } from './brok
 import { BrokerServer } from './broker-server.js';
 import { answerSessionOp, SessionTable, type Session } from './session-table.js';
 
-export type CandidateSession = Session;
 export type StartSession = (req: { argv: string[]; cwd: string; timeoutMs: number }, id: string) => Promise<Session>;
 
 export class ExaminerBroker extends BrokerServer<BrokerRequest> {

@@ -75,7 +75,7 @@ interface RoleRun {
  */
 async function startRole(spec: ExaminerRunSpec, principals: CheckPrincipals, id: string, run: RoleRun, onCleanup?: () => Promise<void>): Promise<Session> {
   const host = spec.hostBase + ROLE_ID[run.role];
-  const dir = join(spec.dir, 'sessions', id);
+  const dir = roleDir(spec, id);
   mkdirSync(dir, { recursive: true, mode: 0o711 });
   const rootfs = join(dir, 'rootfs');
   const outputFile = join(dir, 'output.log');
@@ -89,9 +89,9 @@ async function startRole(spec: ExaminerRunSpec, principals: CheckPrincipals, id:
     if (left.length === 0) rmSync(dir, { recursive: true, force: true });
   };
   try {
-    const copies = spec.inputs.map((input, k) => ({ source: copyFrozen(input.frozen, join(dir, `input-${k}`), host), target: input.path, readonly: false }));
+    const copies = spec.inputs.map((input, k) => ({ source: copyFrozen(input.frozen, roleInputDir(spec, id, k), host), target: input.path, readonly: false }));
     assembleRoleRootfs(rootfs, [...copies, ...run.binds(dir)]);
-    cgroup = WorldCgroup.create(spec.cgroups, budgetPath(spec), id);
+    cgroup = WorldCgroup.create(spec.cgroups, budgetPath(spec.binding.run), id);
     cgroup.applyAndVerify(spec.limits);
     const running = await principals.start(run.role, {
       rootfs, argv: run.argv, env: run.env, cwd: run.cwd, cgroup, outputFile,
@@ -155,7 +155,7 @@ function workerStarter(spec: ExaminerRunSpec, principals: CheckPrincipals, ledge
       broker = undefined;
       problems.push(...(await b.close()));
     };
-    const inputs = spec.inputs.map((input, k) => ({ path: input.path, hostDir: join(spec.dir, 'sessions', id, `input-${k}`) }));
+    const inputs = spec.inputs.map((input, k) => ({ path: input.path, hostDir: roleInputDir(spec, id, k) }));
     broker = new WorkerBroker(socket, host, spec.hostBase + ROLE_ID.candidate, inputs, join(dir, 'cases'), ledger, leasedStarter(spec, principals));
     await broker.listen();
     try {
@@ -195,7 +195,7 @@ export async function runExaminer(spec: ExaminerRunSpec): Promise<ExaminerRunRes
   const workerProblems: string[] = [];
   try {
     // The run's budget: every role's cgroup is created beneath it, so together they never exceed the check's limits.
-    budget = WorldCgroup.create(spec.cgroups, 'worldline', `pe-${spec.binding.run}`);
+    budget = WorldCgroup.create(spec.cgroups, BUDGET_PARENT, budgetName(spec.binding.run));
     budget.applyAndVerify(spec.limits);
     const report = ReportDir.create(join(spec.dir, 'report'), spec.binding, examinerHost);
     const brokerPath = join(spec.dir, 'examiner-broker.sock');
@@ -208,7 +208,7 @@ export async function runExaminer(spec: ExaminerRunSpec): Promise<ExaminerRunRes
       { source: brokerPath, target: ROLE_PATHS.examinerBroker, readonly: false, file: true },
     ];
     assembleRoleRootfs(rootfs, binds);
-    cgroup = WorldCgroup.create(spec.cgroups, budgetPath(spec), 'examiner');
+    cgroup = WorldCgroup.create(spec.cgroups, budgetPath(spec.binding.run), 'examiner');
     cgroup.applyAndVerify(spec.limits);
     const running = await principals.start('examiner', {
       rootfs, argv: spec.argv, env: spec.env, cwd: spec.cwd, cgroup, outputFile,
@@ -253,20 +253,30 @@ export async function runExaminer(spec: ExaminerRunSpec): Promise<ExaminerRunRes
   }
 }
 
-/** The run's budget cgroup, the parent of every role's own. */
-function budgetPath(spec: ExaminerRunSpec): string {
-  return `worldline/pe-${spec.binding.run}`;
+/** A worker's or candidate's own directory in the run (its root filesystem, input copies, output). */
+function roleDir(spec: ExaminerRunSpec, id: string): string {
+  return join(spec.dir, 'sessions', id);
 }
+
+/** Where a role's copy of input `k` is on the host (the worker broker's leases live in a worker's). */
+function roleInputDir(spec: ExaminerRunSpec, id: string, k: number): string {
+  return join(roleDir(spec, id), `input-${k}`);
+}
+
+/** The run's budget cgroup, the parent of every role's own: BUDGET_PARENT/budgetName(run). */
+const BUDGET_PARENT = 'worldline';
+const budgetName = (run: string): string => `pe-${run}`;
+const budgetPath = (run: string): string => `${BUDGET_PARENT}/${budgetName(run)}`;
 
 /**
  * What a run cut short (the agent killed mid-run) leaves of its cgroups: every role's, then the budget,
  * each emptied (SIGKILL to what is left) and removed. Returns the directories that could not be removed.
  */
 export async function sweepPrivateRunCgroups(layout: CgroupLayout, run: string): Promise<string[]> {
-  const budget = WorldCgroup.attach(layout, 'worldline', `pe-${run}`);
+  const budget = WorldCgroup.attach(layout, BUDGET_PARENT, budgetName(run));
   const top = budget.dirs()[0];
   if (top === undefined || !existsSync(top)) return [];
-  const roles = readdirSync(top, { withFileTypes: true }).filter((e) => e.isDirectory()).map((e) => WorldCgroup.attach(layout, `worldline/pe-${run}`, e.name));
+  const roles = readdirSync(top, { withFileTypes: true }).filter((e) => e.isDirectory()).map((e) => WorldCgroup.attach(layout, budgetPath(run), e.name));
   const left: string[] = [];
   for (const cg of [...roles, budget]) {
     cg.killAll();
