@@ -7,6 +7,10 @@
 # two bases from Debian packages and the npm registry, then this same file with BUILD_BASE/RUNTIME_BASE.
 ARG BUILD_BASE=node:20-bookworm
 ARG RUNTIME_BASE=node:20-bookworm-slim
+# Debian packages the image adds to its runtime base. python3 is the examiner of private-evaluator-v1 checks
+# (/usr/bin/python3 running a script staged from PRIME; docs/private-evaluator-broker.md); worlds and checks
+# see it too, as they see the whole image. Empty leaves it out (private checks then cannot start).
+ARG IMAGE_PACKAGES=python3
 
 # ---- build: npm ci (compiles the worldline addon and better-sqlite3), tsc, then drop dev dependencies,
 # type declarations, source maps and better-sqlite3's sources and objects ----
@@ -35,6 +39,13 @@ RUN npx tsc -p scripts/images/tsconfig.image.json \
 
 # ---- runtime: Node, the compiled tree, production node_modules and the addon; nothing to compile with ----
 FROM ${RUNTIME_BASE}
+ARG IMAGE_PACKAGES
+# Before any COPY, so code changes reuse this layer; the package lists are not kept.
+RUN if [ -n "${IMAGE_PACKAGES}" ]; then \
+      apt-get update \
+   && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends ${IMAGE_PACKAGES} \
+   && rm -rf /var/lib/apt/lists/* /var/cache/apt/archives/*.deb; \
+    fi
 ARG VERSION=0.0.0-dev
 LABEL org.opencontainers.image.title="worldline" \
       org.opencontainers.image.description="worldline controller, node-agent and CLI" \

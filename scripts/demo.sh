@@ -46,7 +46,7 @@ show_log() { # show_log FILE: what a sandboxed program printed, indented
 step "clean up an earlier run: the demo's Collapses, Worlds and their Checks"
 k delete collapse hello-collapse hello-broken-collapse --ignore-not-found --wait --timeout=120s
 k delete world hello hello-broken --ignore-not-found --wait --timeout=120s
-k delete check hello-verify hello-broken-verify hello-verify-revalidate --ignore-not-found --wait --timeout=120s
+k delete check hello-verify hello-examine hello-broken-verify hello-broken-examine hello-verify-revalidate --ignore-not-found --wait --timeout=120s
 
 step "adopt the Root: $repo moves into the node store and becomes a link through live/"
 k apply -f examples/root.yaml
@@ -87,6 +87,12 @@ k get wlcheck hello-verify
 [[ $(get check hello-verify '{.status.phase}') == Passed ]] || die "the check of World hello did not pass" check hello-verify
 echo "-- what checks/test.sh printed in the check sandbox:"
 show_log "$store/checks/$(get check hello-verify '{.metadata.uid}').output.log"
+
+step "the private-evaluator check (Check hello-examine): checks/examine.py, staged from PRIME, runs greet.sh as the candidate principal; the verdict is the examiner's JUnit report"
+wait_for check hello-examine '{.status.phase}' Passed Failed Refused
+k get wlcheck hello-examine
+[[ $(get check hello-examine '{.status.phase}') == Passed ]] || die "the private check of World hello did not pass" check hello-examine
+echo "-- the report it admitted: $(get check hello-examine '{.status.verdict}'), $(get check hello-examine '{.status.message}')"
 k get wl hello
 
 step "collapse: promote the checked candidate into the live Root, atomically"

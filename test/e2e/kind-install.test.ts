@@ -1,6 +1,6 @@
 // The user's path on a real cluster: a two-node kind cluster on a locally built node image, worldline
 // installed with `helm install` from charts/worldline, then the whole loop through kubectl: a Root
-// adopted on a node, a World run, checked and collapsed, its receipt verified with the published key; a
+// adopted on a node, a World run, checked (a legacy check and a private-evaluator one) and collapsed, its receipt verified with the published key; a
 // World on the second node bound there; the node-agent of one node refused writing another node's World
 // status (the ValidatingAdmissionPolicy); a view-only user refused creating a World; `helm upgrade`
 // rolling the pods with the API still working; `helm uninstall` leaving no World mount and no worldline
@@ -156,11 +156,20 @@ describe('worldline on a two-node kind cluster', { concurrency: false }, () => {
     const path = plantRepo(node, ROOT_A);
     await kubectlMust(p, ['apply', '-f', '-'], rootYaml(ROOT_A, node, path));
     assert.equal(await waitPhase('root', ROOT_A, ['Ready', 'Broken']), 'Ready');
-    const policy = readFileSync(join(repo, 'examples/policy.yaml'), 'utf8').replace('demo-policy', 'e2e-policy').replace('- demo-repo', `- ${ROOT_A}\n    - ${ROOT_B}`);
+    // The example's private-evaluator examiner is found under its Root's name in the verifier mount.
+    const policy = readFileSync(join(repo, 'examples/policy.yaml'), 'utf8').replace('demo-policy', 'e2e-policy').replace('- demo-repo', `- ${ROOT_A}\n    - ${ROOT_B}`)
+      .replace('/run/worldline-verifiers/demo-repo/', `/run/worldline-verifiers/${ROOT_A}/`);
+    assert.match(policy, /profile: private-evaluator-v1/, 'the example Policy has its private-evaluator check');
     await kubectlMust(p, ['apply', '-f', '-'], policy);
     await kubectlMust(p, ['apply', '-f', '-'], worldYaml('e2e-hello', ROOT_A, IMPLEMENT_SHOUT));
     assert.equal(await waitPhase('world', 'e2e-hello', ['Captured', 'Failed', 'Refused']), 'Captured');
     assert.equal(await waitPhase('check', 'e2e-hello-verify', ['Passed', 'Failed', 'Refused']), 'Passed');
+    // The private-evaluator check runs in the node-agent pod: python3 from the image as the examiner, the
+    // greeter's program as the candidate principal; its verdict is the examiner's admitted JUnit report.
+    assert.equal(await waitPhase('check', 'e2e-hello-examine', ['Passed', 'Failed', 'Refused']), 'Passed');
+    const examine = await json(['get', 'check', 'e2e-hello-examine']);
+    assert.equal(examine.status.verdict, 'PASS', JSON.stringify(examine.status));
+    assert.equal(examine.status.reason, undefined, `an admitted report: ${JSON.stringify(examine.status)}`);
     await kubectlMust(p, ['apply', '-f', '-'], JSON.stringify({ apiVersion: 'worldline.dev/v1alpha1', kind: 'Collapse', metadata: { name: 'e2e-hello', namespace: 'default' }, spec: { worldRef: 'e2e-hello', mode: 'Candidate' } }));
     assert.equal(await waitPhase('collapse', 'e2e-hello', ['Committed', 'Denied', 'Failed']), 'Committed');
     // The node's directory shows the change (read inside the node: the host path is a link into its store).
