@@ -44,7 +44,7 @@ ARG IMAGE_PACKAGES
 RUN if [ -n "${IMAGE_PACKAGES}" ]; then \
       apt-get update \
    && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends ${IMAGE_PACKAGES} \
-   && rm -rf /var/lib/apt/lists/* /var/cache/apt/archives/*.deb; \
+   && apt-get clean && rm -rf /var/lib/apt/lists/* /var/cache/apt/*.bin; \
     fi
 ARG VERSION=0.0.0-dev
 LABEL org.opencontainers.image.title="worldline" \
