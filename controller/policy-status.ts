@@ -1,13 +1,15 @@
 // The controller's part of a Policy's status: checks that need more than the schema can say
-// (Roots exist, one Policy per Root, private-evaluator ordering and verifiers) and warnings for
+// (Roots exist, one Policy per Root, private-evaluator ordering, verifiers and a report format the
+// node-agent reads to a verdict) and warnings for
 // checks that bind no verifier file.
 import { governsAny, olderPolicyFirst } from '../core/policy/governing.js';
+import { READABLE_REPORT_FORMATS } from '../core/private-evaluator/report-admission.js';
 import type { ObjectMeta, PolicyCheck, PolicySpec, PolicyStatus } from '../crds/index.js';
 import { setCondition, type Condition } from '../kube/conditions.js';
 import { ControllerConditions, Reasons } from './reasons.js';
 
 /** What the status reads of one of a Policy's checks (a Pick of the parsed check). */
-export type PolicyCheckView = Pick<PolicyCheck, 'name' | 'command' | 'verifiers' | 'profile'>;
+export type PolicyCheckView = Pick<PolicyCheck, 'name' | 'command' | 'verifiers' | 'profile' | 'reportFormat'>;
 
 /** What the Policy's controller status reads (a Pick of the parsed Policy). */
 export interface PolicyObj {
@@ -53,6 +55,7 @@ export function computePolicyStatus(policy: PolicyObj, policies: readonly Policy
   const firstPrivate = checks.findIndex((c) => c.profile === 'private-evaluator-v1');
   const lateLegacy = firstPrivate >= 0 ? checks.slice(firstPrivate).find((c) => c.profile !== 'private-evaluator-v1') : undefined;
   const unverified = checks.find((c) => c.profile === 'private-evaluator-v1' && (c.verifiers ?? []).length === 0);
+  const unreadable = checks.find((c) => c.profile === 'private-evaluator-v1' && c.reportFormat !== undefined && !READABLE_REPORT_FORMATS.includes(c.reportFormat));
   const rival = policies
     .filter((p) => p.metadata.name !== policy.metadata.name && governsAny(p, roots))
     .sort(olderPolicyFirst)[0];
@@ -62,6 +65,12 @@ export function computePolicyStatus(policy: PolicyObj, policies: readonly Policy
     verdict = { ok: false, r: Reasons.CheckProfileOrderInvalid, message: `check "${lateLegacy.name}" (legacy) follows a private-evaluator-v1 check; private checks must come after every legacy check` };
   } else if (unverified) {
     verdict = { ok: false, r: Reasons.PrivateCheckWithoutVerifiers, message: `private-evaluator-v1 check "${unverified.name}" must declare spec.checks[].verifiers` };
+  } else if (unreadable) {
+    verdict = {
+      ok: false,
+      r: Reasons.ReportFormatUnsupported,
+      message: `private-evaluator-v1 check "${unreadable.name}" asks for reportFormat ${String(unreadable.reportFormat)}, which no node-agent reads to a verdict (read: ${READABLE_REPORT_FORMATS.join(', ')}); its reports could never be admitted`,
+    };
   } else if (rival && olderPolicyFirst(rival, policy) < 0) {
     const shared = rival.spec.roots.filter((r) => roots.includes(r));
     verdict = { ok: false, r: Reasons.PolicyRootConflict, message: `Policy "${rival.metadata.name ?? ''}" already governs Root ${shared.map((s) => `"${s}"`).join(', ')}` };

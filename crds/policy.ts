@@ -72,7 +72,11 @@ export const PolicyCheckSchema = celChecked(
       reportFormat: z
         .enum(CHECK_REPORT_FORMATS)
         .optional()
-        .describe('Format of the report a private-evaluator-v1 check produces (junit, gnatprove or worldline-benchmark-v1).'),
+        .describe(
+          'Format of the report a private-evaluator-v1 check produces: junit, or worldline-benchmark-v1 (measurements ' +
+            'with bounds; docs/private-evaluator-broker.md). gnatprove is reserved: no node-agent reads it yet, so a ' +
+            'Policy asking for it is not Accepted (REPORT_FORMAT_UNSUPPORTED).',
+        ),
       env: listType(z.array(envName('Name of an environment variable of the node-agent forwarded to the check.')).max(64), 'set')
         .refine((v) => uniqueBy(v, (x) => x), { message: 'spec.checks[].env entries must be unique' })
         .optional()

@@ -6,7 +6,8 @@
 // bytes have the recorded size and digest; and a format read to a verdict. Anything else is UNTRUSTED,
 // with every reason named, and cannot make its Check admissible.
 import { DIGEST_PREFIX, sha256Hex } from '../digest.js';
-import { parseJUnit, type JUnitTotals } from './junit.js';
+import { BENCHMARK_FORMAT, parseBenchmarkReport } from './benchmark-report.js';
+import { parseJUnit, type JUnitParse, type JUnitTotals } from './junit.js';
 
 export interface ReportBindingRecord {
   run: string;
@@ -50,6 +51,23 @@ export type ReportAdmission =
   | { classification: 'ADMISSIBLE'; verdict: 'PASS' | 'FAIL'; totals: JUnitTotals }
   | { classification: 'UNTRUSTED'; reasons: UntrustedReason[]; details: string[] };
 
+/**
+ * The formats a report is read in, each to totals: JUnit's own counts, or one test per benchmark with a
+ * failure for each out of its bounds. A verdict passes only with at least one test and no failure or error.
+ * gnatprove (accepted by the Policy schema) has no reader: such a report is UNTRUSTED, and the Policy says
+ * so (controller/policy: REPORT_FORMAT_UNSUPPORTED).
+ */
+const READERS: Record<string, ((text: string) => JUnitParse) | undefined> = {
+  junit: parseJUnit,
+  [BENCHMARK_FORMAT]: (text) => {
+    const r = parseBenchmarkReport(text);
+    return r.ok ? { ok: true, totals: r.totals } : r;
+  },
+};
+
+/** The report formats this node-agent can read to a verdict. */
+export const READABLE_REPORT_FORMATS: readonly string[] = Object.keys(READERS);
+
 const sameBinding = (a: ReportBindingRecord, b: ReportBindingRecord): boolean =>
   a.run === b.run && a.check === b.check && a.candidate === b.candidate && a.verifier === b.verifier;
 
@@ -78,14 +96,15 @@ export function admitReport(record: PrivateRunRecord, bytes: Uint8Array | undefi
     if (bytes === undefined || bytes.length !== r.size || digest !== r.digest) untrusted('REPORT_BYTES_MISMATCH', 'the retained bytes are not the collected report');
   }
   if (reasons.length > 0 || bytes === undefined) return { classification: 'UNTRUSTED', reasons, details };
-  if (record.reportFormat !== 'junit') return { classification: 'UNTRUSTED', reasons: ['REPORT_FORMAT_UNSUPPORTED'], details: [`report format ${record.reportFormat} is not read yet`] };
+  const read = READERS[record.reportFormat];
+  if (read === undefined) return { classification: 'UNTRUSTED', reasons: ['REPORT_FORMAT_UNSUPPORTED'], details: [`report format ${record.reportFormat} is not read by this node-agent`] };
   let text: string;
   try {
     text = new TextDecoder('utf-8', { fatal: true }).decode(bytes);
   } catch {
     return { classification: 'UNTRUSTED', reasons: ['REPORT_UNPARSEABLE'], details: ['the report is not UTF-8'] };
   }
-  const parsed = parseJUnit(text);
+  const parsed = read(text);
   if (!parsed.ok) return { classification: 'UNTRUSTED', reasons: ['REPORT_UNPARSEABLE'], details: [parsed.problem] };
   const t = parsed.totals;
   return { classification: 'ADMISSIBLE', verdict: t.tests > 0 && t.failures === 0 && t.errors === 0 ? 'PASS' : 'FAIL', totals: t };

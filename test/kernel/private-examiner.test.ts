@@ -69,6 +69,16 @@ with Broker() as b:
         with open('/run/worldline-report/report', 'wb') as f:
             f.write(out)
         mode = 'copied'
+    elif mode == 'benchmark':
+        import json, time
+        started = time.monotonic()
+        exit, out, _ = b.run(['/bin/sh', '-c', 'seq "$(cat count)"'], root, 10000)
+        elapsed = (time.monotonic() - started) * 1000
+        marks = [{'name': 'lines printed', 'unit': 'lines', 'value': len(out.decode().splitlines()), 'min': 3},
+                 {'name': 'run time', 'unit': 'ms', 'value': elapsed, 'min': 0, 'max': 10000}]
+        with open('/run/worldline-report/report', 'w') as f:
+            json.dump({'format': 'worldline-benchmark-v1', 'benchmarks': marks}, f)
+        mode = 'copied'
     elif mode == 'violation':
         try:
             b.call(op='run', argv=[], cwd=root, timeoutMs=1)
@@ -95,7 +105,7 @@ interface Examiner {
 }
 const TEST_EXAMINER: Examiner = { verifiers: [{ dir: verifiers, path: VERIFIERS_PATH }], argv: ['/usr/bin/python3', '-I', `${VERIFIERS_PATH}/examine.py`], inputPath: '/work/input' };
 
-async function evaluate(files: Record<string, string>, examiner: Examiner = TEST_EXAMINER) {
+async function evaluate(files: Record<string, string>, examiner: Examiner = TEST_EXAMINER, reportFormat = 'junit') {
   const n = ++runs;
   const src = join(base, `candidate-${n}`);
   mkdirSync(src, { mode: 0o755 });
@@ -110,7 +120,7 @@ async function evaluate(files: Record<string, string>, examiner: Examiner = TEST
     dir: join(base, `run-${n}`), hostBase: HOST_BASE, agentNs,
     inputs: [{ frozen, path: examiner.inputPath }],
     verifiers: examiner.verifiers, argv: examiner.argv, env: ['PATH=/usr/bin:/bin', 'LANG=C.UTF-8'], cwd: examiner.inputPath === '/work/input' ? '/' : examiner.inputPath,
-    binding, reportFormat: 'junit', cgroups: layout, limits: { cpuMillis: 1000, memoryBytes: 256 * 1024 * 1024, pids: 64 },
+    binding, reportFormat, cgroups: layout, limits: { cpuMillis: 1000, memoryBytes: 256 * 1024 * 1024, pids: 64 },
     supervisorCgroupProcs: supervisorCgroupProcs(layout), wallTimeMs: 30_000, outputLimitBytes: 65536,
   };
   const result = await runExaminer(spec);
@@ -137,6 +147,15 @@ test('the examiner reads the frozen input read-only and runs the candidate\'s co
 test('a failing case in the report is a FAIL verdict', async () => {
   const { admission } = await evaluate({ a: 'ok', b: 'not ok' });
   assert.deepEqual(admission, { classification: 'ADMISSIBLE', verdict: 'FAIL', totals: { tests: 2, failures: 1, errors: 0, skipped: 0 } });
+});
+
+test('a worldline-benchmark-v1 report: the examiner measures the candidate\'s run, and the verdict is recomputed from the numbers and bounds', async () => {
+  const fast = await evaluate({ count: '5', MODE: 'benchmark' }, TEST_EXAMINER, 'worldline-benchmark-v1');
+  assert.deepEqual(fast.admission, { classification: 'ADMISSIBLE', verdict: 'PASS', totals: { tests: 2, failures: 0, errors: 0, skipped: 0 } }, fast.output);
+  const short = await evaluate({ count: '2', MODE: 'benchmark' }, TEST_EXAMINER, 'worldline-benchmark-v1');
+  assert.deepEqual(short.admission, { classification: 'ADMISSIBLE', verdict: 'FAIL', totals: { tests: 2, failures: 1, errors: 0, skipped: 0 } }, 'two lines printed, three required');
+  const junit = await evaluate({ count: '5', MODE: 'benchmark' }, TEST_EXAMINER, 'junit');
+  assert.deepEqual(junit.admission.classification === 'UNTRUSTED' && junit.admission.reasons, ['REPORT_UNPARSEABLE'], 'the Policy\'s format decides how the bytes are read');
 });
 
 test('a session started, waited on, killed and torn down through the broker', async () => {

@@ -43,6 +43,13 @@ test('Policy: private checks after legacy ones, with verifiers; warnings for che
   assert.equal(order.conditions[0]?.reason, 'CheckProfileOrderInvalid');
   const noVer = computePolicyStatus({ ...base, spec: { roots: ['r'], checks: [{ name: 'b', command: ['x'], profile: 'private-evaluator-v1' }] } }, [], () => true, now);
   assert.equal(noVer.conditions[0]?.reason, 'PrivateCheckWithoutVerifiers');
+  const formats = (reportFormat: 'junit' | 'gnatprove' | 'worldline-benchmark-v1') =>
+    computePolicyStatus({ ...base, spec: { roots: ['r'], checks: [{ name: 'b', command: ['x'], profile: 'private-evaluator-v1', verifiers: ['v'], reportFormat }] } }, [], () => true, now).conditions[0];
+  assert.equal(formats('junit')?.status, 'True');
+  assert.equal(formats('worldline-benchmark-v1')?.status, 'True');
+  const gnat = formats('gnatprove');
+  assert.deepEqual([gnat?.status, gnat?.reason], ['False', 'ReportFormatUnsupported'], 'a format no node-agent reads is refused on the Policy, not only when its reports are');
+  assert.match(gnat?.message ?? '', /reportFormat gnatprove.*read: junit, worldline-benchmark-v1/);
   const missingRoot = computePolicyStatus(base, [], () => false, now);
   assert.equal(missingRoot.conditions[0]?.reason, 'PolicyRootNotFound');
   assert.deepEqual(checkWarnings([{ name: 'm', command: ['make', 'test'], profile: 'legacy' }]).length, 1);

@@ -59,7 +59,8 @@ test('each fact that fails makes the report UNTRUSTED with its reason', () => {
   assert.deepEqual(reasons(record(), Buffer.from('<testsuite tests="9"/>')), ['REPORT_BYTES_MISMATCH']);
   assert.deepEqual(reasons(record(), null), ['REPORT_BYTES_MISMATCH'], 'no retained bytes');
   assert.deepEqual(reasons(record({ report: { state: 'untrusted', reason: 'REPORT_MULTIPLY_LINKED', message: 'report has 2 links' } }), null), ['REPORT_MULTIPLY_LINKED']);
-  assert.deepEqual(reasons(record({ reportFormat: 'worldline-benchmark-v1' })), ['REPORT_FORMAT_UNSUPPORTED']);
+  assert.deepEqual(reasons(record({ reportFormat: 'gnatprove' })), ['REPORT_FORMAT_UNSUPPORTED']);
+  assert.deepEqual(reasons(record({ reportFormat: 'worldline-benchmark-v1' })), ['REPORT_UNPARSEABLE'], 'JUnit bytes are not a benchmark report');
   const latin = Buffer.from([0x3c, 0xff, 0x3e]);
   assert.deepEqual(reasons(record({}, latin), latin), ['REPORT_UNPARSEABLE']);
   const prose = Buffer.from('all tests passed');
