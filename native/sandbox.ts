@@ -9,6 +9,7 @@
 // a per-world shim (native/src/shim/shim.c) that has left the caller's session and cgroups: the world
 // outlives the caller, and dies only with its shim. Call either from the main thread only.
 import { closeSync, existsSync, writeSync } from 'node:fs';
+import { constants as osConstants } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { Socket } from 'node:net';
 import { binding } from './binding.js';
@@ -113,6 +114,14 @@ export function spawnSupervisedSandbox(opts: SandboxSpawnOptions, onExit: (r: Sa
 /** A pidfd of a live process (ESRCH when gone); the caller closes it. */
 export function pidfdOpen(pid: number): number {
   return binding.pidfdOpen(v.fd('pid', pid));
+}
+
+/**
+ * SIGTERM or SIGKILL to exactly the process behind `pidfd` (pidfd_send_signal): never to a process that
+ * got its pid number later. false when that process has ended.
+ */
+export function pidfdSendSignal(pidfd: number, sig: 'SIGTERM' | 'SIGKILL'): boolean {
+  return binding.pidfdSendSignal(v.fd('pidfd', pidfd), osConstants.signals[sig]);
 }
 
 /** Calls onExit once the process behind `pidfd` has ended (it need not be our child); the caller keeps the fd. */

@@ -245,6 +245,7 @@ export interface NativeBinding {
   createUserNamespace(uidMap: IdMap[], gidMap: IdMap[]): number;
   spawnSandbox(opts: SandboxSpawnOptions, onExit: (r: SandboxExit) => void, supervisor?: SupervisorOptions): SandboxHandle;
   pidfdOpen(pid: number): number;
+  pidfdSendSignal(pidfd: number, signo: number): boolean;
   watchPidfd(pidfd: number, onExit: (r: SandboxExit) => void): void;
   /** pidfd -1: the namespace of /proc/<pid>/ns/net; else setns(pidfd, CLONE_NEWNET). */
   listenInNetns(pid: number, pidfd: number, host: string, port: number, backlog: number): number;

@@ -143,6 +143,26 @@ static napi_value js_pidfd_open(napi_env env, napi_callback_info info) {
   return wl_int(env, fd);
 }
 
+static napi_value boolean(napi_env env, bool b) {
+  napi_value v;
+  return napi_get_boolean(env, b, &v) == napi_ok ? v : NULL;
+}
+
+/*
+ * pidfdSendSignal(pidfd, signo): the signal to exactly the process behind the pidfd, never to whatever
+ * process holds its pid number later. true when sent; false when that process has ended (ESRCH).
+ */
+static napi_value js_pidfd_send_signal(napi_env env, napi_callback_info info) {
+  napi_value argv[2];
+  int32_t pidfd, signo;
+  if (!wl_args(env, info, 2, argv) || !wl_int32(env, argv[0], "pidfd", &pidfd) || !wl_int32(env, argv[1], "signo", &signo)) return NULL;
+  if (pidfd < 0) return wl_throw_arg(env, "ERR_OUT_OF_RANGE", "The \"pidfd\" argument must be >= 0");
+  if (signo != SIGTERM && signo != SIGKILL) return wl_throw_arg(env, "ERR_OUT_OF_RANGE", "The \"signo\" argument must be SIGTERM or SIGKILL");
+  if (syscall(SYS_pidfd_send_signal, pidfd, signo, NULL, 0) == 0) return boolean(env, true);
+  if (errno == ESRCH) return boolean(env, false);
+  return wl_throw_errno(env, errno, "pidfd_send_signal", NULL);
+}
+
 /* watchPidfd(pidfd, onExit): onExit({code: null, signal: null}) once the process is gone; pidfd stays the caller's. */
 static napi_value js_watch_pidfd(napi_env env, napi_callback_info info) {
   napi_value argv[2];
@@ -158,6 +178,6 @@ static napi_value js_watch_pidfd(napi_env env, napi_callback_info info) {
 }
 
 bool wl_register_wait(napi_env env, napi_value exports) {
-  static const wl_fn fns[] = {{"pidfdOpen", js_pidfd_open}, {"watchPidfd", js_watch_pidfd}};
-  return wl_export_fns(env, exports, fns, 2);
+  static const wl_fn fns[] = {{"pidfdOpen", js_pidfd_open}, {"pidfdSendSignal", js_pidfd_send_signal}, {"watchPidfd", js_watch_pidfd}};
+  return wl_export_fns(env, exports, fns, 3);
 }

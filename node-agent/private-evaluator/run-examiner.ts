@@ -97,12 +97,11 @@ async function startRole(spec: ExaminerRunSpec, principals: CheckPrincipals, id:
       rootfs, argv: run.argv, env: run.env, cwd: run.cwd, cgroup, outputFile,
       supervisorCgroupProcs: spec.supervisorCgroupProcs, outputLimitBytes: spec.outputLimitBytes, wallTimeMs: run.timeoutMs,
     });
+    // Every process of the role's cgroup, through pidfds: never a process group by number, which an
+    // unrelated host process could hold once the role's processes are gone.
+    const roleCgroup = cgroup;
     const signal = (sig: 'SIGTERM' | 'SIGKILL'): void => {
-      try {
-        process.kill(-running.pid, sig); // its process group: pid 1 of its namespace is the group's leader
-      } catch {
-        /* already gone */
-      }
+      roleCgroup.signalAll(sig);
       if (sig === 'SIGKILL') running.kill();
     };
     return { done: running.done.then((e) => ({ code: e.code, signal: e.signal, reason: e.reason })), signal, outputFile, cleanup };

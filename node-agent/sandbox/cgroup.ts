@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { Refusal } from '../../core/errors.js';
 import type { V2Budget } from './cgroup-v2-budget.js';
 import { inspectV2Leaf } from './cgroup-v2-preflight.js';
+import { signalMembers } from './signal-members.js';
 
 export type CgroupVersion = 'v1' | 'v2';
 
@@ -205,19 +206,18 @@ export class WorldCgroup {
     return [...out];
   }
 
-  /** SIGKILLs every process in the cgroup (v2: cgroup.kill; v1: each pid). */
+  /** SIGKILLs every process in the cgroup (v2: cgroup.kill; v1: each member through a pidfd). */
   killAll(): void {
     if (this.layout.version === 'v2' && existsSync(join(this.dirs()[0] ?? '', 'cgroup.kill'))) {
       writeFileSync(join(this.dirs()[0] ?? '', 'cgroup.kill'), '1');
       return;
     }
-    for (const pid of this.pids()) {
-      try {
-        process.kill(pid, 'SIGKILL');
-      } catch {
-        /* exited meanwhile */
-      }
-    }
+    this.signalAll('SIGKILL');
+  }
+
+  /** SIGTERM or SIGKILL to every process in the cgroup and to nothing else (signal-members.ts). */
+  signalAll(sig: 'SIGTERM' | 'SIGKILL'): number {
+    return signalMembers(() => this.pids(), sig);
   }
 
   /** Removes the cgroup directories; they must be empty of processes. Returns the ones that remain. */

@@ -106,12 +106,15 @@ export async function startWorkload(spec: WorkloadSpec, agentNs: Record<native.N
   const supervisorStart = processStartTime(supervisorPid) ?? '';
   const channel = new native.SandboxChannel(handle);
   let killedFor: ExitReason | undefined;
+  // Through the pidfd while it is open (never by pid number: once the world's pid 1 is reaped, an
+  // unrelated process may hold that number); after the world has ended, only its cgroup is left to empty.
+  let pidfdLive = true;
   const kill = (reason?: ExitReason): void => {
     if (reason && !killedFor) killedFor = reason;
     try {
-      process.kill(handle.pid, 'SIGKILL');
+      if (pidfdLive) native.pidfdSendSignal(handle.pidfd, 'SIGKILL');
     } catch {
-      /* already gone */
+      /* the cgroup kill below still runs */
     }
     spec.cgroup.killAll();
   };
@@ -135,6 +138,7 @@ export async function startWorkload(spec: WorkloadSpec, agentNs: Record<native.N
     kill();
     await exit;
     await hooks.onEnd?.().catch(() => undefined);
+    pidfdLive = false;
     closeQuietly(handle.pidfd);
     throw err;
   }
@@ -151,6 +155,7 @@ export async function startWorkload(spec: WorkloadSpec, agentNs: Record<native.N
     clearTimeout(timer);
     // pid 1 of the world's PID namespace is gone, so the kernel has killed the rest; make sure the cgroup is empty too.
     spec.cgroup.killAll();
+    pidfdLive = false;
     closeQuietly(handle.pidfd);
     await startedOk;
     await hooks.onEnd?.().catch(() => undefined);
