@@ -6,12 +6,13 @@
 // violation.
 import { BrokerRequest, MAX_READ_BYTES, MAX_SESSIONS, MAX_WORKERS } from './broker-protocol.js';
 import { BrokerServer } from './broker-server.js';
-import { answerSessionOp, SessionTable, type Session } from './session-table.js';
+import { answerSessionOp, SessionTable, type RoleEnds, type Session } from './session-table.js';
 
 export type StartSession = (req: { argv: string[]; cwd: string; timeoutMs: number }, id: string) => Promise<Session>;
 
 export class ExaminerBroker extends BrokerServer<BrokerRequest> {
   private readonly sessions = new SessionTable();
+  private leftOpen: string[] | undefined;
   private started = 0;
   private workers = 0;
 
@@ -32,8 +33,14 @@ export class ExaminerBroker extends BrokerServer<BrokerRequest> {
 
   /** At the run's end: stops serving, ends every session and worker; returns the violations, those left open included. */
   async close(): Promise<string[]> {
-    for (const id of this.sessions.open()) this.record(`${id.startsWith('w') ? 'worker' : 'candidate session'} ${id} was still open when the run ended`);
+    this.leftOpen ??= this.sessions.open();
+    for (const id of this.leftOpen) this.record(`${id.startsWith('w') ? 'worker' : 'candidate session'} ${id} was still open when the run ended`);
     return this.shutdown();
+  }
+
+  /** After close(): which of its workers and candidate sessions did not end on their own. */
+  roleEnds(): RoleEnds {
+    return { leftOpen: this.leftOpen ?? this.sessions.open(), lost: this.sessions.lost() };
   }
 
   protected release(): Promise<void> {

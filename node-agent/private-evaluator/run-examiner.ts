@@ -14,7 +14,7 @@ import type { NsName } from '../../native/index.js';
 import { WorldCgroup, type CgroupLayout, type CgroupLimits } from '../sandbox/cgroup.js';
 import { BoundaryFailed, CheckPrincipals } from './check-principals.js';
 import { ExaminerBroker, type StartSession } from './examiner-broker.js';
-import type { Session } from './session-table.js';
+import type { RoleEnds, Session } from './session-table.js';
 import { LeaseLedger, WorkerBroker, type StartLeased } from './worker-broker.js';
 import { copyFrozen, type FrozenTree } from './freeze-tree.js';
 import { ReportDir, type ReportBinding } from './report-dir.js';
@@ -141,7 +141,7 @@ function leasedStarter(spec: ExaminerRunSpec, principals: CheckPrincipals): Star
 }
 
 /** A worker: its inputs, the verifiers read-only and its own broker, served while it runs. */
-function workerStarter(spec: ExaminerRunSpec, principals: CheckPrincipals, ledger: LeaseLedger, problems: string[]): StartSession {
+function workerStarter(spec: ExaminerRunSpec, principals: CheckPrincipals, ledger: LeaseLedger, problems: string[], roleEnds: RoleEnds[]): StartSession {
   return async (req, id) => {
     const host = spec.hostBase + ROLE_ID.worker;
     const dir = join(spec.dir, 'workers', id);
@@ -153,6 +153,7 @@ function workerStarter(spec: ExaminerRunSpec, principals: CheckPrincipals, ledge
       const b = broker;
       broker = undefined;
       problems.push(...(await b.close()));
+      roleEnds.push(b.roleEnds());
     };
     const inputs = spec.inputs.map((input, k) => ({ path: input.path, hostDir: roleInputDir(spec, id, k) }));
     broker = new WorkerBroker(socket, host, spec.hostBase + ROLE_ID.candidate, inputs, join(dir, 'cases'), ledger, leasedStarter(spec, principals));
@@ -192,13 +193,14 @@ export async function runExaminer(spec: ExaminerRunSpec): Promise<ExaminerRunRes
   let budget: WorldCgroup | undefined;
   const ledger = new LeaseLedger();
   const workerProblems: string[] = [];
+  const workerRoleEnds: RoleEnds[] = [];
   try {
     // The run's budget: every role's cgroup is created beneath it, so together they never exceed the check's limits.
     budget = WorldCgroup.create(spec.cgroups, BUDGET_PARENT, budgetName(spec.binding.run));
     budget.applyAndVerify(spec.limits);
     const report = ReportDir.create(join(spec.dir, 'report'), spec.binding, examinerHost);
     const brokerPath = join(spec.dir, 'examiner-broker.sock');
-    broker = new ExaminerBroker(brokerPath, examinerHost, sessionStarter(spec, principals), workerStarter(spec, principals, ledger, workerProblems));
+    broker = new ExaminerBroker(brokerPath, examinerHost, sessionStarter(spec, principals), workerStarter(spec, principals, ledger, workerProblems, workerRoleEnds));
     await broker.listen();
     const binds: RoleBind[] = [
       ...spec.inputs.map((i) => ({ source: i.frozen.dir, target: i.path, readonly: true })),
@@ -233,7 +235,9 @@ export async function runExaminer(spec: ExaminerRunSpec): Promise<ExaminerRunRes
       // The examiner has ended, and broker.close() ended every session (one the examiner left open is among its problems).
       boundary: {
         problems: [...brokerProblems, ...workerProblems, ...problems],
-        rolesCompleted: ![...brokerProblems, ...workerProblems].some((p) => p.includes('still open')),
+        // Every worker and candidate ended on its own, with a known end: none was left for a broker to tear down
+        // and no supervisor was lost. (The examiner's own end is in `examiner`.)
+        rolesCompleted: [broker.roleEnds(), ...workerRoleEnds].every((r) => r.leftOpen.length === 0 && r.lost.length === 0),
         reportMountExclusive,
         ...(ledger.leases.length > 0 ? { leases: ledger.leases } : {}),
       },

@@ -18,6 +18,14 @@ export interface Session {
 
 const LOST: SessionExit = { code: null, signal: null, reason: 'SupervisorLost' };
 
+/** How the roles a broker started ended, as facts for the run's boundary record (rolesCompleted). */
+export interface RoleEnds {
+  /** Started and still open when the broker closed: the broker, not their starter, ended them. */
+  leftOpen: string[];
+  /** Whose supervisor was lost: how they ended is unknown. */
+  lost: string[];
+}
+
 export class Held {
   exit: SessionExit | undefined;
   tornDown = false;
@@ -73,6 +81,11 @@ export class SessionTable {
   /** Ids of the sessions not torn down. */
   open(): string[] {
     return [...this.sessions.values()].filter((h) => !h.tornDown).map((h) => h.id);
+  }
+
+  /** Ids of the sessions whose supervisor was lost. */
+  lost(): string[] {
+    return [...this.sessions.values()].filter((h) => h.exit === LOST).map((h) => h.id);
   }
 
   async tearDownAll(): Promise<void> {

@@ -17,7 +17,7 @@ import { join, posix } from 'node:path';
 import { MAX_CASE_LEASES, MAX_LEASE_STARTS, MAX_SESSIONS, MAX_STDIN_BYTES, WorkerRequest } from './broker-protocol.js';
 import { BrokerServer } from './broker-server.js';
 import { copyCase, copyOut, measureCase } from './case-copy.js';
-import { answerSessionOp, SessionTable, type Held, type Session } from './session-table.js';
+import { answerSessionOp, SessionTable, type Held, type RoleEnds, type Session } from './session-table.js';
 
 export interface WorkerInput {
   /** Where the input appears in every role (absolute). */
@@ -64,6 +64,7 @@ interface Lease {
 export class WorkerBroker extends BrokerServer<WorkerRequest> {
   private readonly leases = new Map<string, Lease>();
   private readonly sessions = new SessionTable();
+  private leftOpen: string[] | undefined;
 
   constructor(
     socketPath: string,
@@ -82,8 +83,14 @@ export class WorkerBroker extends BrokerServer<WorkerRequest> {
   /** When the worker has ended: stops serving; a lease or candidate still open is a violation. */
   async close(): Promise<string[]> {
     for (const l of this.leases.values()) this.record(`lease ${l.id} (${l.path}) was still open when the worker ended`);
-    for (const id of this.sessions.open()) this.record(`candidate ${id} was still open when the worker ended`);
+    this.leftOpen ??= this.sessions.open();
+    for (const id of this.leftOpen) this.record(`candidate ${id} was still open when the worker ended`);
     return this.shutdown();
+  }
+
+  /** After close(): which of its leased candidates did not end on their own. */
+  roleEnds(): RoleEnds {
+    return { leftOpen: this.leftOpen ?? this.sessions.open(), lost: this.sessions.lost() };
   }
 
   protected async release(): Promise<void> {

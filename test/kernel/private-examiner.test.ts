@@ -173,6 +173,7 @@ test('a session left open, or a request the broker refuses, fails the boundary: 
   assert.deepEqual(open.admission.classification === 'UNTRUSTED' && open.admission.reasons, ['BOUNDARY_INCOMPLETE']);
   const bad = await evaluate({ MODE: 'violation' });
   assert.match(bad.output, /^refused PROTOCOL_VIOLATION: a malformed request: argv: /m);
+  assert.equal(bad.result.record.boundary.rolesCompleted, true, 'no role was left open: the violation is a problem of its own, not an unfinished role');
   assert.ok(bad.result.record.boundary.problems.some((p) => p.startsWith('examiner broker: a malformed request')), JSON.stringify(bad.result.record.boundary));
   assert.deepEqual(bad.admission.classification === 'UNTRUSTED' && bad.admission.reasons, ['BOUNDARY_INCOMPLETE']);
 });

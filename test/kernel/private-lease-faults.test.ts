@@ -104,6 +104,7 @@ describe('lease faults', { concurrency: false }, () => {
     const r = await scenario('worker-dies');
     assert.match(r.problems, /lease l1 \(\/work\/input\/cases\/a\) was still open when the worker ended/);
     assert.match(r.problems, /candidate c1 was still open when the worker ended/);
+    assert.equal(r.result.record.boundary.rolesCompleted, false, 'a candidate its broker had to end: not every role completed');
     assert.equal(r.admission.classification, 'UNTRUSTED');
     assert.deepEqual(candidateProcesses(), [], 'no process of the candidate is left');
   });
@@ -114,6 +115,7 @@ describe('lease faults', { concurrency: false }, () => {
     assert.match(r.output, /^running None$/m);
     assert.match(r.output, /^candidate SIGKILL Signaled$/m);
     assert.match(r.output, /^copied before$/m);
+    assert.equal(r.result.record.boundary.rolesCompleted, true, 'a candidate killed by its worker still ended with a known end');
     assert.equal(r.admission.classification, 'ADMISSIBLE');
   });
 
