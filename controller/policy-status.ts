@@ -3,6 +3,7 @@
 // node-agent reads to a verdict) and warnings for
 // checks that bind no verifier file.
 import { governsAny, olderPolicyFirst } from '../core/policy/governing.js';
+import { examinerCommandProblem } from '../core/private-evaluator/examiner-command.js';
 import { READABLE_REPORT_FORMATS } from '../core/private-evaluator/report-admission.js';
 import type { ObjectMeta, PolicyCheck, PolicySpec, PolicyStatus } from '../crds/index.js';
 import { setCondition, type Condition } from '../kube/conditions.js';
@@ -55,6 +56,7 @@ export function computePolicyStatus(policy: PolicyObj, policies: readonly Policy
   const firstPrivate = checks.findIndex((c) => c.profile === 'private-evaluator-v1');
   const lateLegacy = firstPrivate >= 0 ? checks.slice(firstPrivate).find((c) => c.profile !== 'private-evaluator-v1') : undefined;
   const unverified = checks.find((c) => c.profile === 'private-evaluator-v1' && (c.verifiers ?? []).length === 0);
+  const badExaminer = checks.find((c) => c.profile === 'private-evaluator-v1' && examinerCommandProblem(c.command) !== undefined);
   const unreadable = checks.find((c) => c.profile === 'private-evaluator-v1' && c.reportFormat !== undefined && !READABLE_REPORT_FORMATS.includes(c.reportFormat));
   const rival = policies
     .filter((p) => p.metadata.name !== policy.metadata.name && governsAny(p, roots))
@@ -65,6 +67,8 @@ export function computePolicyStatus(policy: PolicyObj, policies: readonly Policy
     verdict = { ok: false, r: Reasons.CheckProfileOrderInvalid, message: `check "${lateLegacy.name}" (legacy) follows a private-evaluator-v1 check; private checks must come after every legacy check` };
   } else if (unverified) {
     verdict = { ok: false, r: Reasons.PrivateCheckWithoutVerifiers, message: `private-evaluator-v1 check "${unverified.name}" must declare spec.checks[].verifiers` };
+  } else if (badExaminer) {
+    verdict = { ok: false, r: Reasons.PrivateExaminerInvalid, message: `private-evaluator-v1 check "${badExaminer.name}": ${String(examinerCommandProblem(badExaminer.command))}` };
   } else if (unreadable) {
     verdict = {
       ok: false,

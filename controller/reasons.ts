@@ -30,6 +30,7 @@ export const Reasons = {
   PolicyRootConflict: { reason: 'PolicyRootConflict', code: 'POLICY_ROOT_CONFLICT' },
   CheckProfileOrderInvalid: { reason: 'CheckProfileOrderInvalid', code: 'CHECK_PROFILE_ORDER_INVALID' },
   PrivateCheckWithoutVerifiers: { reason: 'PrivateCheckWithoutVerifiers', code: 'PRIVATE_CHECK_WITHOUT_VERIFIERS' },
+  PrivateExaminerInvalid: { reason: 'PrivateExaminerInvalid', code: 'PRIVATE_EXAMINER_INVALID' },
   ReportFormatUnsupported: { reason: 'ReportFormatUnsupported', code: 'REPORT_FORMAT_UNSUPPORTED' },
 } as const;
 

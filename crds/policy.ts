@@ -19,6 +19,7 @@ import {
   uniqueBy,
   type CrdDefinition,
 } from './common.js';
+import { EXAMINER_INTERPRETER, VERIFIERS_MOUNT } from '../core/private-evaluator/examiner-command.js';
 import { CHECK_PROFILES, CHECK_REPORT_FORMATS } from './outcomes.js';
 
 const VERIFIER_DOTDOT = /(^|\/)\.\.(\/|$)/;
@@ -92,6 +93,18 @@ export const PolicyCheckSchema = celChecked(
   (v) => v.profile !== 'private-evaluator-v1' || (v.reportFormat !== undefined && (v.verifiers?.length ?? 0) > 0),
 );
 
+/** A check, with the examiner rule of private-evaluator-v1 (the controller checks the rest: PRIVATE_EXAMINER_INVALID). */
+const PolicyCheckWithExaminer = celChecked(
+  PolicyCheckSchema,
+  {
+    rule:
+      "!has(self.profile) || self.profile != 'private-evaluator-v1' || " +
+      `(self.command[0] == '${EXAMINER_INTERPRETER}' && self.command.exists(a, a.startsWith('${VERIFIERS_MOUNT}/')))`,
+    message: `spec.checks[] with profile private-evaluator-v1 runs ${EXAMINER_INTERPRETER} with a script under ${VERIFIERS_MOUNT}/<root>/ (the staged verifiers)`,
+  },
+  (v) => v.profile !== 'private-evaluator-v1' || (v.command[0] === EXAMINER_INTERPRETER && v.command.some((a) => a.startsWith(`${VERIFIERS_MOUNT}/`))),
+);
+
 export const StageIsolationSchema = z
   .object({
     minimumLevel: isolationLevel(
@@ -111,7 +124,7 @@ export const PolicySpecSchema = z
     roots: listType(z.array(objectName('Name of a Root.')).min(1).max(64), 'set')
       .refine((v) => uniqueBy(v, (x) => x), { message: 'spec.roots entries must be unique' })
       .describe('Names of the Roots this Policy governs. Worlds, Checks and Collapses on these Roots follow it.'),
-    checks: listType(z.array(PolicyCheckSchema).max(32), 'map', ['name'])
+    checks: listType(z.array(PolicyCheckWithExaminer).max(32), 'map', ['name'])
       .refine((v) => uniqueBy(v, (c) => c.name), { message: 'spec.checks names must be unique', path: [] })
       .optional()
       .describe(

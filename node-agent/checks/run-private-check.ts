@@ -9,6 +9,7 @@
 import { copyFileSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { classifyError } from '../../core/errors.js';
+import { examinerCommandProblem } from '../../core/private-evaluator/examiner-command.js';
 import { admitReport, type PrivateRunRecord, type ReportAdmission } from '../../core/private-evaluator/report-admission.js';
 import { BoundaryFailed } from '../private-evaluator/check-principals.js';
 import { freezeTree } from '../private-evaluator/freeze-tree.js';
@@ -33,6 +34,10 @@ export type PrivateCheckResult = CheckResult & {
 };
 
 export async function runPrivateCheck(spec: PrivateCheckRunSpec): Promise<PrivateCheckResult> {
+  // Only a staged script under python3 is an examiner (the Policy's schema and controller say so too);
+  // a Policy that got past them still runs nothing else.
+  const examiner = examinerCommandProblem(spec.argv);
+  if (examiner !== undefined) return { verdict: 'REFUSED', code: 'PRIVATE_EXAMINER_INVALID', message: examiner };
   const now = spec.now ?? (() => new Date());
   const paths = worldPaths(spec.checksDir, spec.runId);
   // What an earlier agent left of this run is removed first; the Check then runs from scratch.

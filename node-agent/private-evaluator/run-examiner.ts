@@ -8,6 +8,7 @@
 // (worker-broker.ts), whose case leases start candidates over case views.
 import { existsSync, mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { VERIFIERS_MOUNT } from '../../core/private-evaluator/examiner-command.js';
 import { ROLE_ID, ROLE_PATHS } from '../../core/private-evaluator/principals.js';
 import type { PrivateRunRecord } from '../../core/private-evaluator/report-admission.js';
 import type { NsName } from '../../native/index.js';
@@ -20,7 +21,7 @@ import { copyFrozen, type FrozenTree } from './freeze-tree.js';
 import { ReportDir, type ReportBinding } from './report-dir.js';
 import { assembleRoleRootfs, unmountRoleRootfs, type RoleBind } from './role-rootfs.js';
 
-export const VERIFIERS_PATH = '/run/worldline-verifiers';
+export const VERIFIERS_PATH = VERIFIERS_MOUNT;
 
 export interface ExaminerRunSpec {
   /** The run's own host directory; it must not exist. */

@@ -71,7 +71,8 @@ export function validSpec(kind: FuzzKind, r: SeededRandom, pools: NamePools): Re
             const priv = r.chance(0.2);
             return compact({
               name,
-              command: r.pick(COMMANDS),
+              // A private check's examiner is python3 running a staged script (PRIVATE_EXAMINER_INVALID otherwise).
+              command: priv ? ['/usr/bin/python3', '-I', `/run/worldline-verifiers/${dnsLabel(r, 8)}/checks/examine.py`] : r.pick(COMMANDS),
               verifiers: priv || r.chance(0.4) ? r.subset(['tests/**', 'Makefile', 'check.sh', 'spec/*.txt'], 1, 3) : undefined,
               timeout: maybe(r, 0.5, () => r.pick(['10s', '1m', '5m30s'])),
               profile: priv ? 'private-evaluator-v1' : maybe(r, 0.3, () => 'legacy'),

@@ -139,4 +139,23 @@ describe('a private-evaluator-v1 check on the stack', () => {
     const committed = await waitCollapse(s, 'good-col', 90_000);
     assert.equal(committed.status.phase, 'Committed', JSON.stringify(committed.status));
   });
+
+  test('an examiner that is not a staged script (python3 -c, past the schema\'s rule) is refused on the Policy and by the node-agent', async () => {
+    // The schema asks for python3 and some argument under the verifier mount; this passes it, and its -c
+    // code would write a passing report without running anything staged.
+    const forged = ['/usr/bin/python3', '-c', 'open("/run/worldline-report/report", "w").write("<testsuite tests=\\"1\\"/>")', '/run/worldline-verifiers/proj/checks/examine.py'];
+    const policy = structuredClone(POLICY);
+    policy.spec.checks[1] = { ...policy.spec.checks[1]!, command: forged };
+    await s.apply(JSON.stringify(policy));
+    const refused = await s.waitFor('Policy not Accepted', async () => {
+      const p = await s.get('policy', 'proj-policy');
+      const c = (p?.status?.conditions as { type: string; status: string; reason: string; message: string }[] | undefined)?.find((x) => x.type === 'Accepted');
+      return c?.status === 'False' ? c : undefined;
+    }, 30_000);
+    assert.equal(refused.reason, 'PrivateExaminerInvalid');
+    assert.match(refused.message, /python3 option "-c" is not allowed before the script/);
+    const { check: examine } = await capturedCheck(s, 'forged', 'echo ok > README.md', 'examine', 90_000);
+    assert.equal(examine.status.phase, 'Refused', JSON.stringify(examine.status));
+    assert.equal(examine.status.reason, 'PRIVATE_EXAMINER_INVALID');
+  });
 });

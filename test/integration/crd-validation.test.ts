@@ -156,7 +156,7 @@ void test('status: two field managers own their own condition types; kubectl wai
 void test('invalid fixtures are refused with the expected messages', async (t) => {
   const fixtures = loadFixtures();
   // Pinned: a fixture that goes missing (renamed, deleted, not .yaml) fails here instead of passing unseen.
-  assert.equal(fixtures.length, 41, `expected 41 invalid fixtures, found ${fixtures.length}: ${fixtures.map((f) => f.file).join(', ')}`);
+  assert.equal(fixtures.length, 42, `expected 42 invalid fixtures, found ${fixtures.length}: ${fixtures.map((f) => f.file).join(', ')}`);
   for (const f of fixtures) {
     await t.test(f.file, async () => {
       assert.ok(f.expects.length > 0, 'no # expect: line');

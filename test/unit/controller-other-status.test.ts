@@ -36,7 +36,7 @@ test('overlapping Root paths on one node: the older Root keeps the path', () => 
 
 test('Policy: private checks after legacy ones, with verifiers; warnings for checks binding no file', () => {
   const base = { metadata: { name: 'p', generation: 2 }, spec: { roots: ['r'] } };
-  const ok = computePolicyStatus({ ...base, spec: { roots: ['r'], checks: [{ name: 'a', command: ['sh', 'checks/a.sh'], profile: 'legacy' }, { name: 'b', command: ['python3', 'v.py'], profile: 'private-evaluator-v1', verifiers: ['v.py'] }] } }, [], () => true, now);
+  const ok = computePolicyStatus({ ...base, spec: { roots: ['r'], checks: [{ name: 'a', command: ['sh', 'checks/a.sh'], profile: 'legacy' }, { name: 'b', command: ['/usr/bin/python3', '-I', '/run/worldline-verifiers/r/v.py'], profile: 'private-evaluator-v1', verifiers: ['v.py'] }] } }, [], () => true, now);
   assert.equal(ok.conditions[0]?.status, 'True');
   assert.deepEqual(ok.warnings, []);
   const order = computePolicyStatus({ ...base, spec: { roots: ['r'], checks: [{ name: 'b', command: ['x'], profile: 'private-evaluator-v1', verifiers: ['v'] }, { name: 'a', command: ['make', 'test'], profile: 'legacy' }] } }, [], () => true, now);
@@ -44,12 +44,28 @@ test('Policy: private checks after legacy ones, with verifiers; warnings for che
   const noVer = computePolicyStatus({ ...base, spec: { roots: ['r'], checks: [{ name: 'b', command: ['x'], profile: 'private-evaluator-v1' }] } }, [], () => true, now);
   assert.equal(noVer.conditions[0]?.reason, 'PrivateCheckWithoutVerifiers');
   const formats = (reportFormat: 'junit' | 'gnatprove' | 'worldline-benchmark-v1') =>
-    computePolicyStatus({ ...base, spec: { roots: ['r'], checks: [{ name: 'b', command: ['x'], profile: 'private-evaluator-v1', verifiers: ['v'], reportFormat }] } }, [], () => true, now).conditions[0];
+    computePolicyStatus({ ...base, spec: { roots: ['r'], checks: [{ name: 'b', command: ['/usr/bin/python3', '/run/worldline-verifiers/r/x.py'], profile: 'private-evaluator-v1', verifiers: ['v'], reportFormat }] } }, [], () => true, now).conditions[0];
   assert.equal(formats('junit')?.status, 'True');
   assert.equal(formats('worldline-benchmark-v1')?.status, 'True');
   const gnat = formats('gnatprove');
   assert.deepEqual([gnat?.status, gnat?.reason], ['False', 'ReportFormatUnsupported'], 'a format no node-agent reads is refused on the Policy, not only when its reports are');
   assert.match(gnat?.message ?? '', /reportFormat gnatprove.*read: junit, worldline-benchmark-v1/);
+  const examiner = (command: string[]) =>
+    computePolicyStatus({ ...base, spec: { roots: ['r'], checks: [{ name: 'b', command, profile: 'private-evaluator-v1', verifiers: ['v'], reportFormat: 'junit' }] } }, [], () => true, now).conditions[0];
+  assert.equal(examiner(['/usr/bin/python3', '-I', '-B', '/run/worldline-verifiers/r/checks/e.py', '-c', 'x'])?.status, 'True', "the script's own arguments are free");
+  for (const [command, why] of [
+    [['python3', '/run/worldline-verifiers/r/e.py'], /must be \/usr\/bin\/python3/],
+    [['/usr/bin/python3', '-c', 'print(1)', '/run/worldline-verifiers/r/e.py'], /option "-c" is not allowed/],
+    [['/usr/bin/python3', '-m', 'pytest'], /option "-m" is not allowed/],
+    [['/usr/bin/python3', '-I'], /no script/],
+    [['/usr/bin/python3', 'examine.py'], /not a file under \/run\/worldline-verifiers/],
+    [['/usr/bin/python3', '/run/worldline-verifiers/r/../../../work/input/e.py'], /not a file under/],
+    [['/usr/bin/python3', '/run/worldline-verifiers/e.py'], /not a file under \/run\/worldline-verifiers\/<root>/],
+  ] as [string[], RegExp][]) {
+    const c = examiner(command);
+    assert.deepEqual([c?.status, c?.reason], ['False', 'PrivateExaminerInvalid'], command.join(' '));
+    assert.match(c?.message ?? '', why, command.join(' '));
+  }
   const missingRoot = computePolicyStatus(base, [], () => false, now);
   assert.equal(missingRoot.conditions[0]?.reason, 'PolicyRootNotFound');
   assert.deepEqual(checkWarnings([{ name: 'm', command: ['make', 'test'], profile: 'legacy' }]).length, 1);
