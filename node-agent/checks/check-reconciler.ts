@@ -365,6 +365,7 @@ export class NodeChecks {
       limits: { cpuMillis: r.reserve.cpuMillis, memoryBytes: r.reserve.memoryBytes, pids: r.reserve.pids },
       wallTimeMs: Math.round((parseDuration(view.definition.timeout) ?? 600) * 1000),
       outputLimitBytes: r.reserve.outputBytes,
+      ephemeralStorageBytes: r.reserve.ephemeralStorageBytes,
       cgroups: d.cgroups,
       agentNs: d.agentNs,
       outputFile: join(checksDir, `${runId}.output.log`),

@@ -6,7 +6,7 @@
 // admitted report's: PASS or FAIL. A report that is not admissible is FAIL with REPORT_UNTRUSTED and its
 // reasons (it cannot make the Check pass); a boundary that does not hold refuses the run,
 // PRIVATE_EVALUATOR_BOUNDARY_FAILED; a candidate that cannot be frozen refuses it, PRIVATE_INPUT_REFUSED.
-import { copyFileSync, existsSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { classifyError } from '../../core/errors.js';
 import { examinerCommandProblem } from '../../core/private-evaluator/examiner-command.js';
@@ -14,6 +14,7 @@ import { admitReport, type PrivateRunRecord, type ReportAdmission } from '../../
 import { BoundaryFailed } from '../private-evaluator/check-principals.js';
 import { freezeTree } from '../private-evaluator/freeze-tree.js';
 import { runExaminer, VERIFIERS_PATH } from '../private-evaluator/run-examiner.js';
+import { mountRunDisk } from '../sandbox/disk-image.js';
 import { worldPaths } from '../sandbox/run-paths.js';
 import { supervisorCgroupProcs } from '../sandbox/supervisor-cgroup.js';
 import { teardownRun, throwTeardownErrors } from '../sandbox/teardown-run.js';
@@ -24,7 +25,7 @@ import { executionRecord, type CheckResult, type CheckRunSpec, type ExecutionRec
 export type PrivateCheckRunSpec = Pick<
   CheckRunSpec,
   'runId' | 'checksDir' | 'checkName' | 'roots' | 'candidateDir' | 'subject' | 'requirementHash' | 'verifierIdentity' | 'argv' | 'env'
-  | 'idBase' | 'idCount' | 'limits' | 'wallTimeMs' | 'outputLimitBytes' | 'cgroups' | 'agentNs' | 'outputFile' | 'now'
+  | 'idBase' | 'idCount' | 'limits' | 'wallTimeMs' | 'outputLimitBytes' | 'ephemeralStorageBytes' | 'cgroups' | 'agentNs' | 'outputFile' | 'now'
 > & { reportFormat: string };
 
 export type PrivateCheckResult = CheckResult & {
@@ -32,6 +33,13 @@ export type PrivateCheckResult = CheckResult & {
   /** The run's raw record and its report's bytes, kept with the evaluation. */
   privateRun?: { record: PrivateRunRecord; report?: Uint8Array };
 };
+
+/** The roles' logs and exit records: in the run's directory, off its disk (mkdir'd before the run). */
+function privateLogDir(paths: { dir: string }): string {
+  const dir = join(paths.dir, 'logs');
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  return dir;
+}
 
 export async function runPrivateCheck(spec: PrivateCheckRunSpec): Promise<PrivateCheckResult> {
   // Only a staged script under python3 is an examiner (the Policy's schema and controller say so too);
@@ -43,16 +51,20 @@ export async function runPrivateCheck(spec: PrivateCheckRunSpec): Promise<Privat
   // What an earlier agent left of this run is removed first; the Check then runs from scratch.
   if (existsSync(paths.dir)) throwTeardownErrors(await teardownRun(paths, undefined, () => undefined));
   try {
+    // The run's own disk of the reserved size (disk-image.ts), as a legacy check's: the frozen input, every
+    // role's copy of it, the case views and the report all live on it, so together they never take more
+    // of the node than the Check reserved (a write past it fails ENOSPC inside the run).
+    if (spec.ephemeralStorageBytes !== undefined) await mountRunDisk(paths, spec.ephemeralStorageBytes);
     await prepareCheckLayers(paths, spec.roots, spec.candidateDir);
     mountCheckViews(paths, spec.roots, spec.idBase, spec.idCount);
     const executed = executedVerifierIdentity(paths, spec.roots).identity;
     // The frozen input belongs to the examiner (the run's first host id); each Root at its own path.
-    const inputs = spec.roots.map((r, i) => ({ frozen: freezeTree(mergedDirOf(paths, r.rootKey), join(paths.dir, `frozen-${i}`), spec.idBase), path: r.path }));
+    const inputs = spec.roots.map((r, i) => ({ frozen: freezeTree(mergedDirOf(paths, r.rootKey), join(paths.layers, `frozen-${i}`), spec.idBase), path: r.path }));
     const verifiers = spec.roots.map((r) => ({ dir: checkRootLayers(paths, r.rootKey).stagingMount, path: `${VERIFIERS_PATH}/${r.name}` }));
     const binding = { run: spec.runId, check: spec.checkName, candidate: spec.subject, verifier: executed };
     const startedAt = now().toISOString();
     const run = await runExaminer({
-      dir: join(paths.dir, 'private'), hostBase: spec.idBase, agentNs: spec.agentNs, inputs, verifiers,
+      dir: join(paths.layers, 'private'), logDir: privateLogDir(paths), hostBase: spec.idBase, agentNs: spec.agentNs, inputs, verifiers,
       argv: spec.argv, env: spec.env, cwd: spec.roots[0]?.path ?? '/', binding, reportFormat: spec.reportFormat,
       cgroups: spec.cgroups, limits: spec.limits, supervisorCgroupProcs: supervisorCgroupProcs(spec.cgroups),
       wallTimeMs: spec.wallTimeMs, outputLimitBytes: spec.outputLimitBytes,

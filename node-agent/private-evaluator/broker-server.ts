@@ -4,7 +4,8 @@
 // not JSON or not in the schema, or whatever the broker itself names — stops the broker: no further
 // connection or request is served, the subclass's stop kills what it started, and the violation is kept
 // for the run's boundary, which refuses the whole run whatever the role does with the error.
-import { chmodSync, chownSync } from 'node:fs';
+import { chmodSync, chownSync, closeSync, constants as fsc, openSync, rmSync } from 'node:fs';
+import { basename, dirname } from 'node:path';
 import { createServer, type Server, type Socket } from 'node:net';
 import type { z } from 'zod';
 import * as native from '../../native/index.js';
@@ -26,10 +27,20 @@ export abstract class BrokerServer<Req> {
     private readonly schema: z.ZodType<Req>,
   ) {}
 
-  /** Listens on the socket, 0600 and the peer role's. */
+  /**
+   * Listens on the socket, 0600 and the peer role's. It is bound through an open descriptor of its
+   * directory (/proc/self/fd/<dir>/<name>): a socket address holds at most 107 bytes, and a store deep
+   * enough would otherwise bind a truncated path elsewhere.
+   */
   async listen(): Promise<void> {
     const server = createServer((conn) => this.accept(conn));
-    await new Promise<void>((resolve, reject) => server.once('error', reject).listen(this.socketPath, resolve));
+    const dir = openSync(dirname(this.socketPath), fsc.O_RDONLY | fsc.O_DIRECTORY);
+    try {
+      const short = `/proc/self/fd/${dir}/${basename(this.socketPath)}`;
+      await new Promise<void>((resolve, reject) => server.once('error', reject).listen(short, resolve));
+    } finally {
+      closeSync(dir);
+    }
     chownSync(this.socketPath, this.peerHostId, this.peerHostId);
     chmodSync(this.socketPath, 0o600);
     this.server = server;
@@ -63,7 +74,12 @@ export abstract class BrokerServer<Req> {
   /** Stops serving: no new connection or request, everything the broker started ended. */
   protected stop(): Promise<void> {
     this.stopped = true;
-    this.server?.close();
+    if (this.server !== undefined) {
+      this.server.close();
+      this.server = undefined;
+      // Bound through a descriptor that is closed now, so the server cannot remove the socket itself.
+      rmSync(this.socketPath, { force: true });
+    }
     this.stopping ??= this.release();
     return this.stopping;
   }

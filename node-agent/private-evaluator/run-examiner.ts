@@ -43,6 +43,12 @@ export interface ExaminerRunSpec {
   supervisorCgroupProcs: string[];
   wallTimeMs: number;
   outputLimitBytes: number;
+  /**
+   * Where every role's output log and exit record go (default: `dir`). Off the run's disk when it has
+   * one: a candidate that fills the disk must not stop a supervisor from writing how a role ended (each
+   * log is bounded by outputLimitBytes anyway).
+   */
+  logDir?: string;
 }
 
 export interface ExaminerRunResult {
@@ -79,7 +85,7 @@ async function startRole(spec: ExaminerRunSpec, principals: CheckPrincipals, id:
   const dir = roleDir(spec, id);
   mkdirSync(dir, { recursive: true, mode: 0o711 });
   const rootfs = join(dir, 'rootfs');
-  const outputFile = join(dir, 'output.log');
+  const outputFile = spec.logDir === undefined ? join(dir, 'output.log') : join(spec.logDir, `${id}.log`);
   let cgroup: WorldCgroup | undefined;
   const cleanup = async (): Promise<void> => {
     await onCleanup?.();
@@ -188,7 +194,7 @@ export async function runExaminer(spec: ExaminerRunSpec): Promise<ExaminerRunRes
   const examinerHost = spec.hostBase + ROLE_ID.examiner;
   const principals = CheckPrincipals.open(spec.hostBase, spec.agentNs);
   const rootfs = join(spec.dir, 'examiner');
-  const outputFile = join(spec.dir, 'examiner.log');
+  const outputFile = join(spec.logDir ?? spec.dir, 'examiner.log');
   let cgroup: WorldCgroup | undefined;
   let broker: ExaminerBroker | undefined;
   let budget: WorldCgroup | undefined;

@@ -40,6 +40,10 @@ from worldline_broker import Broker
 with Broker() as b:
     exit, out, _ = b.run(['/bin/sh', '-c', 'id -u; grep -q ok README.md'], os.getcwd(), 30000)
 print('candidate said', out.decode().strip(), exit)
+if os.path.exists('FLOOD'):
+    with Broker() as b:
+        exit2, out2, _ = b.run(['/bin/sh', '-c', 'head -c 48M /dev/zero > big 2>/dev/null && echo wrote || echo refused'], os.getcwd(), 30000)
+    print('flood', out2.decode().strip())
 ok = exit['code'] == 0
 if os.path.exists('NOREPORT'):
     raise SystemExit(0)
@@ -51,7 +55,8 @@ describe('a private-evaluator-v1 check on the stack', () => {
   let s: Stack;
 
   before(async () => {
-    s = await startStack({ nodeName: 'private-node' });
+    // A run disk of 32 MiB for every Check (and World) of this stack: the flood test writes past it.
+    s = await startStack({ nodeName: 'private-node', agentArgs: ['--world-default-ephemeral-storage', '32Mi'] });
     const client = resolve(import.meta.dirname, '..', '..', '..', 'examples', 'greeter', 'checks', 'worldline_broker.py');
     await checkedProject(s, POLICY, { 'examine.py': EXAMINE, 'worldline_broker.py': readFileSync(client, 'utf8') });
   });
@@ -96,6 +101,13 @@ describe('a private-evaluator-v1 check on the stack', () => {
     assert.match(degraded.message, /^check examine on candidate sha256:[0-9a-f]{64} has no admissible evidence: REPORT_UNTRUSTED/);
     const good = await s.get('world', 'good', 'default');
     assert.equal((good?.status?.conditions as { type: string; status: string }[]).find((x) => x.type === 'Degraded')?.status, 'False', 'a World whose checks were admissible is not degraded');
+  });
+
+  test("a candidate that writes past the Check's reserved disk gets ENOSPC inside the run; the run goes on", async () => {
+    const { check: examine } = await capturedCheck(s, 'flood', 'echo ok > README.md; touch FLOOD', 'examine', 90_000);
+    assert.equal(examine.status.phase, 'Passed', JSON.stringify(examine.status));
+    const log = readFileSync(join(s.storeDir, 'checks', `${String(examine.metadata.uid)}.output.log`), 'utf8');
+    assert.match(log, /^flood refused$/m, `48 MiB into its copy on a 32 MiB run disk: ${log}`);
   });
 
   test('a candidate the frozen input does not accept (a symbolic link) is refused by name', async () => {
