@@ -41,6 +41,9 @@ export class WorkQueue {
     if (this.shuttingDown || this.dirty.has(key)) return;
     this.dirty.add(key);
     if (this.processing.has(key)) return; // re-queued by done()
+    // A key backing off after a failure runs when its backoff ends, not sooner: otherwise the events of
+    // its own status writes (a failing attempt usually writes one) would run it again at once, forever.
+    if (this.backingOff(key)) return;
     this.push(key);
   }
 
@@ -57,6 +60,11 @@ export class WorkQueue {
     void this.clock.sleep(ms, cancel.signal).then(() => {
       if (cancel.signal.aborted) return;
       this.waiting.delete(key);
+      // Marked dirty while it backed off: it is due now (unless it is being processed; done() pushes it).
+      if (this.dirty.has(key)) {
+        if (!this.processing.has(key) && !this.queue.includes(key)) this.push(key);
+        return;
+      }
       this.add(key);
     });
   }
@@ -91,7 +99,12 @@ export class WorkQueue {
 
   done(key: string): void {
     this.processing.delete(key);
-    if (this.dirty.has(key) && !this.shuttingDown) this.push(key);
+    if (this.dirty.has(key) && !this.shuttingDown && !this.backingOff(key)) this.push(key);
+  }
+
+  /** The key failed and waits for its backoff (addRateLimited); a success forgets the failures. */
+  private backingOff(key: string): boolean {
+    return this.waiting.has(key) && (this.failures.get(key) ?? 0) > 0;
   }
 
   shutDown(): void {

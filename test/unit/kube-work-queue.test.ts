@@ -123,3 +123,34 @@ test('work queue: shutDown() makes get() return undefined, wakes waiters and dro
   assert.equal(q.len(), 0);
   assert.equal(await q.get(), undefined);
 });
+
+test('work queue: a failing key is not run again before its backoff by its own events, during or after processing', async () => {
+  const clock = new FakeClock();
+  const q = new WorkQueue({ clock, baseDelayMs: 100, maxDelayMs: 10_000, ...noJitter });
+  q.add('k');
+  assert.equal(await tryGet(q), 'k');
+  // The attempt writes status (an event adds the key while it is processed), then fails.
+  q.add('k');
+  q.addRateLimited('k');
+  q.done('k');
+  assert.equal(await tryGet(q), undefined, 'not re-queued by done() while it backs off');
+  // The status write's event arrives after the attempt ended: still not before the backoff.
+  q.add('k');
+  assert.equal(await tryGet(q), undefined, 'not queued by add() while it backs off');
+  await clock.advance(99);
+  assert.equal(await tryGet(q), undefined);
+  await clock.advance(1);
+  assert.equal(await tryGet(q), 'k', 'due when the backoff ends, once');
+  assert.equal(await tryGet(q), undefined);
+  // A success forgets the failures: events run the key at once again.
+  q.forget('k');
+  q.done('k');
+  q.add('k');
+  assert.equal(await tryGet(q), 'k');
+  q.done('k');
+  // A requeueAfter (no failure) does not hold back an event.
+  q.addAfter('k', 1000);
+  q.add('k');
+  assert.equal(await tryGet(q), 'k', 'a plain delayed add is not a backoff');
+  q.done('k');
+});
