@@ -12,7 +12,6 @@ export type StartSession = (req: { argv: string[]; cwd: string; timeoutMs: numbe
 
 export class ExaminerBroker extends BrokerServer<BrokerRequest> {
   private readonly sessions = new SessionTable();
-  private leftOpen: string[] | undefined;
   private started = 0;
   private workers = 0;
 
@@ -33,14 +32,13 @@ export class ExaminerBroker extends BrokerServer<BrokerRequest> {
 
   /** At the run's end: stops serving, ends every session and worker; returns the violations, those left open included. */
   async close(): Promise<string[]> {
-    this.leftOpen ??= this.sessions.open();
-    for (const id of this.leftOpen) this.record(`${id.startsWith('w') ? 'worker' : 'candidate session'} ${id} was still open when the run ended`);
+    for (const id of this.sessions.closeOut()) this.record(`${id.startsWith('w') ? 'worker' : 'candidate session'} ${id} was still open when the run ended`);
     return this.shutdown();
   }
 
   /** After close(): which of its workers and candidate sessions did not end on their own. */
   roleEnds(): RoleEnds {
-    return { leftOpen: this.leftOpen ?? this.sessions.open(), lost: this.sessions.lost() };
+    return this.sessions.ends();
   }
 
   protected release(): Promise<void> {

@@ -65,6 +65,8 @@ export class Held {
 
 export class SessionTable {
   private readonly sessions = new Map<string, Held>();
+  /** The sessions still open when the broker first closed (closeOut). */
+  private leftOpen: string[] | undefined;
 
   add(id: string, session: Session): Held {
     const h = new Held(id, session);
@@ -83,9 +85,15 @@ export class SessionTable {
     return [...this.sessions.values()].filter((h) => !h.tornDown).map((h) => h.id);
   }
 
-  /** Ids of the sessions whose supervisor was lost. */
-  lost(): string[] {
-    return [...this.sessions.values()].filter((h) => h.exit === LOST).map((h) => h.id);
+  /** At the broker's close: the sessions still open then (the same list on a later call), which it will end. */
+  closeOut(): string[] {
+    this.leftOpen ??= this.open();
+    return this.leftOpen;
+  }
+
+  /** How its sessions ended: those left open at closeOut, and those whose supervisor was lost. */
+  ends(): RoleEnds {
+    return { leftOpen: this.leftOpen ?? this.open(), lost: [...this.sessions.values()].filter((h) => h.exit === LOST).map((h) => h.id) };
   }
 
   async tearDownAll(): Promise<void> {

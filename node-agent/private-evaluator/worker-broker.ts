@@ -64,7 +64,6 @@ interface Lease {
 export class WorkerBroker extends BrokerServer<WorkerRequest> {
   private readonly leases = new Map<string, Lease>();
   private readonly sessions = new SessionTable();
-  private leftOpen: string[] | undefined;
 
   constructor(
     socketPath: string,
@@ -83,14 +82,13 @@ export class WorkerBroker extends BrokerServer<WorkerRequest> {
   /** When the worker has ended: stops serving; a lease or candidate still open is a violation. */
   async close(): Promise<string[]> {
     for (const l of this.leases.values()) this.record(`lease ${l.id} (${l.path}) was still open when the worker ended`);
-    this.leftOpen ??= this.sessions.open();
-    for (const id of this.leftOpen) this.record(`candidate ${id} was still open when the worker ended`);
+    for (const id of this.sessions.closeOut()) this.record(`candidate ${id} was still open when the worker ended`);
     return this.shutdown();
   }
 
   /** After close(): which of its leased candidates did not end on their own. */
   roleEnds(): RoleEnds {
-    return { leftOpen: this.leftOpen ?? this.sessions.open(), lost: this.sessions.lost() };
+    return this.sessions.ends();
   }
 
   protected async release(): Promise<void> {
