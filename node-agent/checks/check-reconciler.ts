@@ -35,18 +35,15 @@ import { checkDefinitions, resolveRequirement } from '../evidence/policy-require
 import { CHECK_ENV_BASE, runCheck, type CheckResult } from './run-check.js';
 import { runPrivateCheck, type PrivateCheckResult } from './run-private-check.js';
 import type { AgentConfig } from '../config.js';
-import { checkPolicyRecord, checkRequestRecord } from '../isolation/world-request.js';
-import { worldGate } from '../isolation/isolation-gate.js';
-import type { StartHooks } from '../sandbox/supervise.js';
+import { checkGate, privateCheckGate } from './check-gate.js';
 import type { AgentMetrics } from '../metrics.js';
 import { refs } from '../api-refs.js';
-import type { CgroupLayout, CgroupReadback } from '../sandbox/cgroup.js';
+import type { CgroupLayout } from '../sandbox/cgroup.js';
 import type { Store } from '../store/open-store.js';
 import { checkRoutingSettled } from '../store/routing.js';
 import { payloadDir } from '../store/store-layout.js';
 import { payloadLayers } from '../store/generation-stack.js';
 import { getGeneration, getRoot } from '../store/store-records.js';
-import { AGENT_VERSION } from '../version.js';
 import type { RunAdmission } from '../admission/admission-authority.js';
 import { releaseRun, reserveRun, type ReservationDeps } from '../sandbox/run-reservation.js';
 import type { WorldResources } from '../admission/admission-policy.js';
@@ -183,7 +180,7 @@ export class NodeChecks {
       status = { ...status, phase: 'Running', reason: undefined, message: undefined, startedAt: d.clock.now().toISOString() };
       await this.apply(c, status);
       d.events.normal(c, 'CheckStarted', `running check ${c.spec.name} on candidate ${subject}`);
-      const { result, isolation } = view.definition.profile === 'private-evaluator-v1' ? { result: await this.executePrivate(c, view, subject, reservation), isolation: undefined } : await this.execute(c, world, subject, view, reservation);
+      const { result, isolation } = view.definition.profile === 'private-evaluator-v1' ? await this.executePrivate(c, view, subject, reservation) : await this.execute(c, world, subject, view, reservation);
       if (result.verdict === 'REFUSED') throw new Refusal(result.code, isolation && result.code === 'ISOLATION_INSUFFICIENT' ? `${result.message}; ${isolation}` : result.message);
       await this.record(c, world, status, result);
       return;
@@ -342,13 +339,18 @@ export class NodeChecks {
     return { result, isolation };
   }
 
-  /** Runs a private-evaluator-v1 check (run-private-check.ts): its verdict is its admitted report's. */
-  private async executePrivate(c: Check, view: CheckView, subject: string, r: { reserve: WorldResources; idBase: number; idCount: number }): Promise<PrivateCheckResult> {
+  /**
+   * Runs a private-evaluator-v1 check (run-private-check.ts): its verdict is its admitted report's. Every
+   * role is gated on its own start; `isolation` says what the gate decided for each.
+   */
+  private async executePrivate(c: Check, view: CheckView, subject: string, r: { reserve: WorldResources; idBase: number; idCount: number }): Promise<{ result: PrivateCheckResult; isolation: string }> {
     const d = this.d;
     const checksDir = join(d.store.dir, 'checks');
     mkdirSync(checksDir, { recursive: true, mode: 0o711 });
     const runId = privateRunId(c.metadata.uid ?? '');
-    return runPrivateCheck({
+    const gate = privateCheckGate({ policy: view.policy, subject, runId, agentNs: d.agentNs, logger: d.logger, metrics: d.agentMetrics });
+    const result = await runPrivateCheck({
+      gate,
       runId,
       checksDir,
       checkName: c.spec.name,
@@ -371,6 +373,7 @@ export class NodeChecks {
       outputFile: join(checksDir, `${runId}.output.log`),
       now: () => d.clock.now(),
     });
+    return { result, isolation: gate.summary() };
   }
 
   /** A run that ended: its verdict (REFUSED when the verifiers executed are not the ones bound), recorded, shown, announced. */
@@ -424,39 +427,6 @@ interface CheckView {
   checkRoots: CheckRoot[];
   first: CheckRoot;
   resolved: NonNullable<ReturnType<typeof resolveRequirement>>;
-}
-
-/** The check stage's isolation gate: observed in the sandbox before the check runs, judged against the Policy's spec.isolation.check. */
-function checkGate(
-  g: { policy: Policy; subject: string; runId: string; rootPaths: string[]; env: string[]; agentNs: Record<NsName, string>; logger: Logger; metrics: AgentMetrics | undefined },
-  decided: (summary: string) => void,
-): (cg: CgroupReadback) => StartHooks {
-  return (cg) =>
-    worldGate(
-      {
-        worldUid: `check-${g.runId}`,
-        network: { policy: 'None', allow: [] },
-        policy: checkPolicyRecord(g.policy),
-        request: checkRequestRecord(g.subject),
-        rootPaths: g.rootPaths,
-        credentialPaths: [],
-        envNames: g.env.map((e) => e.slice(0, e.indexOf('='))),
-        agentNs: g.agentNs,
-        wallTimeArmed: true,
-        outputLimitArmed: true,
-        backendVersion: AGENT_VERSION,
-      },
-      cg,
-      {
-        isolation: ({ decision }) => {
-          decided(`isolation decision ${decision.outcome}${decision.reasons.length ? ` (${decision.reasons.join(', ')})` : ''}`);
-          return Promise.resolve();
-        },
-        networkRefusal: () => undefined,
-      },
-      g.metrics,
-      g.logger,
-    );
 }
 
 function ids(s: AgentCheckStatus): { requirementHash?: string; verifierIdentity?: string; executedIdentity?: string } {

@@ -12,6 +12,8 @@ import { classifyError } from '../../core/errors.js';
 import { examinerCommandProblem } from '../../core/private-evaluator/examiner-command.js';
 import { admitReport, type PrivateRunRecord, type ReportAdmission } from '../../core/private-evaluator/report-admission.js';
 import { BoundaryFailed } from '../private-evaluator/check-principals.js';
+import { StartRefused } from '../sandbox/supervise.js';
+import type { PrivateCheckGate } from './check-gate.js';
 import { freezeTree } from '../private-evaluator/freeze-tree.js';
 import { runExaminer, VERIFIERS_PATH } from '../private-evaluator/run-examiner.js';
 import { mountRunDisk } from '../sandbox/disk-image.js';
@@ -26,7 +28,11 @@ export type PrivateCheckRunSpec = Pick<
   CheckRunSpec,
   'runId' | 'checksDir' | 'checkName' | 'roots' | 'candidateDir' | 'subject' | 'requirementHash' | 'verifierIdentity' | 'argv' | 'env'
   | 'idBase' | 'idCount' | 'limits' | 'wallTimeMs' | 'outputLimitBytes' | 'ephemeralStorageBytes' | 'cgroups' | 'agentNs' | 'outputFile' | 'now'
-> & { reportFormat: string };
+> & {
+  reportFormat: string;
+  /** The check stage's isolation gate, asked at every role's start (check-gate.ts). */
+  gate: PrivateCheckGate;
+};
 
 export type PrivateCheckResult = CheckResult & {
   admission?: ReportAdmission;
@@ -39,6 +45,12 @@ function privateLogDir(paths: { dir: string }): string {
   const dir = join(paths.dir, 'logs');
   mkdirSync(dir, { recursive: true, mode: 0o700 });
   return dir;
+}
+
+/** The run's refusal when the gate refused any of its roles. */
+function isolationRefused(gate: PrivateCheckGate): StartRefused | undefined {
+  const refused = gate.refusals();
+  return refused.length > 0 ? new StartRefused('ISOLATION_INSUFFICIENT', `a role of the run is not isolated as spec.isolation.check requires: ${refused.join('; ')}`) : undefined;
 }
 
 export async function runPrivateCheck(spec: PrivateCheckRunSpec): Promise<PrivateCheckResult> {
@@ -67,10 +79,14 @@ export async function runPrivateCheck(spec: PrivateCheckRunSpec): Promise<Privat
       dir: join(paths.layers, 'private'), logDir: privateLogDir(paths), hostBase: spec.idBase, agentNs: spec.agentNs, inputs, verifiers,
       argv: spec.argv, env: spec.env, cwd: spec.roots[0]?.path ?? '/', binding, reportFormat: spec.reportFormat,
       cgroups: spec.cgroups, limits: spec.limits, supervisorCgroupProcs: supervisorCgroupProcs(spec.cgroups),
-      wallTimeMs: spec.wallTimeMs, outputLimitBytes: spec.outputLimitBytes,
+      wallTimeMs: spec.wallTimeMs, outputLimitBytes: spec.outputLimitBytes, gate: spec.gate.gate,
     });
     const finishedAt = now().toISOString();
     copyFileSync(run.outputFile, spec.outputFile);
+    // A worker or candidate the gate refused never ran, and the examiner saw its start fail: the run was
+    // not the one the Policy allows, whatever its report says (its broker's violation is in the boundary too).
+    const refused = isolationRefused(spec.gate);
+    if (refused) throw refused;
     if (run.record.boundary.problems.length > 0) throw new BoundaryFailed(run.record.boundary.problems);
     const admission = admitReport(run.record, run.reportBytes, binding);
     const e = run.record.examiner;
@@ -78,7 +94,8 @@ export async function runPrivateCheck(spec: PrivateCheckRunSpec): Promise<Privat
     const privateRun = { record: run.record, ...(run.reportBytes ? { report: run.reportBytes } : {}) };
     return { verdict: admission.classification === 'ADMISSIBLE' ? admission.verdict : 'FAIL', record, admission, privateRun };
   } catch (err) {
-    const failure = classifyError(err);
+    // The examiner refused at the gate: the refusal with what the measurement showed.
+    const failure = classifyError(isolationRefused(spec.gate) ?? err);
     if (!failure.terminal) throw err;
     return { verdict: 'REFUSED', code: failure.code, message: failure.message };
   } finally {

@@ -12,7 +12,7 @@ import type { NsName } from '../../native/index.js';
 import { measureWorld, type WorldFacts } from './measure-world.js';
 import type { ObservationProducers } from './world-producers.js';
 import { observationHooks } from '../sandbox/observation-hooks.js';
-import { buildObservation } from './world-observation.js';
+import { buildObservation, type RoleMounts } from './world-observation.js';
 import type { AgentMetrics } from '../metrics.js';
 import { attachAllowlist } from '../network/world-network.js';
 import type { CgroupReadback } from '../sandbox/cgroup.js';
@@ -57,6 +57,8 @@ export interface GatePlan {
   policy: IsolationPolicy;
   request: IsolationRequest;
   rootPaths: string[];
+  /** A private-evaluator role's outputs and inputs, measured in place of Roots (world-observation.ts). */
+  roleMounts?: RoleMounts;
   credentialPaths: string[];
   envNames: string[];
   agentNs: Record<NsName, string>;
@@ -89,7 +91,8 @@ export function worldGate(plan: GatePlan, cgroup: CgroupReadback, events: GateEv
       const why = (e: unknown): string => (e instanceof Error ? e.message : String(e));
       let facts: WorldFacts = { mounts: [], interfaces: [] };
       try {
-        facts = measureWorld(pid);
+        const probe = plan.roleMounts ? [...plan.roleMounts.outputs, ...plan.roleMounts.inputs].map((b) => b.path) : [];
+        facts = measureWorld(pid, probe);
       } catch (e) {
         unmeasured.push(`the World's mounts and interfaces (/proc/${pid}): ${why(e)}`);
       }
@@ -113,6 +116,7 @@ export function worldGate(plan: GatePlan, cgroup: CgroupReadback, events: GateEv
           cgroup,
           facts,
           rootPaths: plan.rootPaths,
+          ...(plan.roleMounts ? { roleMounts: plan.roleMounts } : {}),
           credentialPaths: plan.credentialPaths,
           network: plan.network.policy,
           proxyInWorldNetns: proxy !== undefined,

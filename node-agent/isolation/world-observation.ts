@@ -6,8 +6,27 @@ import { canonicalControls, type IsolationControl, type IsolationLevel } from '.
 import type { IsolationObservation } from '../../core/isolation/records.js';
 import type { SandboxObservation } from '../../native/index.js';
 import type { CgroupReadback } from '../sandbox/cgroup.js';
-import type { WorldFacts } from './measure-world.js';
+import type { MountFact, WorldFacts } from './measure-world.js';
 import { kernelTarget } from './world-request.js';
+
+/** A bind the node-agent planned for a private-evaluator role: where it appears, and the identity of its host source. */
+export interface PlannedBind {
+  path: string;
+  /** fileIdentity() of the host directory or file, taken before the role started. */
+  identity: string;
+}
+
+/**
+ * A private-evaluator role's mounts, which stand where a World's Roots do: its outputs (the examiner's
+ * report directory; a worker's or candidate's own copies of the inputs and its case view) and its inputs
+ * (the frozen input, the staged verifiers, a leased candidate's stdin).
+ */
+export interface RoleMounts {
+  outputs: PlannedBind[];
+  inputs: PlannedBind[];
+  /** Identities of the outputs of the run's other roles that are live now: none may be this role's too. */
+  othersOutputs: ReadonlySet<string>;
+}
 
 export interface ObservationInputs {
   frameProblems: string[];
@@ -17,6 +36,8 @@ export interface ObservationInputs {
   facts: WorldFacts;
   /** Paths where the world's Roots are mounted (its outputs). */
   rootPaths: string[];
+  /** A private-evaluator role's planned binds: its outputs and inputs are these, not Roots (rootPaths is then unused). */
+  roleMounts?: RoleMounts;
   /** Mount points of the single projected credential (a declared input, not an ambient credential). */
   credentialPaths: string[];
   network: 'None' | 'Allowlist' | 'Shared';
@@ -40,11 +61,20 @@ export function measuredControls(i: ObservationInputs): { controls: IsolationCon
   const byPoint = new Map(i.facts.mounts.map((m) => [m.mountPoint, m]));
   const root = byPoint.get('/');
   const sys = SYSTEM_MOUNTS.map((p) => byPoint.get(p)).filter((m) => m !== undefined);
-  if (root && isReadOnly(root) && sys.length === SYSTEM_MOUNTS.length && sys.every(isReadOnly)) c.add('read-only-inputs');
-  else notes.push('read-only-inputs: / or a system directory is not mounted read-only');
-  const outputs = i.rootPaths.map((p) => byPoint.get(p));
-  if (outputs.length > 0 && outputs.every((m) => m?.fsType === 'overlay' && !isReadOnly(m))) c.add('separate-outputs');
-  else notes.push('separate-outputs: a Root is not a writable overlay of its own');
+  const systemReadOnly = root !== undefined && isReadOnly(root) && sys.length === SYSTEM_MOUNTS.length && sys.every(isReadOnly);
+  const inputProblems = i.roleMounts ? roleInputProblems(i.roleMounts, byPoint, i.facts.identities ?? {}) : [];
+  if (systemReadOnly && inputProblems.length === 0) c.add('read-only-inputs');
+  else if (!systemReadOnly) notes.push('read-only-inputs: / or a system directory is not mounted read-only');
+  notes.push(...inputProblems.map((p) => `read-only-inputs: ${p}`));
+  if (i.roleMounts) {
+    const problems = roleOutputProblems(i.roleMounts, byPoint, i.facts.identities ?? {});
+    if (problems.length === 0) c.add('separate-outputs');
+    else notes.push(...problems.map((p) => `separate-outputs: ${p}`));
+  } else {
+    const outputs = i.rootPaths.map((p) => byPoint.get(p));
+    if (outputs.length > 0 && outputs.every((m) => m?.fsType === 'overlay' && !isReadOnly(m))) c.add('separate-outputs');
+    else notes.push('separate-outputs: a Root is not a writable overlay of its own');
+  }
   const secrets = i.facts.mounts.some((m) => SECRET_DIRS.some((d) => m.mountPoint === d || m.mountPoint.startsWith(`${d}/`)));
   const stray = i.facts.mounts.filter((m) => m.mountPoint.startsWith('/') && !i.credentialPaths.includes(m.mountPoint) && /(^|\/)(\.kube|\.ssh|\.aws|\.config)(\/|$)/.test(m.mountPoint));
   if (!secrets && stray.length === 0) c.add('no-credentials');
@@ -66,6 +96,42 @@ export function measuredControls(i: ObservationInputs): { controls: IsolationCon
   if (i.frame.ns.pid !== i.agentNs.pid) c.add('process-tree-termination');
   // minimal-environment is measured after exec (the environment exists only then); see envIsMinimal.
   return { controls: canonicalControls([...c]), notes };
+}
+
+/** What the role's world shows at a planned bind's path that differs from the plan ("" when nothing). */
+function bindMismatch(b: PlannedBind, byPoint: ReadonlyMap<string, MountFact>, identities: Readonly<Record<string, string>>): string {
+  if (!byPoint.has(b.path)) return `nothing is mounted at ${b.path}`;
+  const seen = identities[b.path];
+  if (seen === undefined) return `what is mounted at ${b.path} could not be identified`;
+  if (seen !== b.identity) return `${b.path} is not the directory the node-agent prepared for it (${seen}, expected ${b.identity})`;
+  return '';
+}
+
+/** Each input is mounted at its path, read-only, and is the very file or directory the node-agent staged. */
+export function roleInputProblems(r: RoleMounts, byPoint: ReadonlyMap<string, MountFact>, identities: Readonly<Record<string, string>>): string[] {
+  return r.inputs.flatMap((b) => {
+    const wrong = bindMismatch(b, byPoint, identities);
+    if (wrong) return [wrong];
+    return isReadOnly(byPoint.get(b.path)!) ? [] : [`${b.path} is mounted writable`];
+  });
+}
+
+/**
+ * The role has outputs, each mounted at its path, writable, the very directory the node-agent made for
+ * this role, and no other live role's output (nor another of its own).
+ */
+export function roleOutputProblems(r: RoleMounts, byPoint: ReadonlyMap<string, MountFact>, identities: Readonly<Record<string, string>>): string[] {
+  if (r.outputs.length === 0) return ['the role has no output of its own'];
+  const mine = new Set<string>();
+  return r.outputs.flatMap((b) => {
+    const wrong = bindMismatch(b, byPoint, identities);
+    if (wrong) return [wrong];
+    if (isReadOnly(byPoint.get(b.path)!)) return [`${b.path} is mounted read-only`];
+    if (r.othersOutputs.has(b.identity)) return [`${b.path} is another role's output`];
+    if (mine.has(b.identity)) return [`${b.path} is mounted at a second path of the same role`];
+    mine.add(b.identity);
+    return [];
+  });
 }
 
 /** The level the measured facts support: os-sandboxed needs a clean frame and every os-sandboxed control. */

@@ -9,10 +9,11 @@
 import { existsSync, mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { VERIFIERS_MOUNT } from '../../core/private-evaluator/examiner-command.js';
-import { ROLE_ID, ROLE_PATHS } from '../../core/private-evaluator/principals.js';
+import { ROLE_ID, ROLE_PATHS, type Role } from '../../core/private-evaluator/principals.js';
 import type { PrivateRunRecord } from '../../core/private-evaluator/report-admission.js';
 import type { NsName } from '../../native/index.js';
-import { WorldCgroup, type CgroupLayout, type CgroupLimits } from '../sandbox/cgroup.js';
+import { WorldCgroup, type CgroupLayout, type CgroupLimits, type CgroupReadback } from '../sandbox/cgroup.js';
+import type { StartHooks } from '../sandbox/supervise.js';
 import { BoundaryFailed, CheckPrincipals } from './check-principals.js';
 import { ExaminerBroker, type StartSession } from './examiner-broker.js';
 import type { RoleEnds, Session } from './session-table.js';
@@ -22,6 +23,20 @@ import { ReportDir, type ReportBinding } from './report-dir.js';
 import { assembleRoleRootfs, unmountRoleRootfs, type RoleBind } from './role-rootfs.js';
 
 export const VERIFIERS_PATH = VERIFIERS_MOUNT;
+
+/** A role about to start, as the node-agent prepared it: what the check stage's isolation gate measures against. */
+export interface RoleStart {
+  role: Role;
+  /** "examiner", a worker's "w1", a session's "c1", a leased candidate's "leased-…". */
+  id: string;
+  binds: readonly RoleBind[];
+  env: readonly string[];
+  /** The role's cgroup limits, read back from the kernel. */
+  cgroup: CgroupReadback;
+}
+
+/** The check stage's isolation gate, asked once per role start (checks/private-check-gate.ts); its refusal ends that start. */
+export type RoleGate = (start: RoleStart) => StartHooks;
 
 export interface ExaminerRunSpec {
   /** The run's own host directory; it must not exist. */
@@ -49,6 +64,8 @@ export interface ExaminerRunSpec {
    * log is bounded by outputLimitBytes anyway).
    */
   logDir?: string;
+  /** Asked before each role's workload runs (after its pins hold); absent, roles are not gated. */
+  gate?: RoleGate;
 }
 
 export interface ExaminerRunResult {
@@ -97,13 +114,14 @@ async function startRole(spec: ExaminerRunSpec, principals: CheckPrincipals, id:
   };
   try {
     const copies = spec.inputs.map((input, k) => ({ source: copyFrozen(input.frozen, roleInputDir(spec, id, k), host), target: input.path, readonly: false }));
-    assembleRoleRootfs(rootfs, [...copies, ...run.binds(dir)]);
+    const binds = [...copies, ...run.binds(dir)];
+    assembleRoleRootfs(rootfs, binds);
     cgroup = WorldCgroup.create(spec.cgroups, budgetPath(spec.binding.run), id);
-    cgroup.applyAndVerify(spec.limits);
+    const readback = cgroup.applyAndVerify(spec.limits);
     const running = await principals.start(run.role, {
       rootfs, argv: run.argv, env: run.env, cwd: run.cwd, cgroup, outputFile,
       supervisorCgroupProcs: spec.supervisorCgroupProcs, outputLimitBytes: spec.outputLimitBytes, wallTimeMs: run.timeoutMs,
-    });
+    }, spec.gate?.({ role: run.role, id, binds, env: run.env, cgroup: readback }));
     // Every process of the role's cgroup, through pidfds: never a process group by number, which an
     // unrelated host process could hold once the role's processes are gone.
     const roleCgroup = cgroup;
@@ -217,11 +235,11 @@ export async function runExaminer(spec: ExaminerRunSpec): Promise<ExaminerRunRes
     ];
     assembleRoleRootfs(rootfs, binds);
     cgroup = WorldCgroup.create(spec.cgroups, budgetPath(spec.binding.run), 'examiner');
-    cgroup.applyAndVerify(spec.limits);
+    const readback = cgroup.applyAndVerify(spec.limits);
     const running = await principals.start('examiner', {
       rootfs, argv: spec.argv, env: spec.env, cwd: spec.cwd, cgroup, outputFile,
       supervisorCgroupProcs: spec.supervisorCgroupProcs, outputLimitBytes: spec.outputLimitBytes, wallTimeMs: spec.wallTimeMs,
-    });
+    }, spec.gate?.({ role: 'examiner', id: 'examiner', binds, env: spec.env, cgroup: readback }));
     const end = await running.done;
     const brokerProblems = await broker.close();
     let problems: string[] = [];

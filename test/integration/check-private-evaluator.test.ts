@@ -5,6 +5,7 @@
 // is the examiner's admitted report: PASS for a good candidate, FAIL for a bad one; a candidate the frozen
 // input does not accept is refused by name; the Policy's legacy check runs beside it as before. A Collapse
 // admits the stored report again: one whose report was rewritten to fail is denied, the good one commits.
+// Every role passes the check stage's isolation gate against the Policy's spec.isolation.check.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
@@ -150,6 +151,22 @@ describe('a private-evaluator-v1 check on the stack', () => {
     await s.apply(collapseManifest('good-col', 'good'));
     const committed = await waitCollapse(s, 'good-col', 90_000);
     assert.equal(committed.status.phase, 'Committed', JSON.stringify(committed.status));
+  });
+
+  test("the check stage's isolation gate judges every role: a Policy asking for a control the roles lack refuses the run by name", async () => {
+    // Before the gate ran for private roles, this Check passed whatever spec.isolation.check asked.
+    const policy = structuredClone(POLICY);
+    policy.spec.isolation = { agent: ISOLATION, check: { minimumLevel: 'os-sandboxed', controls: ['network-egress-restricted'] } };
+    await s.apply(JSON.stringify(policy));
+    await s.waitFor('the Policy accepted at its new generation', async () => {
+      const p = await s.get('policy', 'proj-policy');
+      const c = (p?.status?.conditions as { type: string; status: string; observedGeneration?: number }[] | undefined)?.find((x) => x.type === 'Accepted');
+      return c?.status === 'True' && c.observedGeneration === p?.metadata?.generation ? c : undefined;
+    }, 30_000);
+    const { check: examine } = await capturedCheck(s, 'iso-short', 'echo ok > README.md', 'examine', 90_000);
+    assert.equal(examine.status.phase, 'Refused', JSON.stringify(examine.status));
+    assert.equal(examine.status.reason, 'ISOLATION_INSUFFICIENT');
+    assert.match(examine.status.message, /examiner examiner: isolation decision rejected .*missing controls: network-egress-restricted/);
   });
 
   test('an examiner that is not a staged script (python3 -c, past the schema\'s rule) is refused on the Policy and by the node-agent', async () => {

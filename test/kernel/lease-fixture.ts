@@ -9,7 +9,7 @@ import { dirname, join } from 'node:path';
 import { admitReport } from '../../core/private-evaluator/report-admission.js';
 import { nsIds } from '../../native/index.js';
 import { freezeTree } from '../../node-agent/private-evaluator/freeze-tree.js';
-import { runExaminer, VERIFIERS_PATH, type ExaminerRunSpec } from '../../node-agent/private-evaluator/run-examiner.js';
+import { runExaminer, VERIFIERS_PATH, type ExaminerRunSpec, type RoleGate } from '../../node-agent/private-evaluator/run-examiner.js';
 import { detectCgroups } from '../../node-agent/sandbox/cgroup.js';
 import { supervisorCgroupProcs } from '../../node-agent/sandbox/supervisor-cgroup.js';
 import { mountsUnder } from '../../node-agent/store/mount-table.js';
@@ -74,7 +74,8 @@ export function leaseRunner(base: string, hostBase: number, workerSource: string
   copyFileSync(join(import.meta.dirname, '..', '..', '..', 'examples', 'greeter', 'checks', 'worldline_broker.py'), join(verifiers, 'worldline_broker.py'));
   let runs = 0;
 
-  async function scenario(name: string, extra: Record<string, string> = {}) {
+  /** Runs one scenario; `gate`, when given, is asked at every role's start. */
+  async function scenario(name: string, extra: Record<string, string> = {}, gate?: RoleGate) {
     const n = ++runs;
     const src = join(base, `candidate-${n}`);
     const files: Record<string, string> = { SCENARIO: name, 'cases/a/data': 'original', 'cases/b/data': 'other', ...extra };
@@ -92,9 +93,9 @@ export function leaseRunner(base: string, hostBase: number, workerSource: string
       env: ['PATH=/usr/bin:/bin', 'LANG=C.UTF-8'], cwd: '/',
       binding, reportFormat: 'junit', cgroups: layout, limits: { cpuMillis: 1000, memoryBytes: 256 * 1024 * 1024, pids: 64 },
       supervisorCgroupProcs: supervisorCgroupProcs(layout), wallTimeMs: 60_000, outputLimitBytes: 65536,
+      ...(gate ? { gate } : {}),
     };
-    const result = await runExaminer(spec);
-    assert.deepEqual(mountsUnder(spec.dir), [], 'nothing of the run stays mounted');
+    const result = await runExaminer(spec).finally(() => assert.deepEqual(mountsUnder(spec.dir), [], 'nothing of the run stays mounted'));
     const output = readFileSync(result.outputFile, 'utf8');
     return { result, output, admission: admitReport(result.record, result.reportBytes, binding), problems: result.record.boundary.problems.join('\n') };
   }
