@@ -1,6 +1,6 @@
 // The examiner broker: the node-agent's side of the socket bound into the examiner alone. Through it the
 // examiner starts candidate sessions — the candidate's code, as the candidate principal, in its own
-// namespaces over its own disposable copy of the input — and workers, which get the worker broker
+// namespaces over its own view of the input (session-view.ts) — and workers, which get the worker broker
 // (worker-broker.ts). The socket, the peer check and what a violation does are broker-server.ts's. At the
 // run's end every session and worker must have been torn down by the examiner; one still open is a
 // violation.

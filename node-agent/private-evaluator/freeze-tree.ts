@@ -3,8 +3,8 @@
 // in the source refuses the copy by name (PRIVATE_INPUT_REFUSED, the path and why): a symbolic link, a
 // special file, a file with more than one link, setuid/setgid/sticky bits, an extended attribute, a mount
 // inside the tree, or an entry that changed while it was copied. The examiner is to see the frozen tree
-// read-only; each worker or candidate run gets a disposable copy of it (copyFrozen) whose identity must be
-// the frozen one (PRIVATE_EVALUATOR_BOUNDARY_FAILED otherwise).
+// read-only; each worker gets a disposable copy of it (copyFrozen) whose identity must be the frozen one
+// (PRIVATE_EVALUATOR_BOUNDARY_FAILED otherwise); a candidate session gets an overlay view (session-view.ts).
 //
 // Identity: `source` is the manifest of what was read (owners as in the source), so its digest is the
 // candidate's manifest digest when the source is the candidate's tree; `identity` is the digest of the same

@@ -1,7 +1,7 @@
 // One private-evaluator run: the run's principals, the frozen inputs read-only, the staged verifiers
 // read-only at /run/worldline-verifiers, a fresh report directory and the examiner broker's socket — all
 // in the examiner's own root filesystem and nobody else's — the examiner supervised to its end, candidate
-// sessions started through its broker (examiner-broker.ts) each over its own copy of the inputs, then
+// sessions started through its broker (examiner-broker.ts) each over its own view of the inputs, then
 // every session ended, the boundary checked and the report collected. The result is the run's raw record
 // (core/private-evaluator/report-admission.ts reads it) and the report's bytes. Workers, started through
 // the examiner's broker, get their own copy of the inputs, the verifiers and the worker broker
@@ -21,6 +21,8 @@ import { LeaseLedger, WorkerBroker, type StartLeased } from './worker-broker.js'
 import { copyFrozen, type FrozenTree } from './freeze-tree.js';
 import { ReportDir, type ReportBinding } from './report-dir.js';
 import { assembleRoleRootfs, unmountRoleRootfs, type RoleBind } from './role-rootfs.js';
+import { overlayFrozen } from './session-view.js';
+import { unmountAllUnder } from '../sandbox/rootfs.js';
 
 export const VERIFIERS_PATH = VERIFIERS_MOUNT;
 
@@ -88,12 +90,12 @@ interface RoleRun {
   env: string[];
   cwd: string;
   timeoutMs: number;
-  /** The role's own copies of the inputs go here, owned by its host id. */
+  /** The role's binds besides its copies or views of the inputs (a case view, stdin, the verifiers, its broker's socket); `dir` is its directory. */
   binds: (dir: string) => RoleBind[];
 }
 
 /**
- * Starts one worker or candidate for a broker: a disposable copy of every frozen input, owned by the role
+ * Starts one worker or candidate for a broker: its own copy or view of every frozen input, owned by the role
  * and at the same path as the examiner sees it, plus the role's own binds, in the role's own root
  * filesystem (never the report or the examiner's broker), its own cgroup with the run's limits.
  */
@@ -106,14 +108,19 @@ async function startRole(spec: ExaminerRunSpec, principals: CheckPrincipals, id:
   let cgroup: WorldCgroup | undefined;
   const cleanup = async (): Promise<void> => {
     await onCleanup?.();
-    const left = unmountRoleRootfs(rootfs);
+    // The root filesystem's mounts, then the session's views of the inputs and their lower layers.
+    const left = [...unmountRoleRootfs(rootfs), ...unmountAllUnder(dir)];
     cgroup?.killAll();
     cgroup?.remove();
     // Never remove through a mount that is still there.
     if (left.length === 0) rmSync(dir, { recursive: true, force: true });
   };
   try {
-    const copies = spec.inputs.map((input, k) => ({ source: copyFrozen(input.frozen, roleInputDir(spec, id, k), host), target: input.path, readonly: false }));
+    // A candidate's is an overlay view of the frozen input, O(1) to make; a worker's is a whole copy, for
+    // its case leases exchange directories in it (case-copy.ts), which an overlay's lower directories refuse.
+    const own = (input: ExaminerRunSpec['inputs'][number], k: number): string =>
+      run.role === 'worker' ? copyFrozen(input.frozen, roleInputDir(spec, id, k), host) : overlayFrozen(input.frozen, roleInputDir(spec, id, k), join(dir, `layers-${k}`), host);
+    const copies = spec.inputs.map((input, k) => ({ source: own(input, k), target: input.path, readonly: false }));
     const binds = [...copies, ...run.binds(dir)];
     assembleRoleRootfs(rootfs, binds);
     cgroup = WorldCgroup.create(spec.cgroups, budgetPath(spec.binding.run), id);
@@ -286,7 +293,7 @@ function roleDir(spec: ExaminerRunSpec, id: string): string {
   return join(spec.dir, 'sessions', id);
 }
 
-/** Where a role's copy of input `k` is on the host (the worker broker's leases live in a worker's). */
+/** Where a role's copy or view of input `k` is on the host (the worker broker's leases live in a worker's). */
 function roleInputDir(spec: ExaminerRunSpec, id: string, k: number): string {
   return join(roleDir(spec, id), `input-${k}`);
 }

@@ -5,12 +5,13 @@
 import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { appendFileSync, chmodSync, linkSync, lstatSync, mkdirSync, readFileSync, renameSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { appendFileSync, chmodSync, linkSync, lstatSync, mkdirSync, readFileSync, renameSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { manifestDigest } from '../../core/manifest.js';
 import { mountTmpfs } from '../../native/index.js';
 import { BoundaryFailed } from '../../node-agent/private-evaluator/check-principals.js';
 import { copyFrozen, freezeTree, identityOf, InputRefused } from '../../node-agent/private-evaluator/freeze-tree.js';
+import { overlayFrozen } from '../../node-agent/private-evaluator/session-view.js';
 import { walkTreeSync } from '../../node-agent/store/walk-tree-sync.js';
 import { requireRoot } from '../support/require-root.js';
 import { Cleanup } from './native-fixtures.js';
@@ -70,6 +71,35 @@ test('the frozen tree holds the candidate\'s bytes and modes, owned by one princ
   // A frozen tree changed after freezing makes every later copy refuse.
   appendFileSync(join(frozen.dir, 'README'), 'tampered');
   assert.throws(() => copyFrozen(frozen, join(base, 'worker-2'), HOST + 1), (err: unknown) => err instanceof BoundaryFailed && err.code === 'PRIVATE_EVALUATOR_BOUNDARY_FAILED');
+});
+
+test("a candidate session's view is the frozen tree, its own: owned by the session, written only in its own layer", () => {
+  const frozen = freezeTree(candidate(), join(base, 'frozen-view'), HOST);
+  const views = [1, 2].map((k) => {
+    const merged = overlayFrozen(frozen, join(base, `view-${k}`), join(base, `view-${k}-layers`), HOST + 2);
+    cleanup.mounted(join(base, `view-${k}-layers`, 'lower'));
+    cleanup.mounted(merged);
+    return merged;
+  });
+  const [one, two] = views as [string, string];
+  // Fresh, each re-measures to the frozen identity, every entry the session's.
+  for (const v of views) {
+    const walked = walkTreeSync(v);
+    assert.deepEqual(walked.problems, []);
+    assert.equal(identityOf(walked.manifest), frozen.identity, v);
+    assert.ok(walked.manifest.entries.every((e) => e.uid === HOST + 2 && e.gid === HOST + 2), v);
+    assert.equal(statSync(v).uid, HOST + 2);
+  }
+  // The session writes: an edit, a new file, a removal, a mode change.
+  appendFileSync(join(one, 'README'), 'edited');
+  writeFileSync(join(one, 'pkg', 'new'), 'n');
+  rmSync(join(one, 'empty'));
+  chmodSync(join(one, 'pkg', 'run.sh'), 0o700);
+  assert.notEqual(identityOf(walkTreeSync(one).manifest), frozen.identity, 'the writes are in the view');
+  // Neither the frozen tree nor the other session's view sees any of it.
+  assert.equal(identityOf(walkTreeSync(frozen.dir).manifest), frozen.identity, 'the frozen tree is unchanged');
+  assert.equal(identityOf(walkTreeSync(two).manifest), frozen.identity, "the other session's view is unchanged");
+  assert.equal(readFileSync(join(frozen.dir, 'README'), 'utf8'), 'hello\n');
 });
 
 test('links, special files, second links, special bits, xattrs, mounts and bad names are refused by name', () => {
