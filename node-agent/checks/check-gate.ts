@@ -62,8 +62,8 @@ export interface PrivateCheckGate {
   gate: RoleGate;
   /** Each role the gate refused, with the decision and what the measurement showed. */
   refusals(): string[];
-  /** The roles that passed so far, in one line ("isolation decision reported-sufficient for examiner, w1, c1"). */
-  summary(): string;
+  /** The roles that passed so far, in one line ("isolation decision reported-sufficient for examiner, w1, c1"); none, undefined. */
+  summary(): string | undefined;
 }
 
 export function privateCheckGate(g: CheckGateInputs): PrivateCheckGate {
@@ -122,6 +122,6 @@ export function privateCheckGate(g: CheckGateInputs): PrivateCheckGate {
   return {
     gate,
     refusals: () => [...refused],
-    summary: () => `isolation decision reported-sufficient for ${passed.length ? passed.join(', ') : 'no role'}`,
+    summary: () => (passed.length > 0 ? `isolation decision reported-sufficient for ${passed.join(', ')}` : undefined),
   };
 }

@@ -343,7 +343,7 @@ export class NodeChecks {
    * Runs a private-evaluator-v1 check (run-private-check.ts): its verdict is its admitted report's. Every
    * role is gated on its own start; `isolation` says what the gate decided for each.
    */
-  private async executePrivate(c: Check, view: CheckView, subject: string, r: { reserve: WorldResources; idBase: number; idCount: number }): Promise<{ result: PrivateCheckResult; isolation: string }> {
+  private async executePrivate(c: Check, view: CheckView, subject: string, r: { reserve: WorldResources; idBase: number; idCount: number }): Promise<{ result: PrivateCheckResult; isolation: string | undefined }> {
     const d = this.d;
     const checksDir = join(d.store.dir, 'checks');
     mkdirSync(checksDir, { recursive: true, mode: 0o711 });

@@ -18,7 +18,7 @@ export interface PlannedBind {
 
 /**
  * A private-evaluator role's mounts, which stand where a World's Roots do: its outputs (the examiner's
- * report directory; a worker's or candidate's own copies of the inputs and its case view) and its inputs
+ * report directory; a worker's own copies of the inputs, a candidate's own views of them and its case view) and its inputs
  * (the frozen input, the staged verifiers, a leased candidate's stdin).
  */
 export interface RoleMounts {

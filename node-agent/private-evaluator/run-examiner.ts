@@ -37,7 +37,7 @@ export interface RoleStart {
   cgroup: CgroupReadback;
 }
 
-/** The check stage's isolation gate, asked once per role start (checks/private-check-gate.ts); its refusal ends that start. */
+/** The check stage's isolation gate, asked once per role start (checks/check-gate.ts); its refusal ends that start. */
 export type RoleGate = (start: RoleStart) => StartHooks;
 
 export interface ExaminerRunSpec {
