@@ -2,7 +2,7 @@
 // run. For a candidate tree of N files: freezing it (freezeTree: the copy with change detection and its
 // manifest), an examiner run that starts no candidate (principals, the examiner's root filesystem, its
 // spawn, the report collected), and the examiner starting candidate sessions one after another, timed by
-// the examiner around each `run` of /bin/true (a session copies the frozen tree, so it is O(tree)).
+// the examiner around each `run` of /bin/true (a session mounts an overlay view of the frozen tree, so it does not grow with the tree).
 import { spawnSync } from 'node:child_process';
 import { copyFileSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
