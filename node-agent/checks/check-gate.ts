@@ -6,7 +6,7 @@
 import type { Policy } from '../../crds/index.js';
 import type { Logger } from '../../kube/logger.js';
 import type { NsName } from '../../native/index.js';
-import { worldGate } from '../isolation/isolation-gate.js';
+import { worldGate, type GatePlan } from '../isolation/isolation-gate.js';
 import { fileIdentity } from '../isolation/measure-world.js';
 import type { PlannedBind } from '../isolation/world-observation.js';
 import { checkPolicyRecord, checkRequestRecord } from '../isolation/world-request.js';
@@ -27,23 +27,28 @@ export interface CheckGateInputs {
 
 const envName = (kv: string): string => kv.slice(0, kv.indexOf('='));
 
+/** The check stage's plan: no network, the Policy's check rule, the candidate as subject; what its outputs are is the caller's. */
+function checkStagePlan(g: CheckGateInputs, worldUid: string, env: readonly string[], outputs: Pick<GatePlan, 'rootPaths' | 'roleMounts'>): GatePlan {
+  return {
+    worldUid,
+    network: { policy: 'None', allow: [] },
+    policy: checkPolicyRecord(g.policy),
+    request: checkRequestRecord(g.subject),
+    ...outputs,
+    credentialPaths: [],
+    envNames: env.map(envName),
+    agentNs: g.agentNs,
+    wallTimeArmed: true,
+    outputLimitArmed: true,
+    backendVersion: AGENT_VERSION,
+  };
+}
+
 /** A legacy check's gate: its Roots are its outputs, as a World's are. `decided` gets the decision in one line. */
 export function checkGate(g: CheckGateInputs & { rootPaths: string[]; env: string[] }, decided: (summary: string) => void): (cg: CgroupReadback) => StartHooks {
   return (cg) =>
     worldGate(
-      {
-        worldUid: `check-${g.runId}`,
-        network: { policy: 'None', allow: [] },
-        policy: checkPolicyRecord(g.policy),
-        request: checkRequestRecord(g.subject),
-        rootPaths: g.rootPaths,
-        credentialPaths: [],
-        envNames: g.env.map(envName),
-        agentNs: g.agentNs,
-        wallTimeArmed: true,
-        outputLimitArmed: true,
-        backendVersion: AGENT_VERSION,
-      },
+      checkStagePlan(g, `check-${g.runId}`, g.env, { rootPaths: g.rootPaths }),
       cg,
       {
         isolation: ({ decision }) => {
@@ -80,20 +85,7 @@ export function privateCheckGate(g: CheckGateInputs): PrivateCheckGate {
     const inputs = planned(true);
     const othersOutputs = new Set([...live].filter(([, id]) => id !== start.id).map(([identity]) => identity));
     const hooks = worldGate(
-      {
-        worldUid: `check-${g.runId}-${start.id}`,
-        network: { policy: 'None', allow: [] },
-        policy: checkPolicyRecord(g.policy),
-        request: checkRequestRecord(g.subject),
-        rootPaths: [],
-        roleMounts: { outputs, inputs, othersOutputs },
-        credentialPaths: [],
-        envNames: start.env.map(envName),
-        agentNs: g.agentNs,
-        wallTimeArmed: true,
-        outputLimitArmed: true,
-        backendVersion: AGENT_VERSION,
-      },
+      checkStagePlan(g, `check-${g.runId}-${start.id}`, start.env, { rootPaths: [], roleMounts: { outputs, inputs, othersOutputs } }),
       start.cgroup,
       {
         isolation: ({ decision, notes }) => {
