@@ -13,10 +13,9 @@ import { chmodSync, chownSync, closeSync, lstatSync, mkdirSync, readdirSync } fr
 import { join } from 'node:path';
 import * as native from '../../native/index.js';
 import { fileIdentity } from '../isolation/measure-world.js';
+import { STACK_OVERLAY_OPTIONS } from '../store/generation-stack.js';
 import { BoundaryFailed } from './check-principals.js';
 import type { FrozenTree } from './freeze-tree.js';
-
-const OVERLAY_OPTIONS = ['redirect_dir=off', 'metacopy=off', 'index=off', 'xino=off'];
 
 /**
  * Mounts at `merged` (made here) an overlay view of `frozen` owned by `ownerHostId`, its layers in
@@ -39,7 +38,7 @@ export function overlayFrozen(frozen: FrozenTree, merged: string, layers: string
   // The view's top takes the upper layer's owner and mode: the frozen top's mode, the session's owner.
   chownSync(upper, ownerHostId, ownerHostId);
   chmodSync(upper, top.mode & 0o7777);
-  native.mountOverlay(merged, { lower: [lower], upper, work, extra: OVERLAY_OPTIONS, nosuid: true, nodev: true });
+  native.mountOverlay(merged, { lower: [lower], upper, work, extra: STACK_OVERLAY_OPTIONS, nosuid: true, nodev: true });
   const problems: string[] = [];
   if (fileIdentity(lower) !== fileIdentity(frozen.dir)) problems.push(`the lower layer of ${merged} is not the frozen input ${frozen.dir}`);
   if (readdirSync(upper).length > 0) problems.push(`the upper layer of ${merged} is not empty`);
