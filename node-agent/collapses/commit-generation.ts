@@ -115,8 +115,7 @@ async function commitSerialized(store: Store, items: readonly CommitItem[], opti
       await step('after-layer-publish');
       mountPayload(store.layout, staged.generationId, staged.layers ? { layers: staged.layers } : undefined); // a stack, or a compaction's seal
     }
-    await fsyncDirectory(store.layout.staging);
-    await fsyncDirectory(store.layout.generations);
+    await Promise.all([fsyncDirectory(store.layout.staging), fsyncDirectory(store.layout.generations)]);
     await step('after-marker-sync');
 
     // The commit boundary: every measurement immediately before the exchange — live PRIME and the staged

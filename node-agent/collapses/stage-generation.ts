@@ -122,7 +122,7 @@ export async function stageGeneration(store: Store, rootName: string, candidateD
       const items = planLayer(baseManifest, manifest, [...delta.upsert.map((e) => e.path), ...delta.deleted]);
       const top = lstatSync(basePayload);
       const rootAttributes = manifest.root ?? { mode: top.mode & 0o7777, uid: top.uid, gid: top.gid };
-      copied = buildLayer(layerPath, items, rootAttributes, candidateRoot).copied;
+      copied = (await buildLayer(layerPath, items, rootAttributes, candidateRoot)).copied;
       layer = { items, root: rootAttributes, overBase: true };
     } catch (e) {
       await rm(stagingDir, { recursive: true, force: true });

@@ -18,6 +18,7 @@ import type { ManifestEntry, RootAttributes } from '../../core/manifest.js';
 import type { LayerItem } from '../../core/layer-plan.js';
 import * as native from '../../native/index.js';
 import { hashOpenFile } from '../store/hash-file.js';
+import { fsyncPaths } from '../store/durable-fs.js';
 
 export interface BuiltLayer {
   items: LayerItem[];
@@ -28,9 +29,10 @@ export interface BuiltLayer {
 
 /**
  * Creates one manifest entry at `to`: a directory (owner and mode; the caller fsyncs it once filled), a
- * symlink, or a file copied from `candidateRoot` and fsynced, with the entry's owner and mode.
+ * symlink, or a file copied from `candidateRoot` with the entry's owner and mode, fsynced here unless
+ * `sync` is false (then the caller fsyncs it).
  */
-export function writeEntry(to: string, e: ManifestEntry, candidateRoot: string): void {
+export function writeEntry(to: string, e: ManifestEntry, candidateRoot: string, sync = true): void {
   if (e.type === 'dir') {
     mkdirSync(to, { mode: 0o700 });
     setOwnerAndMode(to, e);
@@ -40,7 +42,7 @@ export function writeEntry(to: string, e: ManifestEntry, candidateRoot: string):
   } else {
     copyFileSync(join(candidateRoot, e.path), to, fsc.COPYFILE_EXCL);
     setOwnerAndMode(to, e);
-    syncPath(to);
+    if (sync) syncPath(to);
   }
 }
 
@@ -75,11 +77,15 @@ function makeWhiteout(dir: string, name: string): void {
 
 /**
  * Writes the layer at `layer` (a new directory): the items of planLayer, file bytes from `candidateRoot`
- * (the candidate's copy of the Root's changed files), the top directory with `rootAttributes`.
+ * (the candidate's copy of the Root's changed files), the top directory with `rootAttributes`. Every file
+ * and directory of it is durable when the promise resolves: written first, then fsynced all at once on
+ * the thread pool (the filesystem's journal commits them together; one after another, each fsync waited
+ * for its own commit).
  */
-export function buildLayer(layer: string, items: readonly LayerItem[], rootAttributes: RootAttributes, candidateRoot: string): BuiltLayer {
+export async function buildLayer(layer: string, items: readonly LayerItem[], rootAttributes: RootAttributes, candidateRoot: string): Promise<BuiltLayer> {
   mkdirSync(layer, { mode: 0o700 });
   const dirs = [layer];
+  const files: string[] = [];
   let copied = 0;
   let whiteouts = 0;
   for (const item of items) {
@@ -89,12 +95,15 @@ export function buildLayer(layer: string, items: readonly LayerItem[], rootAttri
       whiteouts++;
       continue;
     }
-    writeEntry(to, item.entry, candidateRoot);
+    writeEntry(to, item.entry, candidateRoot, false);
     if (item.entry.type === 'dir') dirs.push(to);
-    else if (item.entry.type === 'file') copied++;
+    else if (item.entry.type === 'file') {
+      files.push(to);
+      copied++;
+    }
   }
   setOwnerAndMode(layer, rootAttributes);
-  for (const d of dirs) syncPath(d);
+  await fsyncPaths([...files, ...dirs]);
   return { items: [...items], copied, whiteouts };
 }
 

@@ -41,7 +41,7 @@ export async function stageReturn(store: Store, rootName: string, fromGeneration
   const top = lstatSync(payloadDir(store.layout, checkpoint.id));
   const topAttributes = manifest.root ?? { mode: top.mode & 0o7777, uid: top.uid, gid: top.gid };
   const layerPath = join(stagingDir, 'layer');
-  buildLayer(layerPath, [], topAttributes, '');
+  await buildLayer(layerPath, [], topAttributes, '');
   await options.hooks?.afterStep?.('after-stage');
   const walk = await collapseWalkDigest(payloadDir(store.layout, checkpoint.id), store.dir);
   if (walk.problems.length > 0 || walk.digest !== digest) {

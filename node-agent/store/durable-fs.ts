@@ -5,7 +5,7 @@ import { basename, dirname, join } from 'node:path';
 import { errnoCode } from './store-errors.js';
 
 /**
- * Makes a directory's entries durable (open it, fsync, close), off the event loop. Not the addon's
+ * Makes a directory's entries (or a file's bytes) durable (open it, fsync, close), off the event loop. Not the addon's
  * fsyncPath, which syncs any path synchronously and refuses a symbolic link.
  */
 export async function fsyncDirectory(path: string): Promise<void> {
@@ -15,6 +15,14 @@ export async function fsyncDirectory(path: string): Promise<void> {
   } finally {
     await fh.close();
   }
+}
+
+/**
+ * Makes each path durable (files' bytes, directories' entries), all at once on the thread pool: the
+ * filesystem's journal commits concurrent fsyncs together, where one after another each waits for its own.
+ */
+export async function fsyncPaths(paths: readonly string[]): Promise<void> {
+  await Promise.all(paths.map((p) => fsyncDirectory(p)));
 }
 
 /** Write `data` to a temporary sibling, fsync it, rename it over `path`, fsync the directory. */
