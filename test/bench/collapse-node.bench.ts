@@ -14,8 +14,8 @@ import { join } from 'node:path';
 import { publishOwnerEdits } from '../../node-agent/collapses/owner-edits.js';
 import { collapseRoot } from '../../node-agent/collapses/collapse-root.js';
 import { rehashPrime } from '../../node-agent/store/rehash-prime.js';
-import type { Candidate } from '../../node-agent/store/candidates.js';
-import { changeCommand, copyAndHash, tenFileChange, type CollapseTarget } from './collapse.bench.js';
+import { copyAndHash, tenFileChange, type CollapseTarget } from './collapse.bench.js';
+import { captureChange } from './deep-stack.js';
 import { median, percentile, settle } from './stats.js';
 import type { WorldEnv } from './world-env.js';
 
@@ -36,15 +36,7 @@ export const noNodeCollapseSamples = (): NodeCollapseSamples => ({ walkMs: [], v
 
 export async function nodeCollapseRound(env: WorldEnv, t: CollapseTarget, s: NodeCollapseSamples): Promise<void> {
   const rep = s.collapseMs.length;
-  const spec = await env.spec(t.root, `collapse-${t.files}-${rep}`, changeCommand(t.files, rep));
-  let candidate: Candidate | undefined;
-  await env.run(spec, (e) => {
-    if (e.type === 'captured') candidate = e.candidate;
-  });
-  const r = candidate?.roots[0];
-  if (!candidate || !r || candidate.modified !== 5 || candidate.added !== 5 || candidate.deleted !== 0) {
-    throw new Error(`the world did not capture the 10-file change: ${JSON.stringify(candidate)}`);
-  }
+  const { candidate, r } = await captureChange(env, t, rep, `collapse-${t.files}-${rep}`);
 
   settle();
   const t0 = performance.now();
