@@ -5,6 +5,7 @@
 //   --reps N                          rounds per size (default 5, 3 from 100k files up; collapse 10, 3 from 100k up);
 //                                     fork runs 3 worlds a round on each of a size's two Roots (as adopted; stacked to MAX_STACK_DEPTH)
 //   --collapse-paths stack,node       collapse on a real stack (API → Committed) and/or the node-level path alone
+//   --compaction                      node-level collapse: then take each Root's stack to MAX_STACK_DEPTH and time the compacting collapse
 //   --receipts N                      receipts in the ledger the receipts benchmark verifies (default 100000)
 //   --receipt-appends N               receipts appended one by one, per ledger configuration (default 10000)
 //   --sig-ops N                       operations per round of each raw Ed25519 rate (default 2000; 3 rounds)
@@ -17,7 +18,7 @@ import { benchAdmission } from './admission.bench.js';
 import { benchFleet } from './fleet.bench.js';
 import { median } from './stats.js';
 import { MAX_STACK_DEPTH } from '../../node-agent/store/generation-stack.js';
-import { noNodeCollapseSamples, nodeCollapseResult, nodeCollapseRound } from './collapse-node.bench.js';
+import { noNodeCollapseSamples, nodeCollapseResult, nodeCollapseRound, nodeCompaction, type CompactionResult } from './collapse-node.bench.js';
 import { noStackCollapseSamples, openCollapseStack, stackCollapseResult, type CollapseTarget } from './collapse.bench.js';
 import { benchController, CONTROLLER_TARGETS } from './controller-throughput.bench.js';
 import { deepenStack, stackOf } from './deep-stack.js';
@@ -39,6 +40,7 @@ const { values } = parseArgs({
     dir: { type: 'string', default: '/var/tmp' },
     'admission-samples': { type: 'string', default: '2000' },
     'collapse-paths': { type: 'string', default: 'stack,node' },
+    compaction: { type: 'boolean', default: false },
     receipts: { type: 'string', default: '100000' },
     'receipt-appends': { type: 'string', default: '10000' },
     'sig-ops': { type: 'string', default: '2000' },
@@ -71,6 +73,7 @@ const collapsePaths = new Set(parseList('collapse-paths', values['collapse-paths
   if (p !== 'stack' && p !== 'node') throw new Error(`--collapse-paths: unknown path "${p}" (have stack, node)`);
   return p;
 }));
+if (values.compaction && !(only.has('collapse') && collapsePaths.has('node'))) throw new Error('--compaction is part of the node-level collapse benchmark: --only collapse --collapse-paths node');
 const repsFor = (files: number): number => (values.reps !== undefined ? positiveInt('reps', values.reps) : files >= 100_000 ? 3 : 5);
 const collapseRepsFor = (files: number): number => (values.reps !== undefined ? positiveInt('reps', values.reps) : files >= 100_000 ? 3 : 10);
 
@@ -252,6 +255,8 @@ async function collapseOnNode(): Promise<void> {
   const env = await openWorldEnv(values.dir);
   await guarded(() => env.cleanup(), async () => {
     const targets = await collapseRounds('generated + adopted', (root, files) => env.adopt(root, files), noNodeCollapseSamples, (t) => nodeCollapseRound(env, t, t.s));
+    const compactions: CompactionResult[] = [];
+    if (values.compaction) for (const t of targets) compactions.push(await nodeCompaction(env, t));
     const rs = targets.map((t) => nodeCollapseResult(t.files, t.s));
     console.log('\nnode-level collapse: the prepare step\'s re-hash of PRIME (the first a full walk; later ones vouched for by the PRIME watcher when it saw nothing) and collapseRoot (stage + commit), medians unless p90, ms');
     console.table(rs.map((r) => ({
@@ -266,6 +271,20 @@ async function collapseOnNode(): Promise<void> {
       'cp -a 10 files': ms(r.cpMs),
       'sha256sum 10': ms(r.sha256sumMs),
       'collapseRoot / (cp + sha256sum)': times(r.collapseMs / (r.cpMs + r.sha256sumMs)),
+    })));
+    if (!values.compaction) return;
+    console.log(`\ncompaction: ordinary collapses of the same change take each Root's stack to MAX_STACK_DEPTH (${MAX_STACK_DEPTH} layers); the next collapse builds a full generation instead (one per size): collapseRoot and its parts (payload built: links and copies; staged payload walked; commit boundary, exchange, rows), ms`);
+    console.table(compactions.map((c) => ({
+      files: c.files,
+      'ordinary collapses': c.ordinary,
+      'ordinary collapseRoot': ms(c.ordinaryMs),
+      'compacting collapseRoot': ms(c.compactionMs),
+      'build (link + copy)': ms(c.buildMs),
+      'walk staged': ms(c.walkMs),
+      commit: ms(c.commitMs),
+      'files linked': c.linked,
+      'files copied': c.copied,
+      'compacting / ordinary': times(c.compactionMs / c.ordinaryMs),
     })));
   });
 }
