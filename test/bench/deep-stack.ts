@@ -1,9 +1,10 @@
 // Roots with deep stacks for the node-level benchmarks. A real World over the Root makes the 10-file change
 // of collapse.bench.ts and is captured (captureChange); collapseRoot, as the node-agent commits, publishes
 // it as the next layer; repeated until the Root's generation is a stack of the depth wanted (deepenStack).
-// The depth is read from the generation's marker (stackDepth): its layers, topmost first, down to the full
-// generation at the bottom, which counts as one. The deepest stack the store publishes is MAX_STACK_DEPTH
+// The depth is read from the generation's marker (stackOf): its layers, topmost first, down to the full
+// generation at the bottom, which counts as one. The deepest stack a collapse publishes is MAX_STACK_DEPTH
 // (node-agent/store/generation-stack.ts): at that depth the next collapse compacts into a full generation.
+// (A return to a checkpoint adds an empty layer over the checkpoint's stack, whatever its depth.)
 import { collapseRoot } from '../../node-agent/collapses/collapse-root.js';
 import type { Candidate } from '../../node-agent/store/candidates.js';
 import { readMarker } from '../../node-agent/store/generation-marker.js';

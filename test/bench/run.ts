@@ -97,7 +97,7 @@ const layers = (depth: number): string => (depth === 1 ? '1 layer' : `${depth} l
 async function worlds(env: WorldEnv): Promise<void> {
   const doFork = only.has('fork');
   const doCapture = only.has('capture');
-  console.log(`worlds: ${[doFork && 'fork', doCapture && 'capture'].filter(Boolean).join(' + ')} on generated roots of ${sizes.join(', ')} files, each size as adopted (1 layer) and as a second Root stacked to ${MAX_STACK_DEPTH} layers by node-level collapses (MAX_STACK_DEPTH: the deepest stack the store publishes); scratch store in ${env.dir}`);
+  console.log(`worlds: ${[doFork && 'fork', doCapture && 'capture'].filter(Boolean).join(' + ')} on generated roots of ${sizes.join(', ')} files, each size as adopted (1 layer) and as a second Root stacked to ${MAX_STACK_DEPTH} layers by node-level collapses (MAX_STACK_DEPTH: the deepest stack a collapse publishes); scratch store in ${env.dir}`);
   const targets: (ForkTarget & { fork: ForkSamples; capture: CaptureSamples[] })[] = [];
   for (const files of sizes) {
     const root = `bench-${files}`;
