@@ -9,13 +9,20 @@
 // Next to it the same `cp -a` + `sha256sum` of the 10 changed files. Then the Root's owner rewrites the
 // same 10 paths through the host path (their view, store/owner-view.ts) and publishOwnerEdits makes them
 // PRIME's next generation, timed (the background sync adds its look interval, 200 ms with the watcher).
+// With --compaction, afterwards: ordinary collapses of the same change (deep-stack.ts) take each Root's
+// stack to MAX_STACK_DEPTH, and the next collapse, which compacts it into a full generation (unchanged
+// files linked, changed ones copied, the result walked), is timed apart, once per size.
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { publishOwnerEdits } from '../../node-agent/collapses/owner-edits.js';
 import { collapseRoot } from '../../node-agent/collapses/collapse-root.js';
+import type { CollapseStep } from '../../node-agent/collapses/collapse-intent.js';
+import { readStoredDelta } from '../../node-agent/collapses/stage-generation.js';
+import { MAX_STACK_DEPTH } from '../../node-agent/store/generation-stack.js';
 import { rehashPrime } from '../../node-agent/store/rehash-prime.js';
-import type { Candidate } from '../../node-agent/store/candidates.js';
-import { changeCommand, copyAndHash, tenFileChange, type CollapseTarget } from './collapse.bench.js';
+import { getGenerationManifest } from '../../node-agent/store/store-records.js';
+import { copyAndHash, tenFileChange, type CollapseTarget } from './collapse.bench.js';
+import { captureChange, deepenStack, stackOf } from './deep-stack.js';
 import { median, percentile, settle } from './stats.js';
 import type { WorldEnv } from './world-env.js';
 
@@ -36,15 +43,7 @@ export const noNodeCollapseSamples = (): NodeCollapseSamples => ({ walkMs: [], v
 
 export async function nodeCollapseRound(env: WorldEnv, t: CollapseTarget, s: NodeCollapseSamples): Promise<void> {
   const rep = s.collapseMs.length;
-  const spec = await env.spec(t.root, `collapse-${t.files}-${rep}`, changeCommand(t.files, rep));
-  let candidate: Candidate | undefined;
-  await env.run(spec, (e) => {
-    if (e.type === 'captured') candidate = e.candidate;
-  });
-  const r = candidate?.roots[0];
-  if (!candidate || !r || candidate.modified !== 5 || candidate.added !== 5 || candidate.deleted !== 0) {
-    throw new Error(`the world did not capture the 10-file change: ${JSON.stringify(candidate)}`);
-  }
+  const { candidate, r } = await captureChange(env, t, rep, `collapse-${t.files}-${rep}`);
 
   settle();
   const t0 = performance.now();
@@ -99,4 +98,46 @@ export function nodeCollapseResult(files: number, s: NodeCollapseSamples): NodeC
     cpMs: median(s.cpMs),
     sha256sumMs: median(s.sha256sumMs),
   };
+}
+
+export interface CompactionResult {
+  files: number;
+  /** The ordinary collapses (deep-stack.ts) that took the stack to MAX_STACK_DEPTH, and their median collapseRoot. */
+  ordinary: number;
+  ordinaryMs: number;
+  /** collapseRoot of the compacting collapse, and its parts: to the payload built, to it walked, to the end. */
+  compactionMs: number;
+  buildMs: number;
+  walkMs: number;
+  commitMs: number;
+  /** The new full generation's files: linked from the stack (unchanged) and copied from the candidate (the delta's). */
+  linked: number;
+  copied: number;
+}
+
+/** Takes the Root's stack to MAX_STACK_DEPTH with ordinary collapses, then times the collapse that compacts it. */
+export async function nodeCompaction(env: WorldEnv, t: CollapseTarget): Promise<CompactionResult> {
+  const ordinaryMs = await deepenStack(env, t, MAX_STACK_DEPTH);
+  const { generation } = await stackOf(env.store, t.root);
+  const { candidate, r } = await captureChange(env, t, generation + 1, `compaction-${t.files}`);
+  const changed = new Set((await readStoredDelta(candidate.dir, r.rootKey)).upsert.map((e) => e.path));
+  const at = new Map<CollapseStep, number>();
+  settle();
+  const t0 = performance.now();
+  const result = await collapseRoot(env.store, { rootName: t.root, candidateDir: candidate.dir, base: { generation: r.baseGeneration, digest: r.baseDigest } }, {
+    afterStep: (step) => void at.set(step, performance.now()),
+  });
+  const t1 = performance.now();
+  const after = await stackOf(env.store, t.root);
+  if (after.generation !== generation + 1 || after.depth !== 1) throw new Error(`the collapse onto ${MAX_STACK_DEPTH} layers of ${t.root} made a stack of ${after.depth}, not a full generation`);
+  // What buildPayload did: every file of the manifest linked, but the delta's, which are copied.
+  let linked = 0;
+  let copied = 0;
+  for (const e of getGenerationManifest(env.store.db, result.generationId)!.entries) {
+    if (e.type === 'file' && changed.has(e.path)) copied++;
+    else if (e.type === 'file') linked++;
+  }
+  const staged = at.get('after-stage')!;
+  const verified = at.get('after-verify')!;
+  return { files: t.files, ordinary: ordinaryMs.length, ordinaryMs: median(ordinaryMs), compactionMs: t1 - t0, buildMs: staged - t0, walkMs: verified - staged, commitMs: t1 - verified, linked, copied };
 }

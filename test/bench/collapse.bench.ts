@@ -28,12 +28,12 @@ const CONFIG_MAPS: ResourceRef = { group: '', version: 'v1', kind: 'ConfigMap', 
 /** `$0` is the repetition's tag: the first 5 files get it appended, the other 5 are created with it. */
 const CHANGE_SCRIPT = 'n=0; for f in "$@"; do n=$((n+1)); if [ "$n" -le 5 ]; then echo "$0" >> "$f"; else echo "$0" > "$f"; fi; done';
 
-/** The 10-file change of repetition `rep`: 5 existing files spread over the tree, 5 new files next to 5 others. */
+/** The 10-file change of repetition `rep`: 5 existing files spread over the tree, 5 new files next to 5 others (distinct in a small tree too). */
 export function tenFileChange(files: number, rep: number): { modified: string[]; added: string[] } {
   const spread = changedFiles(files, 10);
   return {
     modified: spread.slice(0, 5),
-    added: spread.slice(5).map((p) => `${p.slice(0, p.lastIndexOf('/'))}/new-${rep}.txt`),
+    added: spread.slice(5).map((p, i) => `${p.slice(0, p.lastIndexOf('/'))}/new-${rep}-${i}.txt`),
   };
 }
 

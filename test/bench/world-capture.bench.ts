@@ -2,6 +2,7 @@
 // exit to the stored candidate ('exited' → 'captured') — next to `sha256sum` of exactly the 10
 // changed files. While the upper layer still exists, the capture step's parts (opening the base
 // generation's index, captureLayer, storeCandidate into a scratch directory) are also timed on it directly.
+// The caller runs it over Roots at several stack depths (deep-stack.ts), each checked to mount its depth.
 import { createHash } from 'node:crypto';
 import { mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
@@ -9,6 +10,7 @@ import { baseIndexOf } from '../../node-agent/store/base-index.js';
 import { captureLayer } from '../../node-agent/store/capture-layer.js';
 import { storeCandidate } from '../../node-agent/store/candidates.js';
 import { layerPaths } from '../../node-agent/sandbox/run-paths.js';
+import { expectDepth, type StackedRoot } from './deep-stack.js';
 import { median, settle, timeSync } from './stats.js';
 import { changedFiles, runArgv } from './tree-fixtures.js';
 import type { WorldEnv } from './world-env.js';
@@ -34,11 +36,12 @@ export const noCaptureSamples = (): CaptureSamples => ({ captureMs: [], baseInde
 
 const SCRIPT = 'for f in "$@"; do echo x >> "$f"; done';
 
-/** One world over the adopted Root `root` (of `files` files) that appends to 10 of its files. */
-export async function captureRound(env: WorldEnv, root: string, files: number, s: CaptureSamples): Promise<void> {
+/** One world over the adopted Root `stack.root` (of `files` files, a stack of `stack.depth`) that appends to 10 of its files. */
+export async function captureRound(env: WorldEnv, stack: StackedRoot, files: number, s: CaptureSamples): Promise<void> {
   const changed = changedFiles(files);
   const scratch = join(env.dir, 'capture-scratch');
-  const spec = await env.spec(root, `capture-${files}-${s.captureMs.length}`, ['/bin/sh', '-c', SCRIPT, 'sh', ...changed]);
+  const spec = await env.spec(stack.root, `capture-${stack.root}-${s.captureMs.length}`, ['/bin/sh', '-c', SCRIPT, 'sh', ...changed]);
+  expectDepth(spec, stack);
   const r = spec.roots[0]!;
   const upper = layerPaths(spec.paths, r.rootKey).upper;
   let exited = NaN;
