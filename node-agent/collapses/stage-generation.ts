@@ -143,11 +143,7 @@ export async function stageGeneration(store: Store, rootName: string, candidateD
   let counts: { linked: number; copied: number };
   const seed = new Map<string, KnownHash>();
   try {
-    // Beneath the seals (the bottom's read-only bind mount): link(2) cannot cross from a mount to the store's.
-    counts = await withBeneath(store.dir, (beneath) => {
-      const provider = providerOf(store.layout, baseIds);
-      return buildPayload(beneath(payloadPath), manifest, new Set(delta.upsert.map((e) => e.path)), (path) => beneath(provider(path)), candidateRoot, seed);
-    });
+    counts = await buildCompaction(store, payloadPath, manifest, baseIds, new Set(delta.upsert.map((e) => e.path)), candidateRoot, seed);
   } catch (e) {
     await rm(stagingDir, { recursive: true, force: true });
     throw new CollapseError('STAGED_UNTESTED', `building the payload of generation ${generation} of ${rootName} failed: ${String(e)}`, { cause: e });
@@ -168,6 +164,19 @@ export async function stageGeneration(store: Store, rootName: string, candidateD
   }
   await options.hooks?.afterStep?.('after-verify');
   return { ...staged, payloadPath, ...counts };
+}
+
+/**
+ * A full generation of `manifest` at `payloadPath`, compacting the stack `ids` (topmost first): each file
+ * not in `changed` one link(2) to the inode of the layer that provides it, the rest written from
+ * `candidateRoot`. Built beneath the seals (the bottom's read-only bind mount): link(2) cannot cross from
+ * a mount to the store's. `seed` gets each linked inode's hash from the manifest.
+ */
+export function buildCompaction(store: Store, payloadPath: string, manifest: Manifest, ids: readonly string[], changed: ReadonlySet<string>, candidateRoot: string, seed?: Map<string, KnownHash>): Promise<{ linked: number; copied: number }> {
+  return withBeneath(store.dir, (beneath) => {
+    const provider = providerOf(store.layout, ids);
+    return buildPayload(beneath(payloadPath), manifest, changed, (path) => beneath(provider(path)), candidateRoot, seed);
+  });
 }
 
 /**

@@ -1,7 +1,9 @@
 // Staging a return to a checkpoint: the next generation of a Root whose content is exactly an earlier
 // generation's (the checkpoint). It is the checkpoint's stack of layers again (store/generation-stack.ts)
 // under an empty layer of its own, so nothing is copied; the checkpoint's payload is walked and must have
-// its recorded digest, so a checkpoint whose bytes changed since is refused.
+// its recorded digest, so a checkpoint whose bytes changed since is refused. A checkpoint whose stack is
+// MAX_STACK_DEPTH layers deep already is compacted instead (a full generation linking its layers' files,
+// walked whole), so that returns never publish a stack deeper than collapses do.
 import { randomUUID } from 'node:crypto';
 import { lstatSync, mkdirSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
@@ -13,10 +15,10 @@ import { payloadDir } from '../store/store-layout.js';
 import { getGeneration, getGenerationManifest, getRoot } from '../store/store-records.js';
 import { CollapseError } from './collapse-errors.js';
 import { collapseWalkDigest } from '../store/store-walk.js';
-import type { StageOptions, StagedGeneration } from './stage-generation.js';
+import { buildCompaction, type StageOptions, type StagedGeneration } from './stage-generation.js';
 import { buildLayer } from './stage-layer.js';
 import { readMarker } from '../store/generation-marker.js';
-import { stackIds } from '../store/generation-stack.js';
+import { MAX_STACK_DEPTH, stackIds } from '../store/generation-stack.js';
 
 export async function stageReturn(store: Store, rootName: string, fromGeneration: number, checkpointGeneration: number, options: StageOptions = {}): Promise<StagedGeneration> {
   const root = getRoot(store.db, rootName);
@@ -33,9 +35,32 @@ export async function stageReturn(store: Store, rootName: string, fromGeneration
   // with no layer of its own: nothing is copied or linked. Its payload is mounted at the commit, and
   // walked there; here the checkpoint's payload is walked and must still have its recorded digest.
   const generationId = generationIdFor(root.rootKey, generation, digest);
-  const layers = [generationId, ...stackIds(readMarker(store.layout, checkpoint.id), checkpoint.id)];
+  const checkpointIds = stackIds(readMarker(store.layout, checkpoint.id), checkpoint.id);
+  const layers = [generationId, ...checkpointIds];
   await rm(stagingDir, { recursive: true, force: true });
   mkdirSync(stagingDir, { mode: 0o700 });
+  const staged = { rootName, rootKey: root.rootKey, baseGeneration: fromGeneration, baseGenerationId: from.id, baseDigest: from.digest, generation, generationId, digest, manifest, stagingDir };
+  const refused = (): CollapseError => new CollapseError('STAGED_UNTESTED', `the checkpoint of ${rootName} (generation ${checkpointGeneration}) no longer has its recorded digest`);
+
+  if (checkpointIds.length >= MAX_STACK_DEPTH) {
+    const payloadPath = join(stagingDir, 'payload');
+    let counts: { linked: number; copied: number };
+    try {
+      counts = await buildCompaction(store, payloadPath, manifest, checkpointIds, new Set(), '');
+    } catch (e) {
+      await rm(stagingDir, { recursive: true, force: true });
+      throw new CollapseError('STAGED_UNTESTED', `compacting the checkpoint of ${rootName} (generation ${checkpointGeneration}) failed: ${String(e)}`, { cause: e });
+    }
+    await options.hooks?.afterStep?.('after-stage');
+    // Every linked file is hashed: they are the checkpoint's inodes, which no boundary re-hash covers.
+    const walk = await collapseWalkDigest(payloadPath, store.dir);
+    if (walk.problems.length > 0 || walk.digest !== digest) {
+      await rm(stagingDir, { recursive: true, force: true });
+      throw refused();
+    }
+    await options.hooks?.afterStep?.('after-verify');
+    return { ...staged, payloadPath, ...counts };
+  }
   // Its own layer is empty but for its top directory (the checkpoint's root attributes): every stacked
   // generation has a layer of its own, whose directory identifies it (store-records payload_dev/ino).
   const top = lstatSync(payloadDir(store.layout, checkpoint.id));
@@ -46,20 +71,11 @@ export async function stageReturn(store: Store, rootName: string, fromGeneration
   const walk = await collapseWalkDigest(payloadDir(store.layout, checkpoint.id), store.dir);
   if (walk.problems.length > 0 || walk.digest !== digest) {
     await rm(stagingDir, { recursive: true, force: true });
-    throw new CollapseError('STAGED_UNTESTED', `the checkpoint of ${rootName} (generation ${checkpointGeneration}) no longer has its recorded digest`);
+    throw refused();
   }
   await options.hooks?.afterStep?.('after-verify');
   return {
-    rootName,
-    rootKey: root.rootKey,
-    baseGeneration: fromGeneration,
-    baseGenerationId: from.id,
-    baseDigest: from.digest,
-    generation,
-    generationId,
-    digest,
-    manifest,
-    stagingDir,
+    ...staged,
     payloadPath: layerPath,
     layers,
     layer: { items: [], root: topAttributes, overBase: false },

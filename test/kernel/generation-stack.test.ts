@@ -147,6 +147,26 @@ test(`the stack is compacted into a full generation at ${MAX_STACK_DEPTH} layers
   assert.equal(walkDigest(host), after.digest);
 });
 
+test(`a return to a checkpoint ${MAX_STACK_DEPTH} layers deep compacts it: no return publishes a deeper stack than a collapse`, async (t) => {
+  const s = await scratch(t);
+  const store = await openTestStore(t, join(s.dir, 'store'));
+  const host = await adoptSample(store, s.dir);
+  let checkpoint = { generationId: '', digest: '' };
+  for (let n = 1; n < MAX_STACK_DEPTH; n++) checkpoint = await collapse(t, store, (next) => writeFile(join(next, `file-${n}`), `${n}\n`));
+  assert.equal(readMarker(store.layout, checkpoint.generationId)?.layers?.length, MAX_STACK_DEPTH, 'the checkpoint is as deep as collapses stack');
+  const checkpointGeneration = getRoot(store.db, 'project')!.generation;
+  const moved = await collapse(t, store, (next) => writeFile(join(next, 'later'), 'x\n'));
+  assert.equal(readMarker(store.layout, moved.generationId)?.layers, undefined, 'the collapse over it compacted');
+  const prime = getRoot(store.db, 'project')!;
+  const back = await collapseRoot(store, { rootName: 'project', candidateDir: '', base: { generation: prime.generation, digest: prime.digest }, returnTo: checkpointGeneration });
+  assert.equal(back.digest, checkpoint.digest);
+  assert.equal(readMarker(store.layout, back.generationId)?.layers, undefined, 'the return is a full generation, not the checkpoint\'s stack under one more layer');
+  assert.ok(mountPoints().includes(payloadDir(store.layout, back.generationId)), 'sealed like every full generation');
+  assert.equal(walkDigest(host), checkpoint.digest);
+  assert.equal(walkDigest(payloadDir(store.layout, checkpoint.generationId)), checkpoint.digest, 'the checkpoint keeps its bytes');
+  await assert.rejects(appendFile(join(store.layout.live, 'project', 'file-1'), 'foreign\n'), { code: 'EROFS' });
+});
+
 test('a restarted node mounts every payload again when the store opens: each stack, and the adopted tree\'s seal', async (t) => {
   const s = await scratch(t);
   const dir = join(s.dir, 'store');
