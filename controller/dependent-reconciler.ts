@@ -43,6 +43,7 @@ export function makeDependentReconciler(d: DependentReconcilerDeps): (key: strin
     const obj = d.informer.get(key);
     if (!obj?.metadata.name || obj.metadata.deletionTimestamp) return;
     const ns = obj.metadata.namespace ?? '';
+    const name = obj.metadata.name;
     const world = d.caches.worlds.get(`${ns}/${obj.spec.worldRef}`);
     const desired = computeDependentStatus(d.kind, obj, world, d.clock.now());
     const binding = desired.binding;
@@ -54,74 +55,56 @@ export function makeDependentReconciler(d: DependentReconcilerDeps): (key: strin
       return;
     }
 
-    // The binding (spec.worldUID, ownerReference, node label) and the status (status.nodeName) are written
-    // at once, not one after the other: a node-agent that sees the object handed to it before its uid
-    // waits for the uid (core/world-binding.ts, agentGate: unbound is 'wait'), so the hand-over costs one
-    // API round trip instead of two. A failure of either is this reconcile's, retried by the runner.
-    const writes = await Promise.allSettled([
-      bindToWorld(d, obj, world, binding),
-      (async () => {
-        await rebaseChecks(d, obj, world, binding);
-        await writeStatus(d, obj, desired);
-      })(),
-    ]);
-    for (const w of writes) if (w.status === 'rejected') throw w.reason;
+    // Bind first (spec.worldUID, ownerReference, node label), so a node-agent never sees the object
+    // handed to it (status.nodeName) without the uid it must check the World against.
+    if ((binding.state === 'bound' || binding.state === 'unbound') && world?.metadata.name) {
+      const uid = binding.worldUid;
+      const owned = (obj.metadata.ownerReferences ?? []).some((o) => o.uid === uid);
+      const node = world.status?.nodeName;
+      const labelled = !node || obj.metadata.labels?.[NODE_LABEL] === node;
+      if (binding.state === 'unbound' || !owned || !labelled) {
+        await d.status.applyObject(d.ref, {
+          apiVersion: API_VERSION,
+          kind: d.kind,
+          metadata: {
+            name,
+            namespace: ns,
+            ownerReferences: [{ apiVersion: API_VERSION, kind: 'World', name: world.metadata.name, uid, blockOwnerDeletion: true }],
+            ...(node ? { labels: { [NODE_LABEL]: node } } : {}),
+          },
+          // Applied every time: a field this manager applied once and then omits would be removed.
+          spec: { worldUID: uid },
+        });
+        if (binding.state === 'unbound') d.events.normal(obj, 'WorldBound', `bound to World "${world.metadata.name}" uid ${uid}`);
+      }
+    }
+
+    // A Collapse the node-agent rebased waits for the checks of its rebased candidate: they are made here.
+    const rebase = d.kind === 'Collapse' ? (obj as Collapse).status?.rebase : undefined;
+    if (rebase && obj.status?.phase === 'Rebasing' && binding.state === 'bound' && world?.metadata.name && d.createCheck) {
+      const required = requiredChecks(d.caches.policies.list(), world.spec.roots);
+      const made = await ensureRebaseChecks(d.createCheck, d.caches.checks, { name, namespace: ns }, { name: world.metadata.name, uid: binding.worldUid }, rebase.candidate, required);
+      if (made.length > 0) d.events.normal(obj, 'RebaseChecksCreated', `checks of the rebased candidate ${rebase.candidate}: ${made.join(', ')}`);
+    }
+
+    const phase = desired.phase ? { phase: desired.phase.phase, reason: desired.phase.reason, message: desired.phase.message, ...(desired.phase.verdict ? { verdict: desired.phase.verdict } : {}) } : {};
+    const want = { nodeName: desired.nodeName, conditions: desired.conditions, ...phase };
+    const current = {
+      nodeName: obj.status?.nodeName,
+      conditions: (obj.status?.conditions ?? []).filter((c) => c.type === ControllerConditions.WorldFound),
+      ...(desired.phase ? pickPhase(obj.status) : {}),
+    };
+    if (!statusEqual(current, want)) {
+      await d.status.applyStatus(d.ref, { metadata: { name, namespace: ns }, status: { ...want } });
+      const before = findCondition(obj.status?.conditions, ControllerConditions.WorldFound);
+      const after = findCondition(desired.conditions, ControllerConditions.WorldFound);
+      if (after && (before?.status !== after.status || before?.reason !== after.reason)) {
+        if (after.status === 'True') d.events.normal(obj, after.reason, after.message);
+        else d.events.warning(obj, after.reason, after.message);
+      }
+    }
+    return;
   };
-}
-
-type Dependent = Check | Collapse;
-type Desired = ReturnType<typeof computeDependentStatus>;
-type DependentWorld = ReturnType<Caches['worlds']['get']>;
-
-/** spec.worldUID, the ownerReference to the World and its node's label, applied when any is missing. */
-async function bindToWorld(d: DependentReconcilerDeps, obj: Dependent, world: DependentWorld, binding: Desired['binding']): Promise<void> {
-  if ((binding.state !== 'bound' && binding.state !== 'unbound') || !world?.metadata.name) return;
-  const uid = binding.worldUid;
-  const owned = (obj.metadata.ownerReferences ?? []).some((o) => o.uid === uid);
-  const node = world.status?.nodeName;
-  const labelled = !node || obj.metadata.labels?.[NODE_LABEL] === node;
-  if (binding.state === 'bound' && owned && labelled) return;
-  await d.status.applyObject(d.ref, {
-    apiVersion: API_VERSION,
-    kind: d.kind,
-    metadata: {
-      name: obj.metadata.name,
-      namespace: obj.metadata.namespace ?? '',
-      ownerReferences: [{ apiVersion: API_VERSION, kind: 'World', name: world.metadata.name, uid, blockOwnerDeletion: true }],
-      ...(node ? { labels: { [NODE_LABEL]: node } } : {}),
-    },
-    // Applied every time: a field this manager applied once and then omits would be removed.
-    spec: { worldUID: uid },
-  });
-  if (binding.state === 'unbound') d.events.normal(obj, 'WorldBound', `bound to World "${world.metadata.name}" uid ${uid}`);
-}
-
-/** A Collapse the node-agent rebased waits for the checks of its rebased candidate: they are made here. */
-async function rebaseChecks(d: DependentReconcilerDeps, obj: Dependent, world: DependentWorld, binding: Desired['binding']): Promise<void> {
-  const rebase = d.kind === 'Collapse' ? (obj as Collapse).status?.rebase : undefined;
-  if (!rebase || obj.status?.phase !== 'Rebasing' || binding.state !== 'bound' || !world?.metadata.name || !d.createCheck) return;
-  const required = requiredChecks(d.caches.policies.list(), world.spec.roots);
-  const made = await ensureRebaseChecks(d.createCheck, d.caches.checks, { name: obj.metadata.name ?? '', namespace: obj.metadata.namespace ?? '' }, { name: world.metadata.name, uid: binding.worldUid }, rebase.candidate, required);
-  if (made.length > 0) d.events.normal(obj, 'RebaseChecksCreated', `checks of the rebased candidate ${rebase.candidate}: ${made.join(', ')}`);
-}
-
-/** status.nodeName, the WorldFound condition and the waiting phase, written when they changed. */
-async function writeStatus(d: DependentReconcilerDeps, obj: Dependent, desired: Desired): Promise<void> {
-  const phase = desired.phase ? { phase: desired.phase.phase, reason: desired.phase.reason, message: desired.phase.message, ...(desired.phase.verdict ? { verdict: desired.phase.verdict } : {}) } : {};
-  const want = { nodeName: desired.nodeName, conditions: desired.conditions, ...phase };
-  const current = {
-    nodeName: obj.status?.nodeName,
-    conditions: (obj.status?.conditions ?? []).filter((c) => c.type === ControllerConditions.WorldFound),
-    ...(desired.phase ? pickPhase(obj.status) : {}),
-  };
-  if (statusEqual(current, want)) return;
-  await d.status.applyStatus(d.ref, { metadata: { name: obj.metadata.name ?? '', namespace: obj.metadata.namespace ?? '' }, status: { ...want } });
-  const before = findCondition(obj.status?.conditions, ControllerConditions.WorldFound);
-  const after = findCondition(desired.conditions, ControllerConditions.WorldFound);
-  if (after && (before?.status !== after.status || before?.reason !== after.reason)) {
-    if (after.status === 'True') d.events.normal(obj, after.reason, after.message);
-    else d.events.warning(obj, after.reason, after.message);
-  }
 }
 
 /** The phase fields the controller writes while no node-agent has the object (verdict: Checks only). */

@@ -151,8 +151,6 @@ class NodeCollapseReconciler {
   private readonly hooks: CollapseStepHooks;
   /** One collapse at a time on this node (settle() relies on it); the runner has one worker as well. */
   private chain: Promise<unknown> = Promise.resolve();
-  /** The status writes of the running collapse's steps, in order (showStep); never rejects. */
-  private stepWrites: Promise<void> = Promise.resolve();
 
   constructor(private readonly d: CollapseReconcilerDeps) {
     this.db = d.store.db;
@@ -189,19 +187,6 @@ class NodeCollapseReconciler {
 
   private async applyStatus(c: Collapse, s: Omit<AgentCollapseStatus, 'transaction'> & { transaction?: AgentCollapseStatus['transaction'] }): Promise<void> {
     await this.d.status.applyOwnedStatus(refs.Collapse, c, s, { keys: OWNED_KEYS, conditionTypes: OWNED_CONDITIONS });
-  }
-
-  /**
-   * A step on the way (Preparing, Authorized) shown on status without the collapse waiting for the API
-   * server: the transaction row is the record, and the step's write is not work the collapse needs done
-   * before it goes on. The writes go out one after another, and the final status (finish) waits behind
-   * them, so it is never overwritten by an earlier step. A write that fails is logged; the next one
-   * carries the whole status.
-   */
-  private showStep(c: Collapse, s: AgentCollapseStatus): void {
-    this.stepWrites = this.stepWrites
-      .then(() => this.applyStatus(c, s))
-      .catch((e: unknown) => this.d.logger.warn('collapse status step not written', { collapse: this.objectName(c), phase: s.phase, error: (e as Error).message }));
   }
 
   /** Committed (the transaction's outcome) and Collapsed (what `kubectl wait --for=condition=Collapsed` waits for). */
@@ -286,7 +271,6 @@ class NodeCollapseReconciler {
       const started = t.data.startedAt ? Date.parse(t.data.startedAt) : NaN;
       this.d.agentMetrics?.collapse(t.data.mode ?? 'Candidate', t.state, t.data.status.reason, Number.isFinite(started) ? Math.max(0, (this.d.clock.now().getTime() - started) / 1000) : 0);
     }
-    await this.stepWrites; // the steps' writes first: the final status is the last one written
     await this.applyStatus(c, t.data.status);
     for (const e of this.pending()) if (e.key !== this.objectName(c)) this.d.requeueCollapse?.(e.key);
     if (t.state === 'COMMITTED') this.d.events.normal(c, 'Committed', t.data.status.message ?? '');
@@ -411,7 +395,7 @@ class NodeCollapseReconciler {
       },
     };
     putTransaction(this.db, t, this.d.clock.now());
-    this.showStep(c, t.data.status);
+    await this.applyStatus(c, t.data.status);
     await this.hooks.at('after-prepared');
 
     const wrec = world?.metadata.uid ? getWorldRecord(this.db, world.metadata.uid) : undefined;
@@ -445,7 +429,7 @@ class NodeCollapseReconciler {
     const what = mode === 'Candidate' ? 'promoting the candidate into' : 'returning to the checkpoint';
     t = { ...t, state: authorized.state, data: { ...t.data, status: { ...t.data.status, phase: 'Authorized', transaction: { id, state: authorized.state }, decision: { authorized: true, reasons: [] }, reason: 'AUTHORIZED', message: `authorized; ${what} Root(s) ${names}` } } };
     putTransaction(this.db, t, this.d.clock.now());
-    this.showStep(c, t.data.status);
+    await this.applyStatus(c, t.data.status);
     await this.hooks.at('after-authorized');
     // The authorization as a single-use grant, spent at the boundary right before the exchange: the
     // controller's, after it verified the evidence graph, when the trust policy pins a grant signer for
