@@ -4,7 +4,7 @@
 // The depth is read from the generation's marker (stackOf): its layers, topmost first, down to the full
 // generation at the bottom, which counts as one. The deepest stack a collapse publishes is MAX_STACK_DEPTH
 // (node-agent/store/generation-stack.ts): at that depth the next collapse compacts into a full generation.
-// (A return to a checkpoint adds an empty layer over the checkpoint's stack, whatever its depth.)
+// (A return to a checkpoint that deep compacts it as well: stage-return.ts.)
 import { collapseRoot } from '../../node-agent/collapses/collapse-root.js';
 import type { Candidate } from '../../node-agent/store/candidates.js';
 import { readMarker } from '../../node-agent/store/generation-marker.js';
