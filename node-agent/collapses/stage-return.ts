@@ -32,8 +32,9 @@ export async function stageReturn(store: Store, rootName: string, fromGeneration
   const generation = fromGeneration + 1;
   const stagingDir = options.stagingDir ?? join(store.layout.staging, `collapse-${randomUUID()}`);
   // The next generation is the checkpoint's own stack again (a full checkpoint: a stack of itself alone),
-  // with no layer of its own: nothing is copied or linked. Its payload is mounted at the commit, and
-  // walked there; here the checkpoint's payload is walked and must still have its recorded digest.
+  // with an empty layer of its own: nothing is copied or linked (but for a checkpoint MAX_STACK_DEPTH deep,
+  // compacted below). Its payload is mounted at the commit, and walked there; here the checkpoint's
+  // payload is walked and must still have its recorded digest.
   const generationId = generationIdFor(root.rootKey, generation, digest);
   const checkpointIds = stackIds(readMarker(store.layout, checkpoint.id), checkpoint.id);
   const layers = [generationId, ...checkpointIds];

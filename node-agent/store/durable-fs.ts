@@ -5,8 +5,8 @@ import { basename, dirname, join } from 'node:path';
 import { errnoCode } from './store-errors.js';
 
 /**
- * Makes a directory's entries (or a file's bytes) durable (open it, fsync, close), off the event loop. Not the addon's
- * fsyncPath, which syncs any path synchronously and refuses a symbolic link.
+ * Makes a directory's entries (or a file's bytes) durable (open it, fsync, close), off the event loop.
+ * Not the addon's fsyncPath, which syncs any path synchronously and refuses a symbolic link.
  */
 export async function fsyncDirectory(path: string): Promise<void> {
   const fh = await open(path, 'r');
