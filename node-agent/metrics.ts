@@ -32,6 +32,8 @@ export interface AgentMetrics {
   readonly receiptLedgerVerified: Gauge;
   readonly primeRehashes: Counter<'by'>;
   readonly ownerEdits: Counter<'outcome'>;
+  readonly compactions: Counter<'outcome'>;
+  readonly compactionDuration: Histogram;
 
   /** Count one admission answer. */
   admission(stage: AdmissionStage, outcome: AdmissionOutcome): void;
@@ -58,6 +60,8 @@ export interface AgentMetrics {
   primeRehash(by: 'walk' | 'watcher'): void;
   /** Count one owner's edit published (PUBLISHED), or a failure to publish one by its code (once per distinct failure). */
   ownerEdit(outcome: string): void;
+  /** Count one background compaction that ran (compacted, refused or failed) and, when compacted, its seconds. */
+  compaction(outcome: 'compacted' | 'refused' | 'failed', seconds?: number): void;
 }
 
 function getOrCreate<T>(registry: Registry, name: string, create: () => T): T {
@@ -121,9 +125,17 @@ export function createAgentMetrics(registry: Registry): AgentMetrics {
     new Counter({ name: 'worldline_owner_edits_total', help: "Owners' edits made through a Root's host path: PUBLISHED as a generation, or the code a publication failed with (counted once per distinct failure).", labelNames: ['outcome'] as const, registers }),
   );
 
+  const compactions = getOrCreate(registry, 'worldline_compactions_total', () =>
+    new Counter({ name: 'worldline_compactions_total', help: "Background compactions of a Root's PRIME stack that ran, by outcome: compacted (published), refused (the tree did not walk to the generation's digest) or failed.", labelNames: ['outcome'] as const, registers }),
+  );
+  const compactionDuration = getOrCreate(registry, 'worldline_compaction_duration_seconds', () =>
+    new Histogram({ name: 'worldline_compaction_duration_seconds', help: 'Time a published background compaction took: build, sealed walk and PRIME re-measured.', buckets: [0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 120], registers }),
+  );
+
   // Every bounded series exists from the start, so a rate over it has a zero to start from.
   for (const by of ['walk', 'watcher'] as const) primeRehashes.inc({ by }, 0);
   for (const outcome of ['PUBLISHED', 'OWNER_EDIT_UNPUBLISHABLE']) ownerEdits.inc({ outcome }, 0);
+  for (const outcome of ['compacted', 'refused', 'failed']) compactions.inc({ outcome }, 0);
   for (const stage of ADMISSION_STAGES) for (const outcome of ADMISSION_OUTCOMES) admissionDecisions.inc({ stage, outcome }, 0);
   for (const resource of NODE_RESOURCES) admissionReserved.set({ resource }, 0);
   for (const phase of WORLD_PHASES) worlds.set({ phase }, 0);
@@ -178,5 +190,11 @@ export function createAgentMetrics(registry: Registry): AgentMetrics {
     primeRehash: (by) => primeRehashes.inc({ by }),
     ownerEdits,
     ownerEdit: (outcome) => ownerEdits.inc({ outcome: outcome === 'PUBLISHED' || REASON_CODE.test(outcome) ? outcome : 'other' }),
+    compactions,
+    compactionDuration,
+    compaction: (outcome, seconds) => {
+      compactions.inc({ outcome });
+      if (seconds !== undefined) compactionDuration.observe(seconds);
+    },
   };
 }

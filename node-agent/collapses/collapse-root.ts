@@ -10,6 +10,7 @@ import { commitGenerations, type CommitItem, type CommitOptions, type CommitResu
 import { recoverCollapseIntent } from './recover-collapses.js';
 import { stageGeneration } from './stage-generation.js';
 import { stageReturn } from './stage-return.js';
+import { compactorOf } from './background-compaction.js';
 
 export interface CollapseRootRequest {
   rootName: string;
@@ -64,7 +65,10 @@ export async function collapseRoots(store: Store, reqs: readonly CollapseRootReq
       updateIntent(store.db, id, intent); // before anything of it enters generations/
       items.push({ rootName: req.rootName, staged, expectedBase: req.base, ...(req.keepView === true ? { keepView: true } : {}) });
     }
-    return await commitGenerations(store, items, { hooks, intentId: id, ...(authorize ? { authorize } : {}) });
+    const committed = await commitGenerations(store, items, { hooks, intentId: id, ...(authorize ? { authorize } : {}) });
+    const compactor = compactorOf(store);
+    for (const req of reqs) compactor?.request(req.rootName); // compacts when PRIME's stack is deep enough
+    return committed;
   } catch (e) {
     // Settle now the way a restart would (it rolls back unless the exchange already happened).
     const outcome = await recoverCollapseIntent(store, id, intent).catch(() => undefined);

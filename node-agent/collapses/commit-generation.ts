@@ -13,7 +13,7 @@ import { serializedOnStore } from '../store/store-serial.js';
 import { generationDir, liveLinkTarget, payloadDir, viewLinkName, viewLinkTarget } from '../store/store-layout.js';
 import { dropView, ensureView, freezeView, thawView, viewWatchKey } from '../store/owner-view.js';
 import { unpublishedEdits } from '../store/view-measure.js';
-import { deleteIntent, getRoot, insertGeneration, upsertRoot, type RootRecord } from '../store/store-records.js';
+import { deleteIntent, generationDigest, getRoot, insertGeneration, upsertRoot, type RootRecord } from '../store/store-records.js';
 import { CollapseError } from './collapse-errors.js';
 import { nextLinkPath, type CollapseHooks } from './collapse-intent.js';
 import { cleanDigests } from '../store/store-walk.js';
@@ -151,8 +151,12 @@ async function commitSerialized(store: Store, items: readonly CommitItem[], opti
     // the staged digest when PRIME has the base digest and the layer is still exactly what was staged
     // (checked again, O(change)). Every other staged payload is walked, and so is one whose derivation
     // fails, so a refusal says what the staged bytes are.
+    // Over a compaction in place of part of the base's stack, the compaction must also still be what its
+    // walk measured, which only the watcher can say without walking it.
+    const overMeasured = (l: NonNullable<StagedGeneration['layer']>): boolean =>
+      l.overBase || (l.overCompaction !== undefined && isVouched(store.primeMeasures.vouchCompaction(l.overCompaction), generationDigest(store.db, l.overCompaction)));
     const derived = (i: CommitItem, primeDigest: string | undefined): boolean =>
-      i.staged.layer?.overBase === true && primeDigest === i.expectedBase.digest && layerMismatch(layerDir(store.layout, i.staged.generationId), i.staged.layer.items, i.staged.layer.root) === undefined;
+      i.staged.layer !== undefined && overMeasured(i.staged.layer) && primeDigest === i.expectedBase.digest && layerMismatch(layerDir(store.layout, i.staged.generationId), i.staged.layer.items, i.staged.layer.root) === undefined;
     const stagedPath = (i: CommitItem): string => payloadDir(store.layout, i.staged.generationId);
     const primeDigests = primes.map((p) => p.digest);
     const walked = items.filter((i, n) => !derived(i, primeDigests[n]));
@@ -234,6 +238,9 @@ async function commitSerialized(store: Store, items: readonly CommitItem[], opti
     digest: staged.digest,
   }));
 }
+
+/** A compaction's vouched walk digest, equal to its generation's recorded one (both present). */
+const isVouched = (walked: string | null, recorded: string | undefined): boolean => walked !== null && recorded !== undefined && walked === recorded;
 
 /** A refusal before the exchange: PRIME was never touched; remove what the commit prepared. */
 async function undoBeforeExchange(store: Store, staged: readonly StagedGeneration[]): Promise<void> {

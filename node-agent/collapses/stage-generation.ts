@@ -18,7 +18,7 @@ import { generationIdFor } from '../../core/root-key.js';
 import type { Store } from '../store/open-store.js';
 import { payloadDir, type StoreLayout } from '../store/store-layout.js';
 import { readMarker } from '../store/generation-marker.js';
-import { MAX_STACK_DEPTH, layerDir, stackIds, withBeneath } from '../store/generation-stack.js';
+import { MAX_STACK_DEPTH, effectiveStack, layerDir, stackIds, withBeneath } from '../store/generation-stack.js';
 import { buildLayer, layerMismatch, setOwnerAndMode, syncPath, writeEntry } from './stage-layer.js';
 import { planLayer, type LayerItem } from '../../core/layer-plan.js';
 import { getGeneration, getGenerationManifest, getRoot } from '../store/store-records.js';
@@ -52,7 +52,17 @@ export interface StagedGeneration {
    * A stacked generation's own layer: what it must hold, checked again at the commit boundary, and whether
    * the rest of its stack is its base's (then it has the staged digest whenever PRIME has the base's).
    */
-  layer?: { items: LayerItem[]; root: RootAttributes; overBase: boolean };
+  layer?: {
+    items: LayerItem[];
+    root: RootAttributes;
+    overBase: boolean;
+    /**
+     * The rest of its stack is its base's but for a published compaction of this generation in place of
+     * that generation's layers: it has the staged digest whenever PRIME has the base's and the compaction
+     * is still what its walk measured (the boundary asks the PRIME watcher).
+     */
+    overCompaction?: string;
+  };
   /** Files linked to the base payload and files copied from the candidate. */
   linked: number;
   copied: number;
@@ -108,7 +118,8 @@ export async function stageGeneration(store: Store, rootName: string, candidateD
 
   const stagingDir = options.stagingDir ?? join(store.layout.staging, `collapse-${randomUUID()}`);
   const basePayload = payloadDir(store.layout, base.id);
-  const baseIds = stackIds(readMarker(store.layout, base.id), base.id);
+  // Over a published compaction of part of the base's stack when there is one (background-compaction.ts).
+  const { ids: baseIds, compacted } = effectiveStack(store.db, stackIds(readMarker(store.layout, base.id), base.id));
   const candidateRoot = join(candidateDir, 'roots', root.rootKey);
   const staged = { rootName, rootKey: root.rootKey, baseGeneration, baseGenerationId: base.id, baseDigest: base.digest, generation, generationId, digest, manifest, delta, stagingDir };
   await rm(stagingDir, { recursive: true, force: true });
@@ -123,7 +134,7 @@ export async function stageGeneration(store: Store, rootName: string, candidateD
       const top = lstatSync(basePayload);
       const rootAttributes = manifest.root ?? { mode: top.mode & 0o7777, uid: top.uid, gid: top.gid };
       copied = (await buildLayer(layerPath, items, rootAttributes, candidateRoot)).copied;
-      layer = { items, root: rootAttributes, overBase: true };
+      layer = { items, root: rootAttributes, overBase: compacted === undefined, ...(compacted !== undefined ? { overCompaction: compacted } : {}) };
     } catch (e) {
       await rm(stagingDir, { recursive: true, force: true });
       throw new CollapseError('STAGED_UNTESTED', `building the layer of generation ${generation} of ${rootName} failed: ${String(e)}`, { cause: e });

@@ -18,7 +18,7 @@ import { collapseWalkDigest } from '../store/store-walk.js';
 import { buildCompaction, type StageOptions, type StagedGeneration } from './stage-generation.js';
 import { buildLayer } from './stage-layer.js';
 import { readMarker } from '../store/generation-marker.js';
-import { MAX_STACK_DEPTH, stackIds } from '../store/generation-stack.js';
+import { MAX_STACK_DEPTH, effectiveStack, stackIds } from '../store/generation-stack.js';
 
 export async function stageReturn(store: Store, rootName: string, fromGeneration: number, checkpointGeneration: number, options: StageOptions = {}): Promise<StagedGeneration> {
   const root = getRoot(store.db, rootName);
@@ -36,7 +36,7 @@ export async function stageReturn(store: Store, rootName: string, fromGeneration
   // compacted below). Its payload is mounted at the commit, and walked there; here the checkpoint's
   // payload is walked and must still have its recorded digest.
   const generationId = generationIdFor(root.rootKey, generation, digest);
-  const checkpointIds = stackIds(readMarker(store.layout, checkpoint.id), checkpoint.id);
+  const checkpointIds = effectiveStack(store.db, stackIds(readMarker(store.layout, checkpoint.id), checkpoint.id)).ids;
   const layers = [generationId, ...checkpointIds];
   await rm(stagingDir, { recursive: true, force: true });
   mkdirSync(stagingDir, { mode: 0o700 });

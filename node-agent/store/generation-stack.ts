@@ -13,9 +13,10 @@
 // generation and every World forked from one keeps the bytes it was published with. The store itself
 // reaches beneath the seals through a detached clone of its own mount (withBeneath), to hard-link a
 // compaction's unchanged files: link(2) never crosses mounts.
-import { accessSync, constants, lstatSync, mkdirSync } from 'node:fs';
+import { accessSync, constants, lstatSync, mkdirSync, readdirSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { join, relative } from 'node:path';
+import type { Database } from 'better-sqlite3';
 import * as native from '../../native/index.js';
 import { readMarker, type GenerationMarker } from './generation-marker.js';
 import { mountPoints } from './mount-table.js';
@@ -23,6 +24,7 @@ import { StoreError } from './store-errors.js';
 import type { Store } from './open-store.js';
 import { generationDir, payloadDir, type StoreLayout } from './store-layout.js';
 import { listGenerationIds } from './store-records.js';
+import { getCompaction, listCompactions } from './compaction-records.js';
 
 /** At most this many layers under a payload: the next collapse compacts into a full generation instead. */
 export const MAX_STACK_DEPTH = 32;
@@ -35,6 +37,28 @@ export const layerDir = (l: StoreLayout, genId: string): string => join(l.genera
 /** The generation ids of a generation's stack, topmost first: its marker's layers, or itself alone. */
 export function stackIds(marker: Pick<GenerationMarker, 'layers'> | undefined, genId: string): string[] {
   return marker?.layers ?? [genId];
+}
+
+/**
+ * A stacked generation's compaction (background-compaction.ts in collapses/): a full tree of its content in
+ * generations/<id>.full/payload, laid out and sealed like a full generation's, with a marker naming the
+ * generation it holds. A generation id ends in 16 hex digits (core/root-key.ts), so none ends this way.
+ */
+export const compactionIdFor = (genId: string): string => `${genId}.full`;
+export const isCompactionId = (id: string): boolean => id.endsWith('.full');
+
+/**
+ * The shallowest stack with the content of `ids` (a generation's stack, topmost first): the layers above
+ * the topmost generation of it that has a published compaction, over that compaction. `compacted` names
+ * that generation (undefined: no part of the stack is compacted, `ids` is returned as it is).
+ */
+export function effectiveStack(db: Database, ids: readonly string[]): { ids: string[]; compacted?: string } {
+  for (const [i, id] of ids.entries()) {
+    if (i === ids.length - 1 && !isCompactionId(id)) break; // the bottom is a full generation already
+    if (isCompactionId(id)) break; // already over a compaction: nothing beneath it is compacted further
+    if (getCompaction(db, id)) return { ids: [...ids.slice(0, i), compactionIdFor(id)], compacted: id };
+  }
+  return { ids: [...ids] };
 }
 
 /** The directories of a stack of generation ids: layer/ of each but the last, payload/ of the last (a full one). */
@@ -150,13 +174,43 @@ export function remountPayloads(store: Pick<Store, 'db' | 'layout'>): number {
     }
     count++;
   }
+  // Every published compaction is sealed too (a stack over one reads it as its bottom).
+  for (const c of listCompactions(store.db)) {
+    const id = compactionIdFor(c.generationId);
+    if (mounted.has(payloadDir(store.layout, id))) continue;
+    try {
+      sealFull(store.layout, id, mounted);
+    } catch (e) {
+      throw new StoreError('LIVE_MAPPING_BROKEN', `the compaction of generation ${c.generationId} cannot be sealed: ${String(e)}`, { cause: e });
+    }
+    count++;
+  }
   return count;
+}
+
+/**
+ * Removes what a compaction interrupted by a crash or a stop left: a generations/<id>.full directory with
+ * no row in compactions (never published, so nothing stacks over it) and its staging directory. Called at
+ * open, before anything can start a compaction. Returns the compaction ids removed.
+ */
+export async function sweepCompactionLeftovers(store: Pick<Store, 'db' | 'layout'>): Promise<string[]> {
+  const removed: string[] = [];
+  for (const name of readdirSync(store.layout.generations)) {
+    if (!isCompactionId(name) || getCompaction(store.db, name.slice(0, -'.full'.length))) continue;
+    await removeGeneration(store.layout, name);
+    removed.push(name);
+  }
+  for (const name of readdirSync(store.layout.staging)) {
+    if (name.startsWith('compact-')) await rm(join(store.layout.staging, name), { recursive: true, force: true });
+  }
+  return removed;
 }
 
 /** Unmounts every payload of a Root (once it is released: nothing reads its history through them). */
 export function unmountRootStacks(store: Pick<Store, 'db' | 'layout'>, rootKey: string): void {
   const mounted = new Set(mountPoints());
-  for (const id of listGenerationIds(store.db, rootKey)) {
+  const ids = [...listGenerationIds(store.db, rootKey), ...listCompactions(store.db, rootKey).map((c) => compactionIdFor(c.generationId))];
+  for (const id of ids) {
     const target = payloadDir(store.layout, id);
     if (mounted.has(target)) native.umount2(target, native.MNT_DETACH);
   }

@@ -3,7 +3,7 @@
 import type { Database } from 'better-sqlite3';
 import { existsSync } from 'node:fs';
 import { mkdir, realpath } from 'node:fs/promises';
-import { remountPayloads } from './generation-stack.js';
+import { remountPayloads, sweepCompactionLeftovers } from './generation-stack.js';
 import { reconcileViews } from './owner-view.js';
 import { listIntents } from './store-records.js';
 import { recoverAdoptions, type RecoveryOutcome } from './recover-adoptions.js';
@@ -71,6 +71,7 @@ export async function openStore(options: OpenStoreOptions = {}): Promise<OpenedS
   try {
     await ensureLayout(layout);
     migrate(db);
+    await sweepCompactionLeftovers(store);
     remountPayloads(store);
     const recovered = await recoverAdoptions(store);
     // Views are relinked only when no collapse is unsettled: its recovery decides which generation is PRIME

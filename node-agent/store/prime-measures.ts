@@ -41,6 +41,8 @@ export interface MeasureStart {
 
 export class PrimeMeasures {
   private readonly measured = new Map<string, Measured>();
+  /** Walks of published compactions (keyed by the compacted generation's id), vouched for the same way. */
+  private readonly compactions = new Map<string, Measured>();
   /** Directories a begun measurement still needs watched, with how many measurements need them. */
   private readonly pending = new Map<string, number>();
   /** How PRIME was re-hashed since the store opened: walked, or vouched for by the watcher. */
@@ -69,6 +71,42 @@ export class PrimeMeasures {
     if (start.state === null || digest === undefined) this.measured.delete(rootKey);
     else this.measured.set(rootKey, { generationId, digest, dirs: start.dirs, state: start.state });
     this.prune();
+  }
+
+  /**
+   * The walk begun at `start` of the compaction of generation `generationId` had that generation's digest.
+   * With no watcher (state null) nothing is kept: a stack over the compaction is then walked at each boundary.
+   */
+  recordCompaction(generationId: string, start: MeasureStart, digest: string): void {
+    this.end(start);
+    if (start.state !== null) this.compactions.set(generationId, { generationId, digest, dirs: start.dirs, state: start.state });
+    this.prune();
+  }
+
+  /** The digest the compaction of `generationId` was walked to, while nothing was observed under it since; else null. */
+  vouchCompaction(generationId: string): string | null {
+    const m = this.compactions.get(generationId);
+    if (m === undefined || this.watcher === null) return null;
+    if (this.watcher.stateOf(m.dirs) !== m.state) {
+      this.compactions.delete(generationId);
+      return null;
+    }
+    return m.digest;
+  }
+
+  /**
+   * Records a walk of rootKey's PRIME made outside a commit (after a background compaction, whose links
+   * changed the link counts of PRIME's files and so ended its measurement). Kept only when no measurement of
+   * another generation was recorded meanwhile: a commit's is newer, and is never replaced by an older one.
+   */
+  recordIfCurrent(rootKey: string, generationId: string, start: MeasureStart, digest: string | undefined): boolean {
+    const kept = this.measured.get(rootKey);
+    if (kept !== undefined && kept.generationId !== generationId) {
+      this.abandon(start);
+      return false;
+    }
+    this.record(rootKey, generationId, start, digest);
+    return true;
   }
 
   /** A begun measurement that will not be recorded. */
@@ -123,6 +161,7 @@ export class PrimeMeasures {
   close(): void {
     this.watcher?.close();
     this.measured.clear();
+    this.compactions.clear();
   }
 
   private end(start: MeasureStart): void {
@@ -137,7 +176,7 @@ export class PrimeMeasures {
   private prune(): void {
     if (this.watcher === null) return;
     const used = new Set(this.pending.keys());
-    for (const m of this.measured.values()) for (const d of m.dirs) used.add(d);
+    for (const m of [...this.measured.values(), ...this.compactions.values()]) for (const d of m.dirs) used.add(d);
     // Its own keys are directories; an owner's view is watched under a key of another form (view-measure.ts).
     for (const key of this.watcher.watchedKeys()) if (key.startsWith('/') && !used.has(key)) this.watcher.unwatch(key);
   }

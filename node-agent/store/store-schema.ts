@@ -198,6 +198,17 @@ const MIGRATIONS: readonly string[] = [
   // (node-agent/collapses/decision-evaluations.ts). NULL for every other run.
   `ALTER TABLE evaluations ADD COLUMN private_run_json TEXT;
    ALTER TABLE evaluations ADD COLUMN report BLOB;`,
+  // (issue 11) a compaction of a stacked generation, made in the background: a full tree of its content in
+  // generations/<id>.full/payload, walked whole and required to have the generation's digest before this
+  // row exists. Later collapses stack over it instead of the generation's layers (node-agent/collapses/
+  // background-compaction.ts). The row is the publication: a directory without one is a leftover.
+  `CREATE TABLE compactions (
+     generation_id TEXT PRIMARY KEY,
+     root_key TEXT NOT NULL,
+     payload_dev TEXT NOT NULL,
+     payload_ino TEXT NOT NULL,
+     created_at TEXT NOT NULL
+   ) STRICT;`,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

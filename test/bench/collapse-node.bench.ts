@@ -18,6 +18,7 @@ import { publishOwnerEdits } from '../../node-agent/collapses/owner-edits.js';
 import { collapseRoot } from '../../node-agent/collapses/collapse-root.js';
 import type { CollapseStep } from '../../node-agent/collapses/collapse-intent.js';
 import { readStoredDelta } from '../../node-agent/collapses/stage-generation.js';
+import { COMPACT_AT_DEPTH, compactPrime } from '../../node-agent/collapses/background-compaction.js';
 import { MAX_STACK_DEPTH } from '../../node-agent/store/generation-stack.js';
 import { rehashPrime } from '../../node-agent/store/rehash-prime.js';
 import { getGenerationManifest } from '../../node-agent/store/store-records.js';
@@ -140,4 +141,39 @@ export async function nodeCompaction(env: WorldEnv, t: CollapseTarget): Promise<
   const staged = at.get('after-stage')!;
   const verified = at.get('after-verify')!;
   return { files: t.files, ordinary: ordinaryMs.length, ordinaryMs: median(ordinaryMs), compactionMs: t1 - t0, buildMs: staged - t0, walkMs: verified - staged, commitMs: t1 - verified, linked, copied };
+}
+
+export interface BackgroundCompactionResult {
+  files: number;
+  /** The stack compacted (COMPACT_AT_DEPTH, or deeper when the rounds left it so) and the ordinary collapses' median. */
+  depth: number;
+  ordinaryMs: number;
+  /** compactPrime: the whole of it, and its parts (build, sealed walk, PRIME re-measured), off any collapse's path. */
+  totalMs: number;
+  buildMs: number;
+  walkMs: number;
+  remeasureMs: number;
+  linked: number;
+  /** collapseRoot of the next collapse, stacked over the compaction, and the depth it made. */
+  nextMs: number;
+  nextDepth: number;
+}
+
+/** Takes the Root's stack to COMPACT_AT_DEPTH, compacts it as the agent does in the background, then times the collapse over it. */
+export async function nodeBackgroundCompaction(env: WorldEnv, t: CollapseTarget): Promise<BackgroundCompactionResult> {
+  const ordinaryMs = await deepenStack(env, t, Math.max(COMPACT_AT_DEPTH, (await stackOf(env.store, t.root)).depth));
+  const { generation, depth } = await stackOf(env.store, t.root);
+  settle();
+  const t0 = performance.now();
+  const o = await compactPrime(env.store, t.root);
+  const totalMs = performance.now() - t0;
+  if (o.outcome !== 'compacted') throw new Error(`the background compaction of ${t.root} at depth ${depth} did not compact: ${JSON.stringify(o)}`);
+  const { candidate, r } = await captureChange(env, t, generation + 1, `bg-compaction-${t.files}`);
+  settle();
+  const t1 = performance.now();
+  await collapseRoot(env.store, { rootName: t.root, candidateDir: candidate.dir, base: { generation: r.baseGeneration, digest: r.baseDigest } });
+  const nextMs = performance.now() - t1;
+  const after = await stackOf(env.store, t.root);
+  if (after.depth !== 2) throw new Error(`the collapse over the compaction of ${t.root} made a stack of ${after.depth}, not 2`);
+  return { files: t.files, depth, ordinaryMs: ordinaryMs.length > 0 ? median(ordinaryMs) : NaN, totalMs, buildMs: o.ms.build, walkMs: o.ms.walk, remeasureMs: o.ms.remeasure, linked: o.linked, nextMs, nextDepth: after.depth };
 }

@@ -18,7 +18,8 @@ import { benchAdmission } from './admission.bench.js';
 import { benchFleet } from './fleet.bench.js';
 import { median } from './stats.js';
 import { MAX_STACK_DEPTH } from '../../node-agent/store/generation-stack.js';
-import { noNodeCollapseSamples, nodeCollapseResult, nodeCollapseRound, nodeCompaction, type CompactionResult } from './collapse-node.bench.js';
+import { COMPACT_AT_DEPTH } from '../../node-agent/collapses/background-compaction.js';
+import { noNodeCollapseSamples, nodeBackgroundCompaction, nodeCollapseResult, nodeCollapseRound, nodeCompaction, type BackgroundCompactionResult, type CompactionResult } from './collapse-node.bench.js';
 import { noStackCollapseSamples, openCollapseStack, stackCollapseResult, type CollapseTarget } from './collapse.bench.js';
 import { benchController, CONTROLLER_TARGETS } from './controller-throughput.bench.js';
 import { deepenStack, stackOf } from './deep-stack.js';
@@ -41,6 +42,7 @@ const { values } = parseArgs({
     'admission-samples': { type: 'string', default: '2000' },
     'collapse-paths': { type: 'string', default: 'stack,node' },
     compaction: { type: 'boolean', default: false },
+    'background-compaction': { type: 'boolean', default: false },
     receipts: { type: 'string', default: '100000' },
     'receipt-appends': { type: 'string', default: '10000' },
     'sig-ops': { type: 'string', default: '2000' },
@@ -255,6 +257,8 @@ async function collapseOnNode(): Promise<void> {
   const env = await openWorldEnv(values.dir);
   await guarded(() => env.cleanup(), async () => {
     const targets = await collapseRounds('generated + adopted', (root, files) => env.adopt(root, files), noNodeCollapseSamples, (t) => nodeCollapseRound(env, t, t.s));
+    const background: BackgroundCompactionResult[] = [];
+    if (values['background-compaction']) for (const t of targets) background.push(await nodeBackgroundCompaction(env, t));
     const compactions: CompactionResult[] = [];
     if (values.compaction) for (const t of targets) compactions.push(await nodeCompaction(env, t));
     const rs = targets.map((t) => nodeCollapseResult(t.files, t.s));
@@ -272,6 +276,21 @@ async function collapseOnNode(): Promise<void> {
       'sha256sum 10': ms(r.sha256sumMs),
       'collapseRoot / (cp + sha256sum)': times(r.collapseMs / (r.cpMs + r.sha256sumMs)),
     })));
+    if (values['background-compaction']) {
+      console.log(`\nbackground compaction: each Root's stack taken to ${COMPACT_AT_DEPTH} layers (COMPACT_AT_DEPTH) by ordinary collapses, compacted as the agent does off the collapse's path (build, sealed walk of every file, PRIME re-measured), then the next collapse stacked over it, ms`);
+      console.table(background.map((b) => ({
+        files: b.files,
+        'stack compacted': b.depth,
+        'ordinary collapseRoot': ms(b.ordinaryMs),
+        'compaction (background)': ms(b.totalMs),
+        build: ms(b.buildMs),
+        'sealed walk': ms(b.walkMs),
+        'PRIME re-measured': ms(b.remeasureMs),
+        'files linked': b.linked,
+        'next collapseRoot': ms(b.nextMs),
+        'next stack': b.nextDepth,
+      })));
+    }
     if (!values.compaction) return;
     console.log(`\ncompaction: ordinary collapses of the same change take each Root's stack to MAX_STACK_DEPTH (${MAX_STACK_DEPTH} layers); the next collapse builds a full generation instead (one per size): collapseRoot and its parts (payload built: links and copies; staged payload walked; commit boundary, exchange, rows), ms`);
     console.table(compactions.map((c) => ({
