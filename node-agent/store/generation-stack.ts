@@ -54,8 +54,8 @@ export const isCompactionId = (id: string): boolean => id.endsWith('.full');
  */
 export function effectiveStack(db: Database, ids: readonly string[]): { ids: string[]; compacted?: string } {
   for (const [i, id] of ids.entries()) {
-    if (i === ids.length - 1 && !isCompactionId(id)) break; // the bottom is a full generation already
-    if (isCompactionId(id)) break; // already over a compaction: nothing beneath it is compacted further
+    // The bottom is a full generation already; a compaction is one too, and nothing beneath it is compacted further.
+    if (i === ids.length - 1 || isCompactionId(id)) break;
     if (getCompaction(db, id)) return { ids: [...ids.slice(0, i), compactionIdFor(id)], compacted: id };
   }
   return { ids: [...ids] };
