@@ -4,6 +4,7 @@ import { isAbsolute } from 'node:path';
 import { splitHostPort } from '../kube/host-port.js';
 import { parseArgs } from 'node:util';
 import { ADMISSION_CONFIG_KEYS, admissionConfigFrom } from './admission/admission-policy.js';
+import { COMPACT_AT_DEPTH, MAX_STACK_DEPTH } from './store/generation-stack.js';
 
 export interface AgentConfig {
   kubeconfig?: string;
@@ -43,6 +44,8 @@ export interface AgentConfig {
   grantWaitSeconds: number;
   /** Watch the store's filesystem so collapses re-hash PRIME only when a change was observed (default true). */
   primeWatcher: boolean;
+  /** Compact a Root's PRIME in the background once its stack is this deep (default 16; 0: never, only inline at MAX_STACK_DEPTH). */
+  compactAtDepth: number;
 }
 
 export const USAGE = `usage: worldline-node-agent --node-name NAME [--store DIR] [--kubeconfig PATH] [--namespace NS]
@@ -60,6 +63,9 @@ export const USAGE = `usage: worldline-node-agent --node-name NAME [--store DIR]
   --prime-watcher on|off   watch the store's filesystem (fanotify) so a collapse re-hashes PRIME only when
                            something changed under it since the last measurement (default on; env
                            WORLDLINE_PRIME_WATCHER); off, or when it cannot start, every collapse walks PRIME
+  --compact-at-depth N     compact a Root's stack of layers in the background once PRIME is N layers deep
+                           (default 16, 2 to 32; env WORLDLINE_COMPACT_AT_DEPTH); 0: never in the background,
+                           the collapse onto 32 layers compacts inline instead
   --grant-wait-seconds N   how long an authorized Collapse waits for that grant before GRANT_MISSING (default 30)
   --link-tls-dir DIR       serve Worlds' logs and diffs to the controller over TLS with ca.crt, tls.crt and
                            tls.key from DIR (env WORLDLINE_LINK_TLS_DIR); without it nothing is served
@@ -116,6 +122,7 @@ export function parseAgentConfig(argv: readonly string[], env: NodeJS.ProcessEnv
       'trust-policy': { type: 'string' },
       'grant-wait-seconds': { type: 'string' },
       'prime-watcher': { type: 'string' },
+      'compact-at-depth': { type: 'string' },
       'cgroup-root': { type: 'string' },
       'link-tls-dir': { type: 'string' },
       'view-bind': { type: 'string' },
@@ -147,10 +154,13 @@ export function parseAgentConfig(argv: readonly string[], env: NodeJS.ProcessEnv
   const watcherFlag = values['prime-watcher'] ?? (env.WORLDLINE_PRIME_WATCHER || 'on');
   if (watcherFlag !== 'on' && watcherFlag !== 'off') throw new Error(`--prime-watcher must be on or off, got "${watcherFlag}"\n${USAGE}`);
   const grantWaitSeconds = int('grant-wait-seconds', values['grant-wait-seconds'] ?? '30', 1, 600);
+  const compactAtDepth = int('compact-at-depth', values['compact-at-depth'] ?? (env.WORLDLINE_COMPACT_AT_DEPTH || String(COMPACT_AT_DEPTH)), 0, MAX_STACK_DEPTH);
+  if (compactAtDepth === 1) throw new Error(`--compact-at-depth must be 0 (off) or 2 to ${MAX_STACK_DEPTH}: a stack of one layer is a full generation already\n${USAGE}`);
   return {
     ...(trustPolicy !== undefined ? { trustPolicy } : {}),
     grantWaitSeconds,
     primeWatcher: watcherFlag === 'on',
+    compactAtDepth,
     ...(kubeconfig ? { kubeconfig } : {}),
     ...(view ? { view } : {}),
     nodeName,

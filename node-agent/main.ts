@@ -283,7 +283,8 @@ async function main(): Promise<void> {
   // Collapse (issue 5): run this node's Collapses once, with receipts in <store>/receipts/ledger.jsonl.
   const collapses = startNodeCollapses({ kubeConfig: kc, store, worlds, roots: (name) => roots.get(name), policies, status, refusals, events, clock, nodeName: cfg.nodeName, logger, metrics, requeueRoot: (name) => rootRunner.enqueue(name), requeueWorld: (key) => worldRunner.enqueue(key), agentMetrics, checkResources: () => admission.checkResources(), grants, grantRevoked: (id) => grantRevoked(cfg.trustPolicy, id), statements, controllerGrants, ...(cfg.receiptsExport ? { receiptsExport: cfg.receiptsExport } : {}) });
   // Compaction in the background (issue 11): after each collapse, PRIME's stack is compacted off the collapse's path once it is deep.
-  const compactor = enableBackgroundCompaction(store, {
+  const compactor = cfg.compactAtDepth === 0 ? undefined : enableBackgroundCompaction(store, {
+    atDepth: cfg.compactAtDepth,
     onOutcome: (root, o) => {
       if (o.outcome === 'skipped') return;
       if (o.outcome === 'compacted') logger.info('compacted a root\'s stack in the background', { root, generation: o.generationId, depth: o.depth, linked: o.linked, ms: o.ms });
@@ -291,7 +292,7 @@ async function main(): Promise<void> {
       agentMetrics.compaction(o.outcome, o.outcome === 'compacted' ? (o.ms.build + o.ms.walk + o.ms.remeasure) / 1000 : undefined);
     },
   });
-  for (const r of listRoots(store.db)) if (r.state === 'Ready') compactor.request(r.name);
+  for (const r of listRoots(store.db)) if (r.state === 'Ready') compactor?.request(r.name);
   void collapses.start().catch((err: unknown) => logger.error('collapse reconciler failed to start', { error: (err as Error).message }));
   ownerEdits.start();
   // Receipts: publish the public key as ConfigMap worldline-receipts-<node>, retried in the background, never fatal.
@@ -306,7 +307,7 @@ async function main(): Promise<void> {
     await rootRunner.stop();
     await worldRunner.stop();
     await collapses.stop(); // Collapse (issue 5)
-    await compactor.close();
+    await compactor?.close();
     await ownerEdits.stop();
     await receiptsKey.stop();
     // Worlds run on under their supervisors; the next agent re-attaches (a rolling upgrade ends none).

@@ -18,7 +18,7 @@ import { join } from 'node:path';
 import { fsyncDirectory } from '../store/durable-fs.js';
 import { writeMarker } from '../store/generation-marker.js';
 import { readMarker } from '../store/generation-marker.js';
-import { compactionIdFor, effectiveStack, isStacked, removeGeneration, sealFull, stackIds } from '../store/generation-stack.js';
+import { COMPACT_AT_DEPTH, compactionIdFor, effectiveStack, isStacked, removeGeneration, sealFull, stackIds } from '../store/generation-stack.js';
 import type { Store } from '../store/open-store.js';
 import { generationDir, payloadDir } from '../store/store-layout.js';
 import { getGeneration, getGenerationManifest, getRoot } from '../store/store-records.js';
@@ -27,9 +27,6 @@ import { serializedOnStore } from '../store/store-serial.js';
 import { checkRoutingSettled } from '../store/routing.js';
 import { cleanDigests, collapseWalkDigest } from '../store/store-walk.js';
 import { buildCompaction } from './stage-generation.js';
-
-/** PRIME's stack depth (after any compaction already published) at which a background compaction starts. */
-export const COMPACT_AT_DEPTH = 16;
 
 export const COMPACTION_STEPS = ['after-build', 'after-publish-dir', 'after-walk', 'after-row'] as const;
 export type CompactionStep = (typeof COMPACTION_STEPS)[number];

@@ -29,6 +29,9 @@ import { getCompaction, listCompactions } from './compaction-records.js';
 /** At most this many layers under a payload: the next collapse compacts into a full generation instead. */
 export const MAX_STACK_DEPTH = 32;
 
+/** PRIME's stack depth (counted after any compaction already published) at which the agent compacts it in the background (default of --compact-at-depth). */
+export const COMPACT_AT_DEPTH = 16;
+
 /** Overlay options that keep the layers as they are: no redirects, no metadata-only copies, no index (stacks, and owner views over them). */
 export const STACK_OVERLAY_OPTIONS = ['redirect_dir=off', 'metacopy=off', 'index=off', 'xino=off'];
 

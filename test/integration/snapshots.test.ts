@@ -44,7 +44,7 @@ describe('snapshots: PRIME edited in place while a World runs and a checkpoint e
   let s: Stack;
 
   before(async () => {
-    s = await startStack({ nodeName: 'snapshot-node' });
+    s = await startStack({ nodeName: 'snapshot-node', agentArgs: ['--compact-at-depth', '2'] });
   });
   after(async () => {
     await s?.stop();
@@ -90,8 +90,9 @@ describe('snapshots: PRIME edited in place while a World runs and a checkpoint e
     const layout = layoutOf(s.storeDir);
     const rootKey = readMarker(layout, readdirSync(layout.generations).find((id) => readMarker(layout, id)?.digest === checkpointDigest)!)!.rootKey;
     const generations = readdirSync(layout.generations).map((id) => ({ id, marker: readMarker(layout, id) })).filter((g) => g.marker?.rootKey === rootKey);
-    assert.deepEqual(generations.map((g) => g.marker!.generation).sort(), [1, 2]);
-    for (const g of generations) assert.equal(manifestDigest(walkTreeSync(payloadDir(layout, g.id)).manifest), g.marker!.digest, `generation ${g.marker!.generation} kept its bytes`);
+    // (A background compaction of generation 2, generations/<id>.full, may be there too: it must have generation 2's bytes.)
+    assert.deepEqual(generations.filter((g) => !g.id.endsWith('.full')).map((g) => g.marker!.generation).sort(), [1, 2]);
+    for (const g of generations) assert.equal(manifestDigest(walkTreeSync(payloadDir(layout, g.id)).manifest), g.marker!.digest, `${g.id} (generation ${g.marker!.generation}) kept its bytes`);
 
     // The checkpoint is returned to, with the digest it was recorded with.
     await s.apply(collapseManifest('snap-back', 'snap-change', 'CheckpointReturn'));
@@ -149,5 +150,29 @@ describe('snapshots: PRIME edited in place while a World runs and a checkpoint e
       return (r?.status?.conditions ?? []).some((x: { type: string; status: string }) => x.type === 'OwnerEditsPublished' && x.status === 'True');
     }, 30_000);
     assert.equal((await s.get('root', 'owned'))?.status?.generation, 2, 'nothing was published of the undone edit');
+  });
+
+  test('the agent compacts a deep PRIME in the background (--compact-at-depth 2), and the next publication stacks over the compaction', async () => {
+    const host = join(s.scratch, 'owned');
+    const generations = join(s.storeDir, 'generations');
+    // Generation 2 (the owner's edit over the adopted tree) is two layers deep: compacted after it was published.
+    const compaction = await s.waitFor('the compaction of generation 2', async () => readdirSync(generations).find((n) => n.startsWith('owned_g2_') && n.endsWith('.full')), 30_000);
+    await s.waitFor('worldline_compactions_total{outcome="compacted"}', async () => /worldline_compactions_total\{outcome="compacted"\} [1-9]/.test(await s.agent.metrics()) || undefined, 30_000);
+    assert.equal((await s.get('root', 'owned'))?.status?.generation, 2, 'a compaction does not move PRIME');
+    const g2 = compaction.slice(0, -'.full'.length);
+    assert.equal(manifestDigest(walkTreeSync(payloadDir(layoutOf(s.storeDir), compaction)).manifest), readMarker(layoutOf(s.storeDir), g2)?.digest, 'the compaction has generation 2\'s bytes');
+
+    const wrote = spawnSync(process.execPath, ['--input-type=commonjs', '-e', 'require("node:fs").writeFileSync(process.argv[1], process.argv[2])', join(host, 'later.txt'), 'after the compaction\n'], { uid: OWNER, gid: OWNER, encoding: 'utf8' });
+    assert.equal(wrote.status, 0, wrote.stderr);
+    const root = await s.waitFor('the next owner edit published (Root generation 3)', async () => {
+      const r = await s.get('root', 'owned');
+      return r?.status?.generation === 3 ? r : undefined;
+    }, 30_000);
+    const g3 = readdirSync(generations).find((n) => n.startsWith('owned_g3_') && !n.endsWith('.full'))!;
+    assert.deepEqual(readMarker(layoutOf(s.storeDir), g3)?.layers, [g3, compaction], 'stacked over the compaction: two layers, not three');
+    const prime = join(s.storeDir, 'live', 'owned');
+    assert.equal(manifestDigest(walkTreeSync(prime).manifest), root.status.digest, 'PRIME walks to the digest the Root shows');
+    assert.equal(readFileSync(join(prime, 'later.txt'), 'utf8'), 'after the compaction\n');
+    assert.equal(readFileSync(join(prime, 'a.txt'), 'utf8'), 'alpha, by its owner\n', 'what the compaction holds shows through');
   });
 });
