@@ -65,7 +65,8 @@ export const USAGE = `usage: worldline-node-agent --node-name NAME [--store DIR]
                            WORLDLINE_PRIME_WATCHER); off, or when it cannot start, every collapse walks PRIME
   --compact-at-depth N     compact a Root's stack of layers in the background once PRIME is N layers deep
                            (default 16, 2 to 32; env WORLDLINE_COMPACT_AT_DEPTH); 0: never in the background,
-                           the collapse onto 32 layers compacts inline instead
+                           the collapse onto 32 layers compacts inline instead (PRIME is still
+                           measured in the background after an adoption and at start)
   --grant-wait-seconds N   how long an authorized Collapse waits for that grant before GRANT_MISSING (default 30)
   --link-tls-dir DIR       serve Worlds' logs and diffs to the controller over TLS with ca.crt, tls.crt and
                            tls.key from DIR (env WORLDLINE_LINK_TLS_DIR); without it nothing is served

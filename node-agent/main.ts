@@ -267,7 +267,19 @@ async function main(): Promise<void> {
       rootRunner.enqueue(root);
     },
   });
-  const rootRunner = new ControllerRunner({ kind: 'NodeRoot', reconcile: makeNodeRootReconciler({ informer: roots, store, status, events, clock, nodeName: cfg.nodeName, logger, finalizers: rootFinalizers(kc), worlds: nodeWorlds, ownerEditProblem: (name) => ownerEdits.problem(name) }), workers: 2, metrics, logger });
+  // PRIME's upkeep in the background (issue 11): after each collapse or adoption, and now for every Root, its
+  // stack is compacted off the collapse's path once it is deep, or else PRIME is measured ahead of the next collapse.
+  const compactor = enableBackgroundCompaction(store, {
+    atDepth: cfg.compactAtDepth,
+    onOutcome: (root, o) => {
+      if (o.outcome === 'skipped') return;
+      if (o.outcome === 'measure-failed') return logger.warn('could not measure PRIME in the background; the next collapse walks it', { root, error: o.error });
+      if (o.outcome === 'compacted') logger.info('compacted a root\'s stack in the background', { root, generation: o.generationId, depth: o.depth, linked: o.linked, ms: o.ms });
+      else logger.warn('a background compaction did not publish', { root, ...o });
+      agentMetrics.compaction(o.outcome, o.outcome === 'compacted' ? (o.ms.build + o.ms.walk + o.ms.remeasure) / 1000 : undefined);
+    },
+  });
+  const rootRunner = new ControllerRunner({ kind: 'NodeRoot', reconcile: makeNodeRootReconciler({ informer: roots, store, status, events, clock, nodeName: cfg.nodeName, logger, finalizers: rootFinalizers(kc), worlds: nodeWorlds, ownerEditProblem: (name) => ownerEdits.problem(name), afterAdopt: (name) => compactor.request(name) }), workers: 2, metrics, logger });
   const worldRunner = new ControllerRunner({ kind: 'NodeWorld', reconcile: nodeWorlds.reconcile, workers: 4, metrics, logger });
   wake.runner = worldRunner;
   wireInformerEvents(roots, worlds, rootRunner, worldRunner, agentMetrics);
@@ -282,17 +294,7 @@ async function main(): Promise<void> {
 
   // Collapse (issue 5): run this node's Collapses once, with receipts in <store>/receipts/ledger.jsonl.
   const collapses = startNodeCollapses({ kubeConfig: kc, store, worlds, roots: (name) => roots.get(name), policies, status, refusals, events, clock, nodeName: cfg.nodeName, logger, metrics, requeueRoot: (name) => rootRunner.enqueue(name), requeueWorld: (key) => worldRunner.enqueue(key), agentMetrics, checkResources: () => admission.checkResources(), grants, grantRevoked: (id) => grantRevoked(cfg.trustPolicy, id), statements, controllerGrants, ...(cfg.receiptsExport ? { receiptsExport: cfg.receiptsExport } : {}) });
-  // Compaction in the background (issue 11): after each collapse, PRIME's stack is compacted off the collapse's path once it is deep.
-  const compactor = cfg.compactAtDepth === 0 ? undefined : enableBackgroundCompaction(store, {
-    atDepth: cfg.compactAtDepth,
-    onOutcome: (root, o) => {
-      if (o.outcome === 'skipped') return;
-      if (o.outcome === 'compacted') logger.info('compacted a root\'s stack in the background', { root, generation: o.generationId, depth: o.depth, linked: o.linked, ms: o.ms });
-      else logger.warn('a background compaction did not publish', { root, ...o });
-      agentMetrics.compaction(o.outcome, o.outcome === 'compacted' ? (o.ms.build + o.ms.walk + o.ms.remeasure) / 1000 : undefined);
-    },
-  });
-  for (const r of listRoots(store.db)) if (r.state === 'Ready') compactor?.request(r.name);
+  for (const r of listRoots(store.db)) if (r.state === 'Ready') compactor.request(r.name);
   void collapses.start().catch((err: unknown) => logger.error('collapse reconciler failed to start', { error: (err as Error).message }));
   ownerEdits.start();
   // Receipts: publish the public key as ConfigMap worldline-receipts-<node>, retried in the background, never fatal.
@@ -307,7 +309,7 @@ async function main(): Promise<void> {
     await rootRunner.stop();
     await worldRunner.stop();
     await collapses.stop(); // Collapse (issue 5)
-    await compactor?.close();
+    await compactor.close();
     await ownerEdits.stop();
     await receiptsKey.stop();
     // Worlds run on under their supervisors; the next agent re-attaches (a rolling upgrade ends none).

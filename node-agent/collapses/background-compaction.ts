@@ -46,6 +46,9 @@ export interface CompactOptions {
   afterStep?: (step: CompactionStep) => Promise<void> | void;
 }
 
+/** What one request of the background upkeep came to: the compaction's outcome, or a failed measurement of PRIME. */
+export type UpkeepOutcome = CompactionOutcome | { outcome: 'failed' | 'measure-failed'; error: string };
+
 class Stopped extends Error {}
 
 /** Compacts the generation that is PRIME of `rootName` now, when its stack is deep enough. */
@@ -121,7 +124,7 @@ export async function compactPrime(store: Store, rootName: string, options: Comp
         throw e;
       }
       published = true;
-      store.primeMeasures.recordCompaction(gen.id, start, walk.digest);
+      store.primeMeasures.recordCompaction(root.rootKey, gen.id, start, walk.digest);
     });
     await options.afterStep?.('after-row');
     // The links change only link counts, which no digest covers and the watcher does not count against
@@ -156,9 +159,23 @@ async function remeasurePrime(store: Store, rootName: string): Promise<number> {
 }
 
 /**
- * One compaction at a time per store, in the background: request(root) after each collapse; a request
- * for a Root already waiting is merged. Outcomes and failures go to `onOutcome` (a failure is never a
- * refusal of anything: the collapse that follows compacts inline if it has to).
+ * PRIME of `rootName` measured ahead of the next collapse: nothing when the watcher already vouches for a
+ * measurement, else one walk, recorded. Only with a watcher (without one nothing measured is ever kept)
+ * and a Ready Root. Its duration in ms, or undefined when there was nothing to do.
+ */
+export async function measurePrime(store: Store, rootName: string): Promise<number | undefined> {
+  if (store.primeMeasures.watcher === null || getRoot(store.db, rootName)?.state !== 'Ready') return undefined;
+  return remeasurePrime(store, rootName);
+}
+
+/**
+ * Background upkeep of each Root's PRIME, one Root at a time per store: request(root) after each collapse
+ * and adoption, and for every Root when the agent starts; a request for a Root already waiting is merged.
+ * It compacts PRIME when its stack is deep (compactPrime), and otherwise makes sure PRIME is measured
+ * (measurePrime), so that the first collapse after an adoption or a restart of the agent finds a
+ * measurement the watcher can vouch for instead of walking PRIME itself. Compaction outcomes and failures
+ * go to `onOutcome` (a failure is never a refusal of anything: the collapse that follows compacts inline,
+ * or walks PRIME, if it has to).
  */
 export class BackgroundCompactor {
   private readonly waiting = new Set<string>();
@@ -167,7 +184,11 @@ export class BackgroundCompactor {
 
   constructor(
     private readonly store: Store,
-    private readonly options: { atDepth?: number; onOutcome?: (rootName: string, o: CompactionOutcome | { outcome: 'failed'; error: string }) => void } = {},
+    private readonly options: {
+      /** Compact at this depth (default COMPACT_AT_DEPTH); 0: never, the upkeep only measures. */
+      atDepth?: number;
+      onOutcome?: (rootName: string, o: UpkeepOutcome) => void;
+    } = {},
   ) {}
 
   request(rootName: string): void {
@@ -193,11 +214,18 @@ export class BackgroundCompactor {
   private async drain(): Promise<void> {
     for (const rootName of this.waiting) {
       this.waiting.delete(rootName);
-      let o: CompactionOutcome | { outcome: 'failed'; error: string };
+      let o: UpkeepOutcome;
       try {
-        o = await compactPrime(this.store, rootName, { stopped: () => this.closed, ...(this.options.atDepth !== undefined ? { atDepth: this.options.atDepth } : {}) });
+        o = this.options.atDepth === 0 ? { outcome: 'skipped', why: 'background compaction is off' } : await compactPrime(this.store, rootName, { stopped: () => this.closed, ...(this.options.atDepth !== undefined ? { atDepth: this.options.atDepth } : {}) });
       } catch (e) {
         o = { outcome: 'failed', error: String(e) };
+      }
+      if (o.outcome === 'skipped' && !this.closed) {
+        try {
+          await measurePrime(this.store, rootName); // a compaction measures PRIME itself
+        } catch (e) {
+          o = { outcome: 'measure-failed', error: String(e) };
+        }
       }
       this.options.onOutcome?.(rootName, o);
     }
@@ -206,7 +234,7 @@ export class BackgroundCompactor {
 
 const compactors = new WeakMap<Store, BackgroundCompactor>();
 
-/** Starts compacting `store`'s Roots in the background after their collapses (the node-agent does; tests may). */
+/** Starts the background upkeep of `store`'s Roots (the node-agent does; tests may). */
 export function enableBackgroundCompaction(store: Store, options: ConstructorParameters<typeof BackgroundCompactor>[1] = {}): BackgroundCompactor {
   const c = new BackgroundCompactor(store, options);
   compactors.set(store, c);

@@ -37,6 +37,8 @@ export interface RootReconcilerDeps {
   worlds: { endOnRoot(root: string, code: string, message: string): string[] };
   /** Why the owner's edits of a Root cannot be published now (collapses/owner-edits.ts), if they cannot. */
   ownerEditProblem?: (root: string) => { code: string; message: string } | undefined;
+  /** Told of each Root adopted (the agent measures its PRIME in the background: collapses/background-compaction.ts). */
+  afterAdopt?: (root: string) => void;
 }
 
 /** How soon a Root being released looks again at the Worlds it is waiting for. */
@@ -194,6 +196,7 @@ export function makeNodeRootReconciler(d: RootReconcilerDeps): (key: string) => 
         const t0 = performance.now();
         await adoptRoot(d.store, { name, hostPath: path, objectUid: uid });
         d.logger.info('root adopted', { root: name, path, uid, ms: Math.round(performance.now() - t0) });
+        d.afterAdopt?.(name);
       }
       await apply(root, shown, await readyDoc());
       await holdForRelease(root, name);

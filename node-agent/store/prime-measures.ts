@@ -41,8 +41,8 @@ export interface MeasureStart {
 
 export class PrimeMeasures {
   private readonly measured = new Map<string, Measured>();
-  /** Walks of published compactions (keyed by the compacted generation's id), vouched for the same way. */
-  private readonly compactions = new Map<string, Measured>();
+  /** The walk of each Root's latest published compaction (keyed by the compacted generation's id), vouched for the same way. */
+  private readonly compactions = new Map<string, Measured & { rootKey: string }>();
   /** Directories a begun measurement still needs watched, with how many measurements need them. */
   private readonly pending = new Map<string, number>();
   /** How PRIME was re-hashed since the store opened: walked, or vouched for by the watcher. */
@@ -74,12 +74,15 @@ export class PrimeMeasures {
   }
 
   /**
-   * The walk begun at `start` of the compaction of generation `generationId` had that generation's digest.
-   * With no watcher (state null) nothing is kept: a stack over the compaction is then walked at each boundary.
+   * The walk begun at `start` of the compaction of rootKey's generation `generationId` had that generation's
+   * digest. It replaces the Root's earlier compaction: new stacks go over the latest, and one still staged
+   * over an earlier one is walked at its boundary. With no watcher (state null) nothing is kept: a stack over
+   * the compaction is then walked at each boundary.
    */
-  recordCompaction(generationId: string, start: MeasureStart, digest: string): void {
+  recordCompaction(rootKey: string, generationId: string, start: MeasureStart, digest: string): void {
     this.end(start);
-    if (start.state !== null) this.compactions.set(generationId, { generationId, digest, dirs: start.dirs, state: start.state });
+    for (const [id, m] of this.compactions) if (m.rootKey === rootKey) this.compactions.delete(id);
+    if (start.state !== null) this.compactions.set(generationId, { rootKey, generationId, digest, dirs: start.dirs, state: start.state });
     this.prune();
   }
 
@@ -95,9 +98,9 @@ export class PrimeMeasures {
   }
 
   /**
-   * Records a walk of rootKey's PRIME made outside a commit (after a background compaction, whose links
-   * changed the link counts of PRIME's files and so ended its measurement). Kept only when no measurement of
-   * another generation was recorded meanwhile: a commit's is newer, and is never replaced by an older one.
+   * Records a walk of rootKey's PRIME made outside a commit (background-compaction.ts measures PRIME again
+   * when its measurement was lost). Kept only when no measurement of another generation was recorded
+   * meanwhile: a commit's is newer, and is never replaced by an older one.
    */
   recordIfCurrent(rootKey: string, generationId: string, start: MeasureStart, digest: string | undefined): boolean {
     const kept = this.measured.get(rootKey);

@@ -2,12 +2,14 @@
 // compacted into a sealed full tree without changing PRIME, the next collapse stacks over it (shallow again)
 // and is still judged against the same generation; a compaction changed beneath its seal is caught at the
 // commit boundary; a crash at every step leaves either nothing (removed at open) or a published compaction.
+// Everything runs on a fresh ext4 filesystem on a loop device: nothing else on the machine writes there, so
+// what the watcher vouches for does not depend on the machine (prime-measures.test.ts does the same).
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { readdirSync } from 'node:fs';
+import { mkdirSync, readdirSync } from 'node:fs';
 import { appendFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { test, type TestContext } from 'node:test';
+import { after, before, test, type TestContext } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { manifestDigest } from '../../core/manifest.js';
 import { COMPACTION_STEPS, compactPrime, enableBackgroundCompaction } from '../../node-agent/collapses/background-compaction.js';
@@ -23,7 +25,21 @@ import { payloadDir } from '../../node-agent/store/store-layout.js';
 import { getRoot } from '../../node-agent/store/store-records.js';
 import { walkTreeSync } from '../../node-agent/store/walk-tree-sync.js';
 import { adoptSample, makeCandidate, type MadeCandidate } from './collapse-fixtures.js';
-import { scratch } from './store-fixtures.js';
+import { requireRoot } from '../support/require-root.js';
+import { loopExt4 } from './loop-ext4.js';
+
+requireRoot('background compaction (overlay and bind mounts, fanotify, loop devices, ext4 mounts)');
+const fs = loopExt4('wl-compaction-');
+before(() => fs.mount());
+after(() => fs.unmount());
+
+let serial = 0;
+/** A fresh directory on the test filesystem, for a store and the Root's host tree. */
+function scratch(_t: TestContext): Promise<{ dir: string }> {
+  const dir = join(fs.mnt, `case${++serial}`);
+  mkdirSync(dir);
+  return Promise.resolve({ dir });
+}
 
 const walkDigest = (path: string): string => manifestDigest(walkTreeSync(path).manifest);
 const child = fileURLToPath(new URL('./compaction-child.js', import.meta.url));
@@ -133,6 +149,24 @@ test('the background compactor compacts after the collapse that makes PRIME deep
   compactor.request('project');
   await compactor.idle();
   assert.equal(outcomes.length, 4, 'a closed compactor takes no more requests');
+});
+
+test('the upkeep measures a freshly adopted PRIME in the background: the first collapse\'s boundary does not walk it', async (t) => {
+  const s = await scratch(t);
+  const store = await open(t, join(s.dir, 'store'), true);
+  const host = await adoptSample(store, s.dir);
+  const upkeep = enableBackgroundCompaction(store, { atDepth: 0 }); // measuring only: compaction off
+  upkeep.request('project'); // what the agent does after an adoption, and for every Root when it starts
+  await upkeep.idle();
+  const made = await makeCandidate(t, store, 'project', writeOne(1));
+  await collapse(store, made);
+  assert.deepEqual(store.primeMeasures.counts, { walked: 0, vouched: 1 }, 'the boundary took PRIME from the background measurement');
+  assert.equal(walkDigest(host), made.nextDigest);
+  for (let k = 2; k <= 3; k++) await collapse(store, await makeCandidate(t, store, 'project', writeOne(k)));
+  await upkeep.idle();
+  const prime = await checkRouting(store, 'project');
+  assert.equal(prime.layers.length, 4);
+  assert.equal(getCompaction(store.db, prime.generationId), undefined, 'with compaction off, nothing is compacted in the background');
 });
 
 function compactAndCrash(args: string[]): Promise<NodeJS.Signals | null> {

@@ -131,3 +131,17 @@ test('a watcher that stops observing vouches for nothing: the boundary walks', a
   await collapse(t, store, addFile('second'));
   assert.deepEqual(store.primeMeasures.counts, { walked: 2, vouched: 0 });
 });
+
+test('a walk of PRIME recorded outside a commit never replaces the measurement of a newer generation', async (t) => {
+  const { store, dir: d } = await openWatched(t);
+  await adoptSample(store, d);
+  const old = await checkRouting(store, 'project');
+  const start = store.primeMeasures.begin(old.layers); // a background walk of generation 1 begins
+  await collapse(t, store, sampleChange); // meanwhile a commit records generation 2's measurement
+  const now = await checkRouting(store, 'project');
+  assert.equal(store.primeMeasures.recordIfCurrent(old.root.rootKey, old.generationId, start, old.root.digest), false, 'the older walk is dropped');
+  assert.equal(store.primeMeasures.vouch(now.root.rootKey, now.generationId)?.digest, now.root.digest, "the commit's measurement is kept");
+  const again = store.primeMeasures.begin(now.layers);
+  assert.equal(store.primeMeasures.recordIfCurrent(now.root.rootKey, now.generationId, again, now.root.digest), true, 'a walk of the generation measured is recorded');
+  assert.equal(store.primeMeasures.vouch(now.root.rootKey, now.generationId)?.digest, now.root.digest);
+});
