@@ -1,7 +1,8 @@
 // The walk the store trusts (collapses, Root re-measurement). Generations share unchanged files by hard link (stage-generation.ts), so a
 // walk of one payload sees files with more links than it finds inside it: the store walk is told so
-// (sharedWithinStore), which lifts EXTERNAL_HARDLINK for trees under the store's generations/ and
-// staging/ only. Every other walk problem refuses.
+// (sharedWithinStore), which lifts EXTERNAL_HARDLINK for trees under the store's generations/, staging/
+// and views/ only (an owner's view shows the same inodes; walk-tree-sync.ts says why nothing else can
+// be linked into one). Every other walk problem refuses.
 import { manifestDigest, type Manifest } from '../../core/manifest.js';
 import type { KnownHash } from './walk-tree-sync.js';
 import { walkTree, walkTreeDigests, type WalkProblem } from './walk-tree.js';

@@ -21,9 +21,11 @@ export interface WalkSyncOptions {
   afterLstat?: (relPath: string) => void;
   /**
    * The store directory, when the walked tree is a store payload (a generation, or a payload being
-   * staged): generations share unchanged files by hard link, so a file's other names are in other
-   * generations of the same store, and EXTERNAL_HARDLINK does not apply to a tree under
-   * <store>/generations or <store>/staging. Never set for a host directory being adopted.
+   * staged) or an owner's view of one: generations share unchanged files by hard link (a compaction links
+   * every file of the layers it compacts), so a file's other names are in other generations of the same
+   * store, and EXTERNAL_HARDLINK does not apply to a tree under <store>/generations, <store>/staging or
+   * <store>/views. A view is an overlay mount: link(2) into it from anywhere else fails with EXDEV, so an
+   * owner cannot bring an outside file's inode into it. Never set for a host directory being adopted.
    */
   sharedWithinStore?: string;
   /**
@@ -43,11 +45,11 @@ export interface KnownHash {
   sha256: string;
 }
 
-/** True when `realRoot` lies under <store>/generations or <store>/staging (see WalkSyncOptions.sharedWithinStore). */
+/** True when `realRoot` lies under <store>/generations, <store>/staging or <store>/views (see WalkSyncOptions.sharedWithinStore). */
 function insideStorePayloads(realRoot: string, storeDir: string | undefined): boolean {
   if (storeDir === undefined) return false;
   const store = realpathSync(storeDir);
-  return [join(store, 'generations'), join(store, 'staging')].some((d) => realRoot.startsWith(`${d}/`));
+  return [join(store, 'generations'), join(store, 'staging'), join(store, 'views')].some((d) => realRoot.startsWith(`${d}/`));
 }
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });

@@ -21,6 +21,7 @@ import { compactionIdFor, withBeneath } from '../../node-agent/store/generation-
 import { mountPoints } from '../../node-agent/store/mount-table.js';
 import { openStore, type Store } from '../../node-agent/store/open-store.js';
 import { checkRouting } from '../../node-agent/store/routing.js';
+import { beginRelease, releaseRoot } from '../../node-agent/store/release-root.js';
 import { payloadDir } from '../../node-agent/store/store-layout.js';
 import { getRoot } from '../../node-agent/store/store-records.js';
 import { walkTreeSync } from '../../node-agent/store/walk-tree-sync.js';
@@ -167,6 +168,25 @@ test('the upkeep measures a freshly adopted PRIME in the background: the first c
   const prime = await checkRouting(store, 'project');
   assert.equal(prime.layers.length, 4);
   assert.equal(getCompaction(store.db, prime.generationId), undefined, 'with compaction off, nothing is compacted in the background');
+});
+
+test('a released Root takes its compaction\'s seal with it; a compaction finishing after the release starts publishes nothing', async (t) => {
+  const s = await scratch(t);
+  const store = await open(t, join(s.dir, 'store'), false);
+  const host = await deepen(t, store, s.dir, 2);
+  const prime = await checkRouting(store, 'project');
+  assert.equal((await compactPrime(store, 'project', { atDepth: 3 })).outcome, 'compacted');
+  const id = compactionIdFor(prime.generationId);
+  assert.ok(mountPoints().includes(payloadDir(store.layout, id)));
+  await collapse(store, await makeCandidate(t, store, 'project', writeOne(3)));
+  // A compaction whose build ends after the release began: its publication finds the Root no longer Ready.
+  const next = await checkRouting(store, 'project');
+  const late = compactPrime(store, 'project', { atDepth: 2, afterStep: async (step) => void (step === 'after-build' && (await beginRelease(store, 'project'))) });
+  assert.match(JSON.stringify(await late), /no longer Ready/);
+  assert.ok(!readdirSync(store.layout.generations).includes(compactionIdFor(next.generationId)), 'nothing of it is left in generations/');
+  assert.equal((await releaseRoot(store, 'project')).state, 'Released');
+  assert.ok(!mountPoints().includes(payloadDir(store.layout, id)), 'the compaction is unmounted with the Root\'s payloads');
+  assert.equal(walkDigest(host), next.root.digest, 'the host path has PRIME back as a plain directory');
 });
 
 function compactAndCrash(args: string[]): Promise<NodeJS.Signals | null> {
