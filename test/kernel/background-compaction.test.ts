@@ -95,6 +95,12 @@ test('a deep PRIME is compacted without moving PRIME; a candidate forked before 
   // And it is shallow from there on: one more collapse is three deep.
   const third = await collapse(store, await makeCandidate(t, store, 'project', writeOne(9)));
   assert.deepEqual(readMarker(store.layout, third)?.layers, [third, next, id]);
+  // A return to the compacted generation is its compaction under an empty layer: two deep, not six.
+  const now = getRoot(store.db, 'project')!;
+  const back = await collapseRoot(store, { rootName: 'project', candidateDir: '', base: { generation: now.generation, digest: now.digest }, returnTo: before.root.generation });
+  assert.equal(back.digest, before.root.digest);
+  assert.deepEqual(readMarker(store.layout, back.generationId)?.layers, [back.generationId, id]);
+  assert.equal(walkDigest(host), before.root.digest);
 });
 
 test('a compaction changed beneath its seal is caught at the boundary: the stack over it is walked and refused STAGED_UNTESTED', async (t) => {
