@@ -147,14 +147,18 @@ async function remeasurePrime(store: Store, rootName: string): Promise<number> {
   const route = await checkRoutingSettled(store, rootName);
   if (store.primeMeasures.vouch(route.root.rootKey, route.generationId) !== null) return performance.now() - t0;
   const start = store.primeMeasures.begin(route.layers);
-  let digest: string | undefined;
-  try {
-    [digest] = await cleanDigests([route.payloadPath], store.dir);
-  } catch (e) {
-    store.primeMeasures.abandon(start);
-    throw e;
-  }
-  store.primeMeasures.recordIfCurrent(route.root.rootKey, route.generationId, start, digest);
+  // Walked and recorded as one step that a collapse's re-hash of the same generation waits for.
+  const measured = (async (): Promise<void> => {
+    let digest: string | undefined;
+    try {
+      [digest] = await cleanDigests([route.payloadPath], store.dir);
+    } catch (e) {
+      store.primeMeasures.abandon(start);
+      throw e;
+    }
+    store.primeMeasures.recordIfCurrent(route.root.rootKey, route.generationId, start, digest);
+  })();
+  await store.primeMeasures.walkingPrime(route.root.rootKey, route.generationId, measured);
   return performance.now() - t0;
 }
 

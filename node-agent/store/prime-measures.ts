@@ -43,6 +43,8 @@ export class PrimeMeasures {
   private readonly measured = new Map<string, Measured>();
   /** The walk of each Root's latest published compaction (keyed by the compacted generation's id), vouched for the same way. */
   private readonly compactions = new Map<string, Measured & { rootKey: string }>();
+  /** Walks of a Root's PRIME running outside a commit (background-compaction.ts), which rehash waits for instead of walking again. */
+  private readonly walking = new Map<string, { generationId: string; done: Promise<void> }>();
   /** Directories a begun measurement still needs watched, with how many measurements need them. */
   private readonly pending = new Map<string, number>();
   /** How PRIME was re-hashed since the store opened: walked, or vouched for by the watcher. */
@@ -112,6 +114,22 @@ export class PrimeMeasures {
     return true;
   }
 
+  /**
+   * Marks `walk` as a measurement of rootKey's PRIME at generationId (a walk and its record), running now:
+   * rehash waits for it. It must not wait for the store's queue (a commit in that queue waits for it).
+   */
+  walkingPrime<T>(rootKey: string, generationId: string, walk: Promise<T>): Promise<T> {
+    const done = walk.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.walking.set(rootKey, { generationId, done });
+    void done.then(() => {
+      if (this.walking.get(rootKey)?.done === done) this.walking.delete(rootKey);
+    });
+    return walk;
+  }
+
   /** A begun measurement that will not be recorded. */
   abandon(start: MeasureStart): void {
     this.end(start);
@@ -141,6 +159,12 @@ export class PrimeMeasures {
    * walked together (an inode they share is read once), each walk recorded as a measurement.
    */
   async rehash(routes: readonly Routing[], storeDir: string): Promise<PrimeRehash[]> {
+    // A walk of the same generation already running (never one that waits for the store's queue) is
+    // waited for: what it records is vouched for below if nothing was observed since it began.
+    for (const r of routes) {
+      const w = this.walking.get(r.root.rootKey);
+      if (w?.generationId === r.generationId) await w.done;
+    }
     const out: (PrimeRehash | null)[] = routes.map((r) => this.vouch(r.root.rootKey, r.generationId));
     const toWalk = routes.filter((_, n) => out[n] === null);
     if (toWalk.length === 0) return out as PrimeRehash[];

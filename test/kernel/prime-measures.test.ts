@@ -15,6 +15,8 @@ import { openStore, type Store } from '../../node-agent/store/open-store.js';
 import { checkRouting } from '../../node-agent/store/routing.js';
 import { getRoot } from '../../node-agent/store/store-records.js';
 import { walkTreeSync } from '../../node-agent/store/walk-tree-sync.js';
+import { cleanDigests } from '../../node-agent/store/store-walk.js';
+import { setTimeout as delay } from 'node:timers/promises';
 import { manifestDigest } from '../../core/manifest.js';
 import { adoptSample, makeCandidate, sampleChange } from './collapse-fixtures.js';
 import { requireRoot } from '../support/require-root.js';
@@ -144,4 +146,28 @@ test('a walk of PRIME recorded outside a commit never replaces the measurement o
   const again = store.primeMeasures.begin(now.layers);
   assert.equal(store.primeMeasures.recordIfCurrent(now.root.rootKey, now.generationId, again, now.root.digest), true, 'a walk of the generation measured is recorded');
   assert.equal(store.primeMeasures.vouch(now.root.rootKey, now.generationId)?.digest, now.root.digest);
+});
+
+test('a re-hash of PRIME waits for a measurement of the same generation already running, and is vouched for by it', async (t) => {
+  const { store, dir: d } = await openWatched(t);
+  await adoptSample(store, d);
+  const route = await checkRouting(store, 'project');
+  const start = store.primeMeasures.begin(route.layers);
+  let release = (): void => undefined;
+  const gate = new Promise<void>((r) => (release = r));
+  // A measurement as the background upkeep makes it (background-compaction.ts remeasurePrime), held open.
+  const measured = (async (): Promise<void> => {
+    await gate;
+    const [digest] = await cleanDigests([route.payloadPath], store.dir);
+    store.primeMeasures.recordIfCurrent(route.root.rootKey, route.generationId, start, digest);
+  })();
+  void store.primeMeasures.walkingPrime(route.root.rootKey, route.generationId, measured);
+  const rehash = store.primeMeasures.rehash([route], store.dir);
+  await delay(50);
+  assert.deepEqual(store.primeMeasures.counts, { walked: 0, vouched: 0 }, 'the re-hash has not walked while the measurement runs');
+  release();
+  const [r] = await rehash;
+  assert.equal(r?.source.by, 'watcher');
+  assert.equal(r?.digest, route.root.digest);
+  assert.deepEqual(store.primeMeasures.counts, { walked: 0, vouched: 1 });
 });
