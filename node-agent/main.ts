@@ -267,8 +267,8 @@ async function main(): Promise<void> {
       rootRunner.enqueue(root);
     },
   });
-  // PRIME's upkeep in the background (issue 11): after each collapse or adoption, and now for every Root, its
-  // stack is compacted off the collapse's path once it is deep, or else PRIME is measured ahead of the next collapse.
+  // PRIME's upkeep in the background (issue 11), after each collapse or adoption and for every Root at start:
+  // its stack is compacted off the collapse's path once it is deep, or else PRIME is measured ahead of the next collapse.
   const compactor = enableBackgroundCompaction(store, {
     atDepth: cfg.compactAtDepth,
     onOutcome: (root, o) => {
@@ -276,7 +276,7 @@ async function main(): Promise<void> {
       if (o.outcome === 'measure-failed') return logger.warn('could not measure PRIME in the background; the next collapse walks it', { root, error: o.error });
       if (o.outcome === 'compacted') logger.info('compacted a root\'s stack in the background', { root, generation: o.generationId, depth: o.depth, linked: o.linked, ms: o.ms });
       else logger.warn('a background compaction did not publish', { root, ...o });
-      agentMetrics.compaction(o.outcome, o.outcome === 'compacted' ? (o.ms.build + o.ms.walk + o.ms.remeasure) / 1000 : undefined);
+      agentMetrics.compaction(o.outcome, o.outcome === 'compacted' ? (o.ms.build + o.ms.walk + (Number.isFinite(o.ms.remeasure) ? o.ms.remeasure : 0)) / 1000 : undefined);
     },
   });
   const rootRunner = new ControllerRunner({ kind: 'NodeRoot', reconcile: makeNodeRootReconciler({ informer: roots, store, status, events, clock, nodeName: cfg.nodeName, logger, finalizers: rootFinalizers(kc), worlds: nodeWorlds, ownerEditProblem: (name) => ownerEdits.problem(name), afterAdopt: (name) => compactor.request(name) }), workers: 2, metrics, logger });

@@ -128,13 +128,16 @@ export async function compactPrime(store: Store, rootName: string, options: Comp
     });
     await options.afterStep?.('after-row');
     // The links change only link counts, which no digest covers and the watcher does not count against
-    // PRIME; but if PRIME's measurement was lost meanwhile (a gap), it is walked here, off the next collapse's path.
-    const remeasure = await remeasurePrime(store, rootName);
+    // PRIME; but if PRIME's measurement was lost meanwhile (a gap), it is walked here, off the next
+    // collapse's path. The compaction is published either way: a failure here only leaves that walk to
+    // the next collapse (NaN in the outcome).
+    const remeasure = await remeasurePrime(store, rootName).catch(() => NaN);
     return { outcome: 'compacted', generationId: gen.id, depth: ids.length, linked, ms: { build: t1 - t0, walk: t2 - t1, remeasure } };
   } catch (e) {
     if (!published) {
       await rm(staging, { recursive: true, force: true }).catch(() => undefined);
-      if (!(e instanceof Stopped)) await serializedOnStore(store.dir, () => removeGeneration(store.layout, id)).catch(() => undefined);
+      // A store being closed is left alone (the next open removes what is unpublished); otherwise now.
+      if (options.stopped?.() !== true) await serializedOnStore(store.dir, () => removeGeneration(store.layout, id)).catch(() => undefined);
     }
     if (e instanceof Stopped) return { outcome: 'skipped', why: e.message };
     throw e;

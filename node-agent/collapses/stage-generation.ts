@@ -1,7 +1,8 @@
 // Staging the next generation of a root from the base generation and the candidate's delta for that root.
 //
 // Normally the next generation is stacked (store/generation-stack.ts): its layer holds only what the
-// delta changes (stage-layer.ts), is checked to hold exactly that, and goes on top of the base's stack.
+// delta changes (stage-layer.ts), is checked to hold exactly that, and goes on top of the base's stack
+// (or of its shorter form over a compaction made in the background: background-compaction.ts).
 // Cost: O(changed paths); the base is never walked or linked here. The commit boundary measures PRIME and
 // re-checks the layer; the stacked payload then has the next manifest's digest by construction.
 //
