@@ -40,6 +40,16 @@ function edits(host: string): [string, () => Promise<unknown>][] {
   ];
 }
 
+/** The owner (uid OWNER) writes `text` to `path` through the Root's host path; resolves with Root `owned` once it shows `generation`. */
+async function ownerWrites(s: Stack, path: string, text: string, generation: number): Promise<any> {
+  const wrote = spawnSync(process.execPath, ['--input-type=commonjs', '-e', 'require("node:fs").writeFileSync(process.argv[1], process.argv[2])', path, text], { uid: OWNER, gid: OWNER, encoding: 'utf8' });
+  assert.equal(wrote.status, 0, wrote.stderr);
+  return s.waitFor(`the owner's edit published (Root generation ${generation})`, async () => {
+    const r = await s.get('root', 'owned');
+    return r?.status?.generation === generation ? r : undefined;
+  }, 30_000);
+}
+
 describe('snapshots: PRIME edited in place while a World runs and a checkpoint exists', () => {
   let s: Stack;
 
@@ -112,12 +122,7 @@ describe('snapshots: PRIME edited in place while a World runs and a checkpoint e
     const before = await runWorld(s, 'owned-agent', shWorld(['owned'], 'echo agent > agent.txt'));
     assert.equal(before.status.phase, 'Captured', describeRun(before));
 
-    const wrote = spawnSync(process.execPath, ['--input-type=commonjs', '-e', 'require("node:fs").writeFileSync(process.argv[1], process.argv[2])', join(host, 'a.txt'), 'alpha, by its owner\n'], { uid: OWNER, gid: OWNER, encoding: 'utf8' });
-    assert.equal(wrote.status, 0, wrote.stderr);
-    const root = await s.waitFor('the owner edit published (Root generation 2)', async () => {
-      const r = await s.get('root', 'owned');
-      return r?.status?.generation === 2 ? r : undefined;
-    }, 30_000);
+    const root = await ownerWrites(s, join(host, 'a.txt'), 'alpha, by its owner\n', 2);
     assert.equal(root.status.phase, 'Ready');
     const prime = join(s.storeDir, 'live', 'owned');
     assert.equal(readFileSync(join(prime, 'a.txt'), 'utf8'), 'alpha, by its owner\n', 'PRIME holds the edit');
@@ -162,12 +167,7 @@ describe('snapshots: PRIME edited in place while a World runs and a checkpoint e
     const g2 = compaction.slice(0, -'.full'.length);
     assert.equal(manifestDigest(walkTreeSync(payloadDir(layoutOf(s.storeDir), compaction)).manifest), readMarker(layoutOf(s.storeDir), g2)?.digest, 'the compaction has generation 2\'s bytes');
 
-    const wrote = spawnSync(process.execPath, ['--input-type=commonjs', '-e', 'require("node:fs").writeFileSync(process.argv[1], process.argv[2])', join(host, 'later.txt'), 'after the compaction\n'], { uid: OWNER, gid: OWNER, encoding: 'utf8' });
-    assert.equal(wrote.status, 0, wrote.stderr);
-    const root = await s.waitFor('the next owner edit published (Root generation 3)', async () => {
-      const r = await s.get('root', 'owned');
-      return r?.status?.generation === 3 ? r : undefined;
-    }, 30_000);
+    const root = await ownerWrites(s, join(host, 'later.txt'), 'after the compaction\n', 3);
     const g3 = readdirSync(generations).find((n) => n.startsWith('owned_g3_') && !n.endsWith('.full'))!;
     assert.deepEqual(readMarker(layoutOf(s.storeDir), g3)?.layers, [g3, compaction], 'stacked over the compaction: two layers, not three');
     const prime = join(s.storeDir, 'live', 'owned');
