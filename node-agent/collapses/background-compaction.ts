@@ -135,9 +135,10 @@ export async function compactPrime(store: Store, rootName: string, options: Comp
     return { outcome: 'compacted', generationId: gen.id, depth: ids.length, linked, ms: { build: t1 - t0, walk: t2 - t1, remeasure } };
   } catch (e) {
     if (!published) {
+      // Removed now, also when stopping (the agent closes the compactor before the store); what a kill
+      // leaves, the next open removes.
       await rm(staging, { recursive: true, force: true }).catch(() => undefined);
-      // A store being closed is left alone (the next open removes what is unpublished); otherwise now.
-      if (options.stopped?.() !== true) await serializedOnStore(store.dir, () => removeGeneration(store.layout, id)).catch(() => undefined);
+      await serializedOnStore(store.dir, () => removeGeneration(store.layout, id)).catch(() => undefined);
     }
     if (e instanceof Stopped) return { outcome: 'skipped', why: e.message };
     throw e;

@@ -130,6 +130,11 @@ export function hostLeftovers(s: FaultStack, worldUids: string[], agentPid: numb
   return out;
 }
 
+/** The directories of the published background compactions (generations/<id>.full, node-agent/collapses/background-compaction.ts). */
+function publishedCompactions(db: Database.Database): string[] {
+  return (db.prepare('SELECT generation_id FROM compactions').all() as { generation_id: string }[]).map((r) => `${r.generation_id}.full`);
+}
+
 /**
  * The store's leftovers: id slots, reservations, intents, generations not recorded, collapse staging,
  * prepared live links. Read with
@@ -142,7 +147,7 @@ export function storeLeftovers(s: FaultStack): string[] {
     for (const r of db.prepare('SELECT slot, world_uid FROM world_slots').all() as { slot: number; world_uid: string }[]) out.push(`id slot ${r.slot} still held by ${r.world_uid}`);
     for (const r of db.prepare('SELECT holder, stage FROM reservations').all() as { holder: string; stage: string }[]) out.push(`reservation left: ${r.stage} ${r.holder}`);
     for (const r of db.prepare('SELECT id, kind FROM intents').all() as { id: string; kind: string }[]) out.push(`intent left: ${r.kind} ${r.id}`);
-    const recorded = new Set((db.prepare('SELECT id FROM generations').all() as { id: string }[]).map((r) => r.id));
+    const recorded = new Set([...(db.prepare('SELECT id FROM generations').all() as { id: string }[]).map((r) => r.id), ...publishedCompactions(db)]);
     for (const id of readdirSync(join(s.storeDir, 'generations'))) if (!recorded.has(id)) out.push(`generations/${id} left: not recorded in the store`);
   } finally {
     db.close();
@@ -195,14 +200,16 @@ export async function primeProblems(s: FaultStack, rootObjs: Obj[], hostPaths: M
   const db = new Database(join(s.storeDir, 'state.db'), { readonly: true, fileMustExist: true });
   let rows: { name: string; root_key: string; generation: number; digest: string }[];
   let gens: { id: string; root_key: string; number: number; digest: string }[];
+  let compactions: string[];
   try {
     rows = db.prepare('SELECT name, root_key, generation, digest FROM roots').all() as typeof rows;
     gens = db.prepare('SELECT id, root_key, number, digest FROM generations').all() as typeof gens;
+    compactions = publishedCompactions(db);
   } finally {
     db.close();
   }
   const onDisk = readdirSync(join(s.storeDir, 'generations')).sort();
-  const recorded = gens.map((g) => g.id).sort();
+  const recorded = [...gens.map((g) => g.id), ...compactions].sort();
   if (JSON.stringify(onDisk) !== JSON.stringify(recorded)) out.push(`generations/ holds ${onDisk.length} entries, the store records ${recorded.length}: on disk only ${onDisk.filter((x) => !recorded.includes(x)).join(', ')}; recorded only ${recorded.filter((x) => !onDisk.includes(x)).join(', ')}`);
   const rootOfWorld = new Map(worlds.map((w) => [w.metadata.name as string, (w.spec.roots as string[])[0]!]));
   for (const [name, hostPath] of hostPaths) {
