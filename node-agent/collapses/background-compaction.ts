@@ -16,8 +16,7 @@
 import { lstat, mkdir, rename, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fsyncDirectory } from '../store/durable-fs.js';
-import { writeMarker } from '../store/generation-marker.js';
-import { readMarker } from '../store/generation-marker.js';
+import { readMarker, writeMarker } from '../store/generation-marker.js';
 import { COMPACT_AT_DEPTH, compactionIdFor, effectiveStack, isStacked, removeGeneration, sealFull, stackIds } from '../store/generation-stack.js';
 import type { Store } from '../store/open-store.js';
 import { generationDir, payloadDir } from '../store/store-layout.js';
@@ -59,14 +58,16 @@ export async function compactPrime(store: Store, rootName: string, options: Comp
   const root = getRoot(store.db, rootName);
   if (!root || root.state !== 'Ready') return { outcome: 'skipped', why: `root ${rootName} is ${root ? root.state : 'not in the store'}` };
   const gen = getGeneration(store.db, root.rootKey, root.generation);
-  const manifest = gen && getGenerationManifest(store.db, gen.id);
-  if (!gen || !manifest) return { outcome: 'skipped', why: `generation ${root.generation} of ${rootName} is not recorded` };
+  if (!gen) return { outcome: 'skipped', why: `generation ${root.generation} of ${rootName} is not recorded` };
   const marker = readMarker(store.layout, gen.id);
   if (!isStacked(marker)) return { outcome: 'skipped', why: `generation ${gen.number} of ${rootName} is a full generation` };
   if (getCompaction(store.db, gen.id)) return { outcome: 'skipped', why: `generation ${gen.number} of ${rootName} is compacted already` };
   const { ids } = effectiveStack(store.db, stackIds(marker, gen.id));
   const atDepth = options.atDepth ?? COMPACT_AT_DEPTH;
   if (ids.length < atDepth) return { outcome: 'skipped', why: `the stack of generation ${gen.number} of ${rootName} is ${ids.length} deep, under ${atDepth}` };
+  // Read only now: at agent start the upkeep asks about every Root, and most have nothing to compact.
+  const manifest = getGenerationManifest(store.db, gen.id);
+  if (!manifest) return { outcome: 'skipped', why: `generation ${gen.number} of ${rootName} has no recorded manifest` };
 
   const id = compactionIdFor(gen.id);
   const staging = join(store.layout.staging, `compact-${gen.id}`);

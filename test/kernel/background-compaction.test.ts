@@ -24,7 +24,8 @@ import { checkRouting } from '../../node-agent/store/routing.js';
 import { beginRelease, releaseRoot } from '../../node-agent/store/release-root.js';
 import { layoutOf, payloadDir } from '../../node-agent/store/store-layout.js';
 import { MNT_DETACH, umount2 } from '../../native/index.js';
-import { getRoot } from '../../node-agent/store/store-records.js';
+import { getGeneration, getRoot } from '../../node-agent/store/store-records.js';
+import { cachedManifest } from '../../node-agent/store/manifest-cache.js';
 import { walkTreeSync } from '../../node-agent/store/walk-tree-sync.js';
 import { adoptSample, makeCandidate, type MadeCandidate } from './collapse-fixtures.js';
 import { requireRoot } from '../support/require-root.js';
@@ -139,6 +140,23 @@ test('nothing to compact is skipped by name: a shallow stack, a full generation,
   assert.equal((await compactPrime(store, 'project', { atDepth: 2 })).outcome, 'compacted');
   assert.match(JSON.stringify(await compactPrime(store, 'project', { atDepth: 2 })), /compacted already/);
   assert.match(JSON.stringify(await compactPrime(store, 'nothing', { atDepth: 2 })), /not in the store/);
+});
+
+test('a Root with nothing to compact costs no read of its manifest (at agent start the upkeep asks about every Root)', async (t) => {
+  const s = scratch();
+  const dir = join(s.dir, 'store');
+  const first = await openStore({ dir });
+  await adoptSample(first.store, s.dir);
+  await collapse(first.store, await makeCandidate(t, first.store, 'project', writeOne(1)));
+  const { rootKey, generation } = getRoot(first.store.db, 'project')!;
+  first.store.close();
+  const store = await open(t, dir, false); // a new connection: nothing is cached
+  const gen = getGeneration(store.db, rootKey, generation)!;
+  assert.equal(cachedManifest(store.db, gen.id), undefined, 'opening the store read no manifest');
+  assert.match(JSON.stringify(await compactPrime(store, 'project', { atDepth: 3 })), /is 2 deep, under 3/);
+  assert.equal(cachedManifest(store.db, gen.id), undefined, 'the skip read the manifest');
+  assert.equal((await compactPrime(store, 'project', { atDepth: 2 })).outcome, 'compacted');
+  assert.ok(cachedManifest(store.db, gen.id), 'the compaction reads it');
 });
 
 test('the background compactor compacts after the collapse that makes PRIME deep enough, and stops when closed', async (t) => {
