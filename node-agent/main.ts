@@ -278,6 +278,7 @@ async function main(): Promise<void> {
       else logger.warn('a background compaction did not publish', { root, ...o });
       agentMetrics.compaction(o.outcome, o.outcome === 'compacted' ? (o.ms.build + o.ms.walk + (Number.isFinite(o.ms.remeasure) ? o.ms.remeasure : 0)) / 1000 : undefined);
     },
+    onBacklog: (n) => agentMetrics.backlog(n),
   });
   const rootRunner = new ControllerRunner({ kind: 'NodeRoot', reconcile: makeNodeRootReconciler({ informer: roots, store, status, events, clock, nodeName: cfg.nodeName, logger, finalizers: rootFinalizers(kc), worlds: nodeWorlds, ownerEditProblem: (name) => ownerEdits.problem(name), afterAdopt: (name) => compactor.request(name) }), workers: 2, metrics, logger });
   const worldRunner = new ControllerRunner({ kind: 'NodeWorld', reconcile: nodeWorlds.reconcile, workers: 4, metrics, logger });

@@ -34,6 +34,7 @@ export interface AgentMetrics {
   readonly ownerEdits: Counter<'outcome'>;
   readonly compactions: Counter<'outcome'>;
   readonly compactionDuration: Histogram;
+  readonly upkeepBacklog: Gauge;
 
   /** Count one admission answer. */
   admission(stage: AdmissionStage, outcome: AdmissionOutcome): void;
@@ -62,6 +63,8 @@ export interface AgentMetrics {
   ownerEdit(outcome: string): void;
   /** Count one background compaction that ran (compacted, refused or failed) and, when compacted, its seconds. */
   compaction(outcome: 'compacted' | 'refused' | 'failed', seconds?: number): void;
+  /** Set how many Roots wait for, or are in, PRIME's background upkeep (compaction or measurement). */
+  backlog(roots: number): void;
 }
 
 function getOrCreate<T>(registry: Registry, name: string, create: () => T): T {
@@ -132,6 +135,10 @@ export function createAgentMetrics(registry: Registry): AgentMetrics {
     new Histogram({ name: 'worldline_compaction_duration_seconds', help: 'Time a published background compaction took: build, sealed walk and PRIME re-measured.', buckets: [0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 120], registers }),
   );
 
+  const upkeepBacklog = getOrCreate(registry, 'worldline_upkeep_backlog', () =>
+    new Gauge({ name: 'worldline_upkeep_backlog', help: "Roots waiting for, or in, the background upkeep of their PRIME (a compaction of a deep stack, or a walk that measures PRIME ahead of the next collapse).", registers }),
+  );
+
   // Every bounded series exists from the start, so a rate over it has a zero to start from.
   for (const by of ['walk', 'watcher'] as const) primeRehashes.inc({ by }, 0);
   for (const outcome of ['PUBLISHED', 'OWNER_EDIT_UNPUBLISHABLE']) ownerEdits.inc({ outcome }, 0);
@@ -196,5 +203,7 @@ export function createAgentMetrics(registry: Registry): AgentMetrics {
       compactions.inc({ outcome });
       if (seconds !== undefined) compactionDuration.observe(seconds);
     },
+    upkeepBacklog,
+    backlog: (roots) => upkeepBacklog.set(roots),
   };
 }

@@ -188,6 +188,8 @@ export async function measurePrime(store: Store, rootName: string): Promise<numb
  */
 export class BackgroundCompactor {
   private readonly waiting = new Set<string>();
+  /** The Root the upkeep works on now. */
+  private current: string | null = null;
   private running: Promise<void> | null = null;
   private closed = false;
 
@@ -197,15 +199,29 @@ export class BackgroundCompactor {
       /** Compact at this depth (default COMPACT_AT_DEPTH); 0: never, the upkeep only measures. */
       atDepth?: number;
       onOutcome?: (rootName: string, o: UpkeepOutcome) => void;
+      /** How many Roots wait for, or are in, the upkeep, each time that changes. */
+      onBacklog?: (roots: number) => void;
     } = {},
   ) {}
 
   request(rootName: string): void {
     if (this.closed) return;
     this.waiting.add(rootName);
+    this.kick();
+    this.options.onBacklog?.(this.backlog());
+  }
+
+  /** Drains the waiting Roots unless a drain runs; one asked for as a drain ends starts the next. */
+  private kick(): void {
     this.running ??= this.drain().finally(() => {
       this.running = null;
+      if (this.waiting.size > 0 && !this.closed) this.kick();
     });
+  }
+
+  /** Roots waiting for, or in, the upkeep. */
+  backlog(): number {
+    return this.waiting.size + (this.current !== null ? 1 : 0);
   }
 
   /** Resolves when nothing is waiting or running. */
@@ -223,6 +239,7 @@ export class BackgroundCompactor {
   private async drain(): Promise<void> {
     for (const rootName of this.waiting) {
       this.waiting.delete(rootName);
+      this.current = rootName;
       let o: UpkeepOutcome;
       try {
         o = this.options.atDepth === 0 ? { outcome: 'skipped', why: 'background compaction is off' } : await compactPrime(this.store, rootName, { stopped: () => this.closed, ...(this.options.atDepth !== undefined ? { atDepth: this.options.atDepth } : {}) });
@@ -236,7 +253,9 @@ export class BackgroundCompactor {
           o = { outcome: 'measure-failed', error: String(e) };
         }
       }
+      this.current = null;
       this.options.onOutcome?.(rootName, o);
+      this.options.onBacklog?.(this.backlog());
     }
   }
 }

@@ -5,21 +5,24 @@
 // follow a schedule drawn from a seed alone (printed; WORLDLINE_FAULTS_SEED=<seed> replays it). After the
 // last fault and a bounded settle, settle-checks.ts asserts: every object final and named, nothing left
 // on the host or in the store, the ledger verified with one line per Collapse transaction, each PRIME one
-// of its recorded generations. Which final state a World reaches is not asserted (a node-agent kill may
+// of its recorded generations. The node-agent compacts PRIME in the background at a depth of 4, so the
+// kills also land on compactions, and a full run must have published one. Which final state a World reaches is not asserted (a node-agent kill may
 // end a running World by name).
 // WORLDLINE_FAULTS_WORLDS lowers the World count for development (a smaller run says so).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { COMPONENTS, startFaultStack, type Component, type FaultStack } from '../support/fault-stack.js';
+import { COMPACT_AT_DEPTH, COMPONENTS, startFaultStack, type Component, type FaultStack } from '../support/fault-stack.js';
 import { campaignSeed, killSchedule, SEED_ENV, workloadRng } from './fault-schedule.js';
-import { documentedCodes, hostLeftovers, ledgerProblems, namedStates, primeProblems, storeLeftovers, unsettled } from './settle-checks.js';
+import { compactionCount, documentedCodes, hostLeftovers, ledgerProblems, namedStates, primeProblems, storeLeftovers, unsettled, upkeepIdle } from './settle-checks.js';
 import { adoptRoots, listAll, planWorkload, runWorkload } from './workload.js';
 
 const WORLDS = Number(process.env['WORLDLINE_FAULTS_WORLDS'] ?? 200);
 const ROOTS = 4;
 /** How long objects may take to settle after the last fault. */
 const SETTLE_MS = 240_000;
+/** How long the node-agent's background upkeep may take to finish after that. */
+const UPKEEP_IDLE_MS = 120_000;
 const say = (msg: string): void => {
   process.stderr.write(`[faults] ${msg}\n`);
 };
@@ -86,9 +89,13 @@ test('fault campaign: Worlds and Collapses under kill -9 of every component', { 
       ...namedStates(worlds, collapses, roots, documentedCodes()),
       ...hostLeftovers(s, worlds.map((w) => w.metadata.uid as string), s.agent().pid),
     ];
-    // The store is read with the agent stopped; SIGKILL, so nothing is tidied on the way out.
+    // The store is read with the agent stopped; SIGKILL, so nothing is tidied on the way out. First its
+    // background upkeep ends: a compaction the kill interrupted would leave its unpublished tree (which the
+    // next open removes; the kills during the workload test that).
+    if (!(await upkeepIdle(s.agent(), UPKEEP_IDLE_MS))) problems.push(`the node-agent's background upkeep was still busy ${UPKEEP_IDLE_MS / 1000} s after the objects settled (worldline_upkeep_backlog)`);
     await s.stopAgent();
     problems.push(...storeLeftovers(s));
+    const compactions = compactionCount(s);
     const ledger = ledgerProblems(s, collapses);
     problems.push(...ledger.problems, ...(await primeProblems(s, roots, hostPaths, collapses, worlds)));
 
@@ -99,7 +106,7 @@ test('fault campaign: Worlds and Collapses under kill -9 of every component', { 
       `kills: ${JSON.stringify(kills)} (${Object.values(kills).reduce((a, b) => a + b, 0)} in all); exits of their own, restarted: ${s.selfExits.length} ${JSON.stringify(s.selfExits.map((e) => `${e.component} code ${String(e.code)}: ${e.lastLog}`))}`,
       `Worlds by phase/reason: ${count(worlds, (w) => `${String(w.status?.phase)}/${String(w.status?.reason)}`)}`,
       `Collapses by phase/reason: ${count(collapses, (c) => `${String(c.status?.phase)}/${String(c.status?.reason)}`)}`,
-      `ledger: ${ledger.figures.lines} lines (${ledger.figures.committed} COMMITTED, ${ledger.figures.denied} DENIED); Root generations ${roots.map((r) => `${String(r.metadata.name)}=${String(r.status?.generation)}`).join(' ')}`,
+      `ledger: ${ledger.figures.lines} lines (${ledger.figures.committed} COMMITTED, ${ledger.figures.denied} DENIED); Root generations ${roots.map((r) => `${String(r.metadata.name)}=${String(r.status?.generation)}`).join(' ')}; background compactions published: ${compactions} (at a depth of ${COMPACT_AT_DEPTH})`,
       `waves whose Worlds took over the wave's wait: ${work.slowWaves.length}; settled ${Math.round(settleMs / 1000)} s after the last fault; campaign ${Math.round((Date.now() - started) / 1000)} s`,
     ];
     for (const f of figures) {
@@ -112,6 +119,7 @@ test('fault campaign: Worlds and Collapses under kill -9 of every component', { 
     if (WORLDS >= 200) {
       assert.ok(worlds.length >= 200 && collapses.length >= 50, 'a full run has at least 200 Worlds and 50 Collapses');
       for (const c of COMPONENTS) assert.ok(kills[c] > 0, `a full run kills ${c} at least once`);
+      assert.ok(compactions > 0, 'a full run compacts a Root in the background at least once');
     }
     assert.deepEqual(problems, [], `seed ${seed} (replay: ${replay}): ${problems.length} problems`);
   } finally {

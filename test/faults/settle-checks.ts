@@ -15,9 +15,11 @@
 import { execFileSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, readlinkSync, realpathSync } from 'node:fs';
 import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
 import { collapseWalk } from '../../node-agent/store/store-walk.js';
+import type { ControllerProcess } from '../support/controller-process.js';
 import type { FaultStack } from '../support/fault-stack.js';
 import { mountsBelow } from '../support/worlds.js';
 import { COLLAPSE_FINAL, WORLD_FINAL } from './workload.js';
@@ -135,8 +137,32 @@ function publishedCompactions(db: Database.Database): string[] {
   return (db.prepare('SELECT generation_id FROM compactions').all() as { generation_id: string }[]).map((r) => `${r.generation_id}.full`);
 }
 
+/** How many background compactions the store has published. */
+export function compactionCount(s: FaultStack): number {
+  const db = new Database(join(s.storeDir, 'state.db'), { readonly: true, fileMustExist: true });
+  try {
+    return (db.prepare('SELECT count(*) AS n FROM compactions').get() as { n: number }).n;
+  } finally {
+    db.close();
+  }
+}
+
 /**
- * The store's leftovers: id slots, reservations, intents, generations not recorded, collapse staging,
+ * Whether the node-agent's background upkeep (compactions, PRIME's measurement) is idle: its
+ * worldline_upkeep_backlog is 0, polled until `ms` have passed.
+ */
+export async function upkeepIdle(agent: ControllerProcess, ms: number): Promise<boolean> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const m = /^worldline_upkeep_backlog (\S+)$/m.exec(await agent.metrics());
+    if (m?.[1] === '0') return true;
+    if (Date.now() > deadline) return false;
+    await sleep(500);
+  }
+}
+
+/**
+ * The store's leftovers: id slots, reservations, intents, generations not recorded, collapse and compaction staging,
  * prepared live links. Read with
  * the node-agent stopped (it holds its database in EXCLUSIVE locking mode).
  */
@@ -152,7 +178,7 @@ export function storeLeftovers(s: FaultStack): string[] {
   } finally {
     db.close();
   }
-  for (const n of readdirSync(join(s.storeDir, 'staging')).filter((x) => x.startsWith('collapse-'))) out.push(`staging/${n} left`);
+  for (const n of readdirSync(join(s.storeDir, 'staging')).filter((x) => x.startsWith('collapse-') || x.startsWith('compact-'))) out.push(`staging/${n} left`);
   for (const n of readdirSync(join(s.storeDir, 'live')).filter((x) => x.startsWith('.next-'))) out.push(`live/${n} left`);
   return out;
 }

@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { after, before, test, type TestContext } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { manifestDigest } from '../../core/manifest.js';
-import { COMPACTION_STEPS, compactPrime, enableBackgroundCompaction } from '../../node-agent/collapses/background-compaction.js';
+import { COMPACTION_STEPS, compactPrime, enableBackgroundCompaction, type BackgroundCompactor } from '../../node-agent/collapses/background-compaction.js';
 import { isCollapseError } from '../../node-agent/collapses/collapse-errors.js';
 import { collapseRoot } from '../../node-agent/collapses/collapse-root.js';
 import { getCompaction } from '../../node-agent/store/compaction-records.js';
@@ -163,9 +163,13 @@ test('the background compactor compacts after the collapse that makes PRIME deep
   const s = scratch();
   const store = await open(t, join(s.dir, 'store'), true);
   const outcomes: string[] = [];
-  const compactor = enableBackgroundCompaction(store, { atDepth: 4, onOutcome: (_, o) => outcomes.push(o.outcome) });
+  const backlog: number[] = [];
+  const compactor = enableBackgroundCompaction(store, { atDepth: 4, onOutcome: (_, o) => outcomes.push(o.outcome), onBacklog: (n) => backlog.push(n) });
   await deepen(t, store, s.dir, 3); // the third collapse makes a stack of 4
+  assert.ok(backlog.some((n) => n > 0), `the backlog showed the requests: ${backlog.join(', ')}`);
   await compactor.idle();
+  assert.equal(backlog.at(-1), 0, `the backlog is empty once idle: ${backlog.join(', ')}`);
+  assert.equal(compactor.backlog(), 0);
   const prime = await checkRouting(store, 'project');
   assert.ok(getCompaction(store.db, prime.generationId), `compacted: ${outcomes.join(', ')}`);
   assert.equal(outcomes.filter((o) => o === 'compacted').length, 1);
@@ -177,6 +181,26 @@ test('the background compactor compacts after the collapse that makes PRIME deep
   compactor.request('project');
   await compactor.idle();
   assert.equal(outcomes.length, seen, 'a closed compactor takes no more requests');
+});
+
+test('a Root asked for just as the upkeep finishes its last one is not dropped', async (t) => {
+  const s = scratch();
+  const store = await open(t, join(s.dir, 'store'), true);
+  await adoptSample(store, s.dir);
+  const seen: string[] = [];
+  let again = true;
+  const compactor: BackgroundCompactor = enableBackgroundCompaction(store, {
+    onOutcome: (root) => {
+      seen.push(root);
+      // After the drain's last look at what waits, before it has ended.
+      if (again) queueMicrotask(() => compactor.request(root));
+      again = false;
+    },
+  });
+  compactor.request('project');
+  await compactor.idle();
+  assert.deepEqual(seen, ['project', 'project'], 'the second request was served');
+  assert.equal(compactor.backlog(), 0);
 });
 
 test('the upkeep measures a freshly adopted PRIME in the background: the first collapse\'s boundary does not walk it', async (t) => {

@@ -48,6 +48,8 @@ export interface FaultStack {
 }
 
 const CONTROLLER_IDENTITY = 'faults-controller';
+/** The node-agent's --compact-at-depth here. */
+export const COMPACT_AT_DEPTH = 4;
 
 export async function startFaultStack(nodeName = 'faults-node'): Promise<FaultStack> {
   const scratch = mkdtempSync(join(tmpdir(), 'worldline-faults-'));
@@ -63,8 +65,10 @@ export async function startFaultStack(nodeName = 'faults-node'): Promise<FaultSt
   const start = { timeoutMs: 180_000 };
   const newController = (): Promise<ControllerProcess> =>
     startController({ kubeconfig: cp.kubeconfigPath, identity: CONTROLLER_IDENTITY, leaseDurationSeconds: 6, start });
+  // Background compaction at a depth of 4 (16 by default), so that the campaign's Roots, a dozen collapses
+  // deep, are compacted several times under the kills.
   const newAgent = (): Promise<ControllerProcess> =>
-    startNodeAgent({ kubeconfig: cp.kubeconfigPath, nodeName, storeDir, start: { ...start, ready: ['node-agent started'] } });
+    startNodeAgent({ kubeconfig: cp.kubeconfigPath, nodeName, storeDir, extraArgs: ['--compact-at-depth', String(COMPACT_AT_DEPTH)], start: { ...start, ready: ['node-agent started'] } });
   // The controller and node-agent are supervised as their Deployment and DaemonSet would be: one that
   // exits by itself (the controller exits when it loses its lease, e.g. while kube-apiserver is down) is
   // started again, and the exit is recorded. Starts and kills of one component never overlap.
