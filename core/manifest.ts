@@ -114,11 +114,21 @@ export function manifestDigest(m: Manifest): string {
 function* manifestDigestParts(entries: readonly ManifestEntry[], tail: string): Generator<string | Buffer> {
   yield '{"entries":[';
   let start = 0;
-  for (let i = 0; i < entries.length; i++) {
-    if (i + 1 < entries.length && i + 1 - start < MAX_CHUNK && !endsChunk(entries[i]!.path)) continue;
+  while (start < entries.length) {
     if (start > 0) yield ',';
-    yield chunkText(entries, start, i + 1);
-    start = i + 1;
+    // A kept chunk that ended by the rule (not at its manifest's end) ends here too: the same entries from
+    // the same first one meet the same path, or MAX_CHUNK, at the same place; no path of it is looked at
+    // again. (Any split hashes the same bytes; keeping to the rule's split keeps the chunks reusable.)
+    const kept = keptChunk(entries, start);
+    if (kept?.closed === true) {
+      yield kept.bytes;
+      start += kept.entries.length;
+      continue;
+    }
+    let end = start + 1;
+    while (end < entries.length && end - start < MAX_CHUNK && !endsChunk(entries[end - 1]!.path)) end++;
+    yield chunkText(entries, start, end, kept);
+    start = end;
   }
   yield tail;
 }
@@ -135,6 +145,8 @@ const MAX_CHUNK = 2048;
 interface ChunkText {
   entries: readonly ManifestEntry[];
   bytes: Buffer;
+  /** It ended by the rule (endsChunk of its last path, or MAX_CHUNK entries), not at the end of its manifest. */
+  closed: boolean;
 }
 const chunkTexts = new WeakMap<ManifestEntry, ChunkText>();
 
@@ -145,15 +157,21 @@ function endsChunk(path: string): boolean {
   return ((h ^ (h >>> 16)) & 0xff) === 0;
 }
 
-function chunkText(entries: readonly ManifestEntry[], from: number, to: number): string | Buffer {
-  const first = entries[from]!;
-  const kept = chunkTexts.get(first);
-  if (kept && kept.entries.length === to - from && kept.entries.every((e, k) => e === entries[from + k])) return kept.bytes;
+/** The chunk kept for entries[from] when `entries` holds its very entries from there on. */
+function keptChunk(entries: readonly ManifestEntry[], from: number): ChunkText | undefined {
+  const kept = chunkTexts.get(entries[from]!);
+  if (!kept || from + kept.entries.length > entries.length) return undefined;
+  for (let k = 0; k < kept.entries.length; k++) if (kept.entries[k] !== entries[from + k]) return undefined;
+  return kept;
+}
+
+function chunkText(entries: readonly ManifestEntry[], from: number, to: number, kept: ChunkText | undefined): string | Buffer {
+  if (kept && kept.entries.length === to - from) return kept.bytes;
   const chunk = entries.slice(from, to);
   const text = chunk.map(measuredEntryJson).join(',');
   if (!chunk.every((e) => Object.isFrozen(e))) return text;
   const bytes = Buffer.from(text, 'utf8');
-  chunkTexts.set(first, { entries: chunk, bytes });
+  chunkTexts.set(entries[from]!, { entries: chunk, bytes, closed: to - from === MAX_CHUNK || endsChunk(entries[to - 1]!.path) });
   return bytes;
 }
 
@@ -277,9 +295,15 @@ export interface ManifestProblem {
  */
 const knownValid = new WeakSet<Manifest>();
 
+/** Manifests found deep-frozen (what is frozen stays frozen): each is looked through once. */
+const deepFrozen = new WeakSet<Manifest>();
+
 /** True when `m`, its entries array, its root attributes and every entry are frozen: nothing of it can change. */
 export function isDeepFrozen(m: Manifest): boolean {
-  return Object.isFrozen(m) && Object.isFrozen(m.entries) && (m.root === undefined || Object.isFrozen(m.root)) && m.entries.every((e) => Object.isFrozen(e));
+  if (deepFrozen.has(m)) return true;
+  const frozen = Object.isFrozen(m) && Object.isFrozen(m.entries) && (m.root === undefined || Object.isFrozen(m.root)) && m.entries.every((e) => Object.isFrozen(e));
+  if (frozen) deepFrozen.add(m);
+  return frozen;
 }
 
 /**

@@ -248,6 +248,25 @@ test('manifestDigest: frozen manifests changed by deltas again and again digest 
   );
 });
 
+test('manifestDigest: kept chunks skipped whole, or not, digest as the canonical value: entries after one, one cut short, one changed inside', () => {
+  const freeze = (entries: ManifestEntry[]): Manifest => Object.freeze({ entries: Object.freeze(entries.map((e) => (Object.isFrozen(e) ? e : Object.freeze({ ...e })))) as ManifestEntry[] });
+  // Few entries: one chunk, ended only by the manifest's end; then the same entries with more after them,
+  // at the end and inside the chunk's span, and with the manifest cut short.
+  const short = freeze(Array.from({ length: 40 }, (_, i) => file(`f${String(i).padStart(3, '0')}`)));
+  assert.equal(manifestDigest(short), digestOf(manifestDigestValue(short)));
+  const longer = freeze([...short.entries, file('g000'), file('g001')]);
+  assert.equal(manifestDigest(longer), digestOf(manifestDigestValue(longer)), 'entries appended after the kept chunk');
+  const cut = freeze(short.entries.slice(0, 20));
+  assert.equal(manifestDigest(cut), digestOf(manifestDigestValue(cut)), 'the kept chunk runs past the manifest');
+  // Many entries: chunks closed by the rule are kept and skipped whole; one changed entry inside one.
+  const many = freeze(Array.from({ length: 9000 }, (_, i) => file(`p/${String(i).padStart(5, '0')}`)).sort((x, y) => compareBytes(x.path, y.path)));
+  const big = freeze([dir('p'), ...many.entries]);
+  assert.equal(manifestDigest(big), digestOf(manifestDigestValue(big)));
+  const changed = freeze(big.entries.map((e, i) => (i === 4500 ? file(e.path, { size: 99 }) : e)));
+  assert.equal(manifestDigest(changed), digestOf(manifestDigestValue(changed)), 'one entry changed inside a kept chunk');
+  assert.equal(manifestDigest(big), digestOf(manifestDigestValue(big)), 'the first manifest again');
+});
+
 test('validateManifest: each problem names its path and says what is wrong', async (t) => {
   const only = (m: Manifest): ManifestProblem[] => validateManifest(m);
   await t.test('ordering and paths', () => {
