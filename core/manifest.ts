@@ -259,17 +259,19 @@ export function applyDelta(base: Manifest, delta: ManifestDelta): Manifest {
   const put = new Map<string, ManifestEntry>();
   for (const e of delta.upsert) put.set(e.path, e);
   const touched = [...new Set([...delta.deleted, ...put.keys()])].sort(compareBytes);
-  // Runs of untouched base entries are copied between the touched paths, each found by binary search.
-  const entries: ManifestEntry[] = [];
+  // Runs of untouched base entries are copied (sliced) between the touched paths, each found by binary search.
+  const runs: ManifestEntry[][] = [];
   let i = 0;
   for (const path of touched) {
     const hi = firstAtOrAfter(b, path, i);
-    while (i < hi) entries.push(b[i++]!);
+    runs.push(b.slice(i, hi));
+    i = hi;
     if (i < b.length && b[i]!.path === path) i++; // replaced or deleted
     const e = put.get(path);
-    if (e) entries.push(e);
+    if (e) runs.push([e]);
   }
-  while (i < b.length) entries.push(b[i++]!);
+  runs.push(b.slice(i));
+  const entries = ([] as ManifestEntry[]).concat(...runs);
   const root = delta.rootAttributes ?? base.root;
   return { entries, ...(root ? { root } : {}) };
 }
@@ -303,6 +305,16 @@ export function isDeepFrozen(m: Manifest): boolean {
   if (deepFrozen.has(m)) return true;
   const frozen = Object.isFrozen(m) && Object.isFrozen(m.entries) && (m.root === undefined || Object.isFrozen(m.root)) && m.entries.every((e) => Object.isFrozen(e));
   if (frozen) deepFrozen.add(m);
+  return frozen;
+}
+
+/** `m` frozen, entries and root included (entries already frozen are shared, not copied), and known to be. */
+export function freezeManifest(m: Manifest): Manifest {
+  if (isDeepFrozen(m)) return m;
+  const entries = m.entries.map((e) => (Object.isFrozen(e) ? e : Object.freeze({ ...e })));
+  const root = m.root && Object.freeze({ ...m.root });
+  const frozen: Manifest = Object.freeze({ entries: Object.freeze(entries) as Manifest['entries'], ...(root ? { root } : {}) });
+  deepFrozen.add(frozen);
   return frozen;
 }
 

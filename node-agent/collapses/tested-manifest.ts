@@ -4,8 +4,7 @@
 // connection, keyed by the base generation's id and the delta's own digest; what is kept is frozen.
 import type { Database } from 'better-sqlite3';
 import { digestOf } from '../../core/digest.js';
-import { applyDelta, manifestDigest, validateApplied, type Manifest, type ManifestDelta, type ManifestProblem } from '../../core/manifest.js';
-import { freezeManifest } from '../store/manifest-cache.js';
+import { applyDelta, freezeManifest, manifestDigest, validateApplied, type Manifest, type ManifestDelta, type ManifestProblem } from '../../core/manifest.js';
 import { getGenerationManifest } from '../store/store-records.js';
 
 export interface TestedManifest {

@@ -2,7 +2,7 @@
 // changes, so its manifest can be served again without a query (~0.3 s at 100k entries); what is served
 // is frozen, entries included, so no caller can change what the next one reads.
 import type { Database } from 'better-sqlite3';
-import { isDeepFrozen, type Manifest } from '../../core/manifest.js';
+import { freezeManifest, type Manifest } from '../../core/manifest.js';
 
 /**
  * Kept while their entries add up to at most this many (least recently used leave first; the newest is
@@ -38,12 +38,4 @@ export function rememberManifest(db: Database, id: string, manifest: Manifest): 
     total -= m.entries.length;
   }
   return kept;
-}
-
-/** `m` frozen, entries and root included (entries already frozen are shared, not copied). */
-export function freezeManifest(m: Manifest): Manifest {
-  if (isDeepFrozen(m)) return m;
-  const entries = m.entries.map((e) => (Object.isFrozen(e) ? e : Object.freeze({ ...e })));
-  const root = m.root && Object.freeze({ ...m.root });
-  return Object.freeze({ entries: Object.freeze(entries) as Manifest['entries'], ...(root ? { root } : {}) });
 }

@@ -4,7 +4,7 @@ import fc from 'fast-check';
 import { canonicalJson } from '../../core/canonical-json.js';
 import { digestOf } from '../../core/digest.js';
 import {
-  applyDelta, applyDeltaBySorting, diffManifests, validateApplied, manifestDigest, manifestDigestValue, measuredEntry, measuredEntryJson, sortManifest, validateManifest, type Manifest, type ManifestEntry, type ManifestProblem,
+  applyDelta, applyDeltaBySorting, diffManifests, freezeManifest, isDeepFrozen, validateApplied, manifestDigest, manifestDigestValue, measuredEntry, measuredEntryJson, sortManifest, validateManifest, type Manifest, type ManifestEntry, type ManifestProblem,
 } from '../../core/manifest.js';
 import { compareBytes, isCleanRelativePath } from '../../core/relative-path.js';
 
@@ -265,6 +265,20 @@ test('manifestDigest: kept chunks skipped whole, or not, digest as the canonical
   const changed = freeze(big.entries.map((e, i) => (i === 4500 ? file(e.path, { size: 99 }) : e)));
   assert.equal(manifestDigest(changed), digestOf(manifestDigestValue(changed)), 'one entry changed inside a kept chunk');
   assert.equal(manifestDigest(big), digestOf(manifestDigestValue(big)), 'the first manifest again');
+});
+
+test('freezeManifest: frozen all the way down, entries already frozen shared, a frozen one returned as it is', () => {
+  const shared = Object.freeze(file('a'));
+  const m: Manifest = { entries: [shared, file('b')], root: { mode: 0o755, uid: 0, gid: 0 } };
+  const f = freezeManifest(m);
+  assert.ok(Object.isFrozen(f) && Object.isFrozen(f.entries) && Object.isFrozen(f.root) && f.entries.every((e) => Object.isFrozen(e)));
+  assert.equal(f.entries[0], shared);
+  assert.notEqual(f.entries[1], m.entries[1]);
+  assert.deepEqual(f, m);
+  assert.ok(isDeepFrozen(f));
+  assert.equal(isDeepFrozen(m), false);
+  assert.equal(freezeManifest(f), f);
+  assert.equal(manifestDigest(f), manifestDigest(m));
 });
 
 test('validateManifest: each problem names its path and says what is wrong', async (t) => {
