@@ -271,10 +271,15 @@ export function applyDelta(base: Manifest, delta: ManifestDelta): Manifest {
     if (e) runs.push([e]);
   }
   runs.push(b.slice(i));
-  const entries = ([] as ManifestEntry[]).concat(...runs);
+  // Joined a batch at a time: a delta touching ~100k paths makes more runs than one call takes arguments.
+  let entries: ManifestEntry[] = [];
+  for (let k = 0; k < runs.length; k += CONCAT_BATCH) entries = entries.concat(...runs.slice(k, k + CONCAT_BATCH));
   const root = delta.rootAttributes ?? base.root;
   return { entries, ...(root ? { root } : {}) };
 }
+
+/** How many runs applyDelta joins in one concat call. */
+const CONCAT_BATCH = 8192;
 
 /** applyDelta for any base: every entry into a map, the delta applied, sorted again (O(N log N)). */
 export function applyDeltaBySorting(base: Manifest, delta: ManifestDelta): Manifest {

@@ -267,6 +267,17 @@ test('manifestDigest: kept chunks skipped whole, or not, digest as the canonical
   assert.equal(manifestDigest(big), digestOf(manifestDigestValue(big)), 'the first manifest again');
 });
 
+test('applyDelta: a delta that touches 150k paths (more runs than one call takes arguments) gives what sorting gives', () => {
+  const n = 150_000;
+  const base: Manifest = { entries: Array.from({ length: n }, (_, i) => file(`f${String(i).padStart(6, '0')}`)) };
+  assert.deepEqual(validateManifest(base), []);
+  const upsert = base.entries.filter((_, i) => i % 2 === 0).map((e) => file(e.path, { size: 7 }));
+  const deleted = base.entries.filter((_, i) => i % 2 === 1).map((e) => e.path);
+  const next = applyDelta(base, { upsert, deleted });
+  assert.equal(next.entries.length, n / 2);
+  assert.deepEqual(next, applyDeltaBySorting(base, { upsert, deleted }));
+});
+
 test('freezeManifest: frozen all the way down, entries already frozen shared, a frozen one returned as it is', () => {
   const shared = Object.freeze(file('a'));
   const m: Manifest = { entries: [shared, file('b')], root: { mode: 0o755, uid: 0, gid: 0 } };
