@@ -6,8 +6,8 @@
 // last fault and a bounded settle, settle-checks.ts asserts: every object final and named, nothing left
 // on the host or in the store, the ledger verified with one line per Collapse transaction, each PRIME one
 // of its recorded generations. The node-agent compacts PRIME in the background at a depth of 4, so the
-// kills also land on compactions, and a full run must have published one. Which final state a World reaches is not asserted (a node-agent kill may
-// end a running World by name).
+// kills also land on compactions, and a full run must have published one. Which final state a World
+// reaches is not asserted (a node-agent kill may end a running World by name).
 // WORLDLINE_FAULTS_WORLDS lowers the World count for development (a smaller run says so).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -92,7 +92,7 @@ test('fault campaign: Worlds and Collapses under kill -9 of every component', { 
     // The store is read with the agent stopped; SIGKILL, so nothing is tidied on the way out. First its
     // background upkeep ends: a compaction the kill interrupted would leave its unpublished tree (which the
     // next open removes; the kills during the workload test that).
-    if (!(await upkeepIdle(s.agent(), UPKEEP_IDLE_MS))) problems.push(`the node-agent's background upkeep was still busy ${UPKEEP_IDLE_MS / 1000} s after the objects settled (worldline_upkeep_backlog)`);
+    if (!(await upkeepIdle(() => s.agent(), UPKEEP_IDLE_MS))) problems.push(`the node-agent's background upkeep was still busy ${UPKEEP_IDLE_MS / 1000} s after the objects settled (worldline_upkeep_backlog)`);
     await s.stopAgent();
     problems.push(...storeLeftovers(s));
     const compactions = compactionCount(s);

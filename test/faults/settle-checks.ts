@@ -149,12 +149,14 @@ export function compactionCount(s: FaultStack): number {
 
 /**
  * Whether the node-agent's background upkeep (compactions, PRIME's measurement) is idle: its
- * worldline_upkeep_backlog is 0, polled until `ms` have passed.
+ * worldline_upkeep_backlog is 0, polled until `ms` have passed (the current agent each time; a scrape
+ * that fails is tried again).
  */
-export async function upkeepIdle(agent: ControllerProcess, ms: number): Promise<boolean> {
+export async function upkeepIdle(agent: () => ControllerProcess, ms: number): Promise<boolean> {
   const deadline = Date.now() + ms;
   for (;;) {
-    const m = /^worldline_upkeep_backlog (\S+)$/m.exec(await agent.metrics());
+    const text = await agent().metrics().catch(() => '');
+    const m = /^worldline_upkeep_backlog (\S+)$/m.exec(text);
     if (m?.[1] === '0') return true;
     if (Date.now() > deadline) return false;
     await sleep(500);

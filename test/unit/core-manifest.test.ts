@@ -250,8 +250,8 @@ test('manifestDigest: frozen manifests changed by deltas again and again digest 
 
 test('manifestDigest: kept chunks skipped whole, or not, digest as the canonical value: entries after one, one cut short, one changed inside', () => {
   const freeze = (entries: ManifestEntry[]): Manifest => Object.freeze({ entries: Object.freeze(entries.map((e) => (Object.isFrozen(e) ? e : Object.freeze({ ...e })))) as ManifestEntry[] });
-  // Few entries: one chunk, ended only by the manifest's end; then the same entries with more after them,
-  // at the end and inside the chunk's span, and with the manifest cut short.
+  // Few entries: a chunk ended by the manifest's end; then the same entries with more after them, and
+  // the manifest cut short inside that chunk.
   const short = freeze(Array.from({ length: 40 }, (_, i) => file(`f${String(i).padStart(3, '0')}`)));
   assert.equal(manifestDigest(short), digestOf(manifestDigestValue(short)));
   const longer = freeze([...short.entries, file('g000'), file('g001')]);
