@@ -4,7 +4,7 @@
 // connection, keyed by the base generation's id and the delta's own digest; what is kept is frozen.
 import type { Database } from 'better-sqlite3';
 import { digestOf } from '../../core/digest.js';
-import { applyDelta, freezeManifest, manifestDigest, validateApplied, type Manifest, type ManifestDelta, type ManifestProblem } from '../../core/manifest.js';
+import { applyDeltaFrozen, manifestDigest, validateApplied, type Manifest, type ManifestDelta, type ManifestProblem } from '../../core/manifest.js';
 import { getGenerationManifest } from '../store/store-records.js';
 
 export interface TestedManifest {
@@ -27,7 +27,7 @@ export function testedManifest(db: Database, baseId: string, delta: ManifestDelt
   if (kept) return kept;
   const base = getGenerationManifest(db, baseId);
   if (!base) return undefined;
-  const manifest = freezeManifest(applyDelta(base, delta));
+  const manifest = applyDeltaFrozen(base, delta);
   const problems = validateApplied(base, delta, manifest);
   const tested: TestedManifest = Object.freeze({ manifest, problems: Object.freeze(problems), digest: problems.length === 0 ? manifestDigest(manifest) : null });
   cache.set(key, tested);

@@ -5,7 +5,7 @@
 // With the PRIME watcher, a view measured clean is remembered with the watcher's state of its upper layer,
 // taken before the measurement; while that state holds (nothing observed under the upper, no gap), the
 // view is still clean and is not captured again. Anything else is measured: never trusted unseen.
-import { applyDelta, manifestDigest, validateApplied, type Manifest } from '../../core/manifest.js';
+import { applyDeltaFrozen, manifestDigest, validateApplied, type Manifest } from '../../core/manifest.js';
 import { storedBaseIndex } from './base-index.js';
 import { captureLayer } from './capture-layer.js';
 import type { LayerDelta } from './layer-delta.js';
@@ -71,7 +71,8 @@ export async function measureView(store: Store, viewId: string): Promise<ViewMea
     return { viewId, record, capture, manifest: base, digest: recorded, state };
   }
   const delta = { upsert: capture.upsert, deleted: capture.deleted, ...(capture.rootChanged && capture.rootAttributes ? { rootAttributes: capture.rootAttributes } : {}) };
-  const manifest = applyDelta(base, delta);
+  // Frozen, so the check below can vouch for it and the digest keeps its chunks for the collapse after it.
+  const manifest = applyDeltaFrozen(base, delta);
   const invalid = validateApplied(base, delta, manifest)[0];
   if (invalid) throw new UnpublishableEdit(invalid.path, `the owner's edit at ${invalid.path} makes an invalid manifest: ${invalid.message}`);
   return { viewId, record, capture, manifest, digest: manifestDigest(manifest), state };

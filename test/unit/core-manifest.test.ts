@@ -4,7 +4,7 @@ import fc from 'fast-check';
 import { canonicalJson } from '../../core/canonical-json.js';
 import { digestOf } from '../../core/digest.js';
 import {
-  applyDelta, applyDeltaBySorting, diffManifests, freezeManifest, isDeepFrozen, validateApplied, manifestDigest, manifestDigestValue, measuredEntry, measuredEntryJson, sortManifest, validateManifest, type Manifest, type ManifestEntry, type ManifestProblem,
+  applyDelta, applyDeltaBySorting, applyDeltaFrozen, diffManifests, freezeManifest, isDeepFrozen, validateApplied, manifestDigest, manifestDigestValue, measuredEntry, measuredEntryJson, sortManifest, validateManifest, type Manifest, type ManifestEntry, type ManifestProblem,
 } from '../../core/manifest.js';
 import { compareBytes, isCleanRelativePath } from '../../core/relative-path.js';
 
@@ -210,6 +210,10 @@ test('validateApplied: checking only the change gives the problems the whole che
       const next = deepFreeze(applyDelta(base, delta));
       const expected = validateManifest(copy(next)); // a copy: the whole check, never the memo
       assert.deepEqual(validateApplied(base, delta, next), expected);
+      const frozen = applyDeltaFrozen(base, delta); // made frozen in one pass: the same manifest, the same answer
+      assert.deepEqual(frozen, next);
+      assert.ok(isDeepFrozen(frozen));
+      assert.deepEqual(validateApplied(base, delta, frozen), expected);
       if (expected.length === 0) {
         fast++;
         assert.deepEqual(validateManifest(next), [], 'a valid applied manifest is known valid');
@@ -290,6 +294,29 @@ test('freezeManifest: frozen all the way down, entries already frozen shared, a 
   assert.equal(isDeepFrozen(m), false);
   assert.equal(freezeManifest(f), f);
   assert.equal(manifestDigest(f), manifestDigest(m));
+});
+
+test('applyDeltaFrozen: frozen all the way down, the base entries shared, the delta copied, never frozen in the caller\'s hands', () => {
+  const b = freezeManifest({ entries: [dir('d'), file('d/f'), file('z')], root: { mode: 0o755, uid: 0, gid: 0 } });
+  const put = file('d/g', { size: 7 });
+  const rootAttributes = { mode: 0o700, uid: 1, gid: 1 };
+  const delta = { upsert: [put], deleted: ['z'], rootAttributes };
+  const next = applyDeltaFrozen(b, delta);
+  assert.deepEqual(next, applyDelta(b, delta));
+  assert.ok(Object.isFrozen(next) && Object.isFrozen(next.entries) && Object.isFrozen(next.root) && next.entries.every((e) => Object.isFrozen(e)));
+  assert.ok(isDeepFrozen(next));
+  assert.equal(next.entries[0], b.entries[0]);
+  assert.equal(next.entries[1], b.entries[1]);
+  assert.notEqual(next.entries[2], put, 'the delta\'s entry is copied');
+  assert.equal(Object.isFrozen(put), false, 'the caller\'s entry is left unfrozen');
+  assert.equal(Object.isFrozen(rootAttributes), false, 'the caller\'s root attributes are left unfrozen');
+  assert.equal(next.entries.length, 3, 'no room left over for the deleted entry');
+  // A base that is not deep-frozen: the same manifest, frozen the general way.
+  const loose: Manifest = { entries: [dir('d'), file('d/f'), file('z')] };
+  const fromLoose = applyDeltaFrozen(loose, delta);
+  assert.deepEqual(fromLoose, applyDelta(loose, delta));
+  assert.ok(isDeepFrozen(fromLoose));
+  assert.equal(Object.isFrozen(loose.entries[0]), false);
 });
 
 test('validateManifest: each problem names its path and says what is wrong', async (t) => {
