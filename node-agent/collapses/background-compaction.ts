@@ -233,6 +233,7 @@ export class BackgroundCompactor {
   async close(): Promise<void> {
     this.closed = true;
     this.waiting.clear();
+    this.options.onBacklog?.(this.backlog()); // the Roots dropped leave the gauge now, not at the next request
     await this.idle();
   }
 

@@ -203,6 +203,21 @@ test('a Root asked for just as the upkeep finishes its last one is not dropped',
   assert.equal(compactor.backlog(), 0);
 });
 
+test('closing the upkeep takes the Roots it drops off the backlog at once', async (t) => {
+  const s = scratch();
+  const store = await open(t, join(s.dir, 'store'), true);
+  await adoptSample(store, s.dir);
+  const backlog: number[] = [];
+  const compactor = enableBackgroundCompaction(store, { onBacklog: (n) => backlog.push(n) });
+  compactor.request('project'); // taken at once: the upkeep works on it
+  compactor.request('another'); // waits behind it
+  assert.equal(backlog.at(-1), 2);
+  const closing = compactor.close();
+  assert.equal(backlog.at(-1), 1, `the waiting Root left the backlog when it was dropped: ${backlog.join(', ')}`);
+  await closing;
+  assert.equal(backlog.at(-1), 0, `nothing is left once closed: ${backlog.join(', ')}`);
+});
+
 test('the upkeep measures a freshly adopted PRIME in the background: the first collapse\'s boundary does not walk it', async (t) => {
   const s = scratch();
   const store = await open(t, join(s.dir, 'store'), true);
