@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { link, mkdir, rename, rm, symlink, writeFile } from 'node:fs/promises';
-import { renameSync, symlinkSync } from 'node:fs';
+import { closeSync, constants, lstatSync, openSync, renameSync, symlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
@@ -9,6 +9,7 @@ import { sha256Hex } from '../../core/digest.js';
 import { manifestDigest, validateManifest } from '../../core/manifest.js';
 import { walkTree, walkTreeDigests, walkTrees } from '../../node-agent/store/walk-tree.js';
 import { walkTreeSync, type KnownHash } from '../../node-agent/store/walk-tree-sync.js';
+import { hashFileSync } from '../../node-agent/store/hash-file.js';
 import { forceBeneathFallback } from '../../native/index.js';
 import { makeSampleTree, scratch } from './store-fixtures.js';
 
@@ -136,6 +137,34 @@ test('walk: names that are not UTF-8 are refused by name', async (t) => {
   writeFileSync(Buffer.concat([Buffer.from(`${s.dir}/`), Buffer.from([0x66, 0xff])]), 'x');
   const w = walkTreeSync(s.dir);
   assert.deepEqual(w.problems.map((p) => p.code), ['UNSUPPORTED_NAME']);
+});
+
+test('walk: files of every size around the read buffer hash to their content, and the hash stops at the size the lstat gave', async (t) => {
+  const s = await scratch(t);
+  const MiB = 1 << 20;
+  const sizes = [0, 1, 4095, MiB - 1, MiB, MiB + 1, 2 * MiB + 3];
+  const content = (n: number): Buffer => Buffer.from(Array.from({ length: n }, (_, i) => (i * 31 + 7) & 0xff));
+  for (const n of sizes) await writeFile(join(s.dir, `f${n}`), content(n));
+  const w = walkTreeSync(s.dir);
+  assert.deepEqual(w.problems, []);
+  for (const n of sizes) {
+    const e = w.manifest.entries.find((x) => x.path === `f${n}`);
+    assert.equal(e?.size, n);
+    assert.equal(e?.sha256, sha256Hex(content(n)), `f${n}`);
+  }
+  assert.equal(w.bytes, sizes.reduce((a, b) => a + b, 0));
+  // A file longer, or shorter, than its lstat said is not hashed as that size.
+  const rootFd = openSync(s.dir, constants.O_RDONLY | constants.O_DIRECTORY);
+  t.after(() => closeSync(rootFd));
+  const buffer = Buffer.allocUnsafe(MiB);
+  for (const n of [1, MiB, MiB + 1]) {
+    const seen = lstatSync(join(s.dir, `f${n}`), { bigint: true });
+    assert.deepEqual(hashFileSync(rootFd, `f${n}`, seen, buffer), { ok: true, sha256: sha256Hex(content(n)), size: n });
+    for (const off of [-1n, 1n]) {
+      const r = hashFileSync(rootFd, `f${n}`, Object.assign(Object.create(Object.getPrototypeOf(seen) as object) as typeof seen, seen, { size: seen.size + off }), buffer);
+      assert.equal(r.ok, false, `f${n} taken for ${seen.size + off} bytes`);
+    }
+  }
 });
 
 test('walk digest ignores timestamps', async (t) => {
