@@ -15,7 +15,9 @@ import { parseLedgerLine } from '../../core/receipts/ledger-line.js';
 import { parseReceiptBody, type ReceiptBody } from '../../core/receipts/receipt.js';
 import { receiptsConfigMapName } from '../../node-agent/receipts/publish-public-key.js';
 import { startStack, type Stack } from '../support/stack.js';
-import { getJson } from '../support/wait.js';
+import { getJson, kc } from '../support/wait.js';
+import { metricSum } from '../support/metrics-text.js';
+import { startController } from '../support/controller-process.js';
 import { collapseManifest, waitCollapse } from '../support/collapses.js';
 import { applyRoot, describeRun, runWorld, shWorld } from '../support/worlds.js';
 
@@ -212,5 +214,40 @@ describe('collapse on a real stack', () => {
     assert.equal(again.status.phase, 'Denied', JSON.stringify(again.status));
     assert.ok(again.status.decision.reasons.includes('PRIME_MOVED'), JSON.stringify(again.status.decision));
     assert.equal(readFileSync(join(hostPath, 'keep.txt'), 'utf8'), 'original\n');
+  });
+
+  // Last: it replaces the stack's controller. The controller binds (spec.worldUID) before it hands over
+  // (status.nodeName); the node-agent does not rely on that order: here the hand-over lands alone.
+  test('a Collapse handed to the node before it is bound is left alone until its World uid is set, then commits', async () => {
+    const hostPath = join(s.scratch, 'handed');
+    mkdirSync(hostPath, { mode: 0o755 });
+    writeFileSync(join(hostPath, 'h.txt'), 'base\n');
+    for (const p of [hostPath, join(hostPath, 'h.txt')]) chownSync(p, OWNER, OWNER);
+    assert.equal((await applyRoot(s, 'handed', hostPath)).status.phase, 'Ready');
+    const w = await runWorld(s, 'handed-w', shWorld(['handed'], 'echo more >> h.txt'));
+    assert.equal(w.status.phase, 'Captured', describeRun(w));
+    await s.controller.kill('SIGTERM');
+    await s.controller.waitExit();
+    await s.apply(collapseManifest('handed-c', 'handed-w'));
+    const reconciles = async (): Promise<number> => metricSum(await s.agent.metrics(), 'worldline_reconcile_total', { kind: 'NodeCollapse' });
+    const before = await reconciles();
+    const handOver = { apiVersion: 'worldline.dev/v1alpha1', kind: 'Collapse', metadata: { name: 'handed-c', namespace: 'default' }, status: { nodeName: s.nodeName } };
+    await kc(s.cp, ['apply', '--server-side', '--field-manager=worldline-controller', '--subresource=status', '-f', '-'], JSON.stringify(handOver));
+    await s.waitFor('the node-agent to reconcile the handed Collapse', async () => (await reconciles()) > before, 30_000);
+    const waiting = await s.get('Collapse', 'handed-c');
+    assert.equal(waiting?.status?.nodeName, s.nodeName);
+    assert.equal(waiting?.spec.worldUID, undefined);
+    assert.equal(waiting?.status?.phase, undefined, `the node-agent acted on an unbound Collapse: ${JSON.stringify(waiting?.status)}`);
+    assert.equal(waiting?.status?.transaction, undefined);
+    assert.equal(readFileSync(join(hostPath, 'h.txt'), 'utf8'), 'base\n', 'PRIME is untouched');
+    const controller = await startController({ kubeconfig: s.cp.kubeconfigPath, identity: 'second-controller' });
+    try {
+      const c = await final('handed-c');
+      assert.equal(c.status.phase, 'Committed', JSON.stringify(c.status));
+      assert.equal(c.spec.worldUID, w.uid);
+      assert.equal(readFileSync(join(hostPath, 'h.txt'), 'utf8'), 'base\nmore\n');
+    } finally {
+      await controller.kill('SIGTERM');
+    }
   });
 });
