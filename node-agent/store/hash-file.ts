@@ -79,11 +79,12 @@ export function hashOpenFileOfSize(fd: number, buffer: Buffer, expected: number)
   let size = 0;
   for (;;) {
     const ask = Math.min(buffer.length, expected - size + 1);
-    const n = readSync(fd, buffer, 0, Math.max(1, ask), null);
+    const n = readSync(fd, buffer, 0, ask, null);
     if (n === 0) break;
     hash.update(buffer.subarray(0, n));
     size += n;
     if (n < ask && size === expected) break;
+    if (size > expected) break; // longer than its lstat: refused by the caller, and never read a byte at a time
   }
   return { sha256: hash.digest('hex'), size };
 }

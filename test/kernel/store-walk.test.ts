@@ -9,7 +9,7 @@ import { sha256Hex } from '../../core/digest.js';
 import { manifestDigest, validateManifest } from '../../core/manifest.js';
 import { walkTree, walkTreeDigests, walkTrees } from '../../node-agent/store/walk-tree.js';
 import { walkTreeSync, type KnownHash } from '../../node-agent/store/walk-tree-sync.js';
-import { hashFileSync } from '../../node-agent/store/hash-file.js';
+import { hashFileSync, hashOpenFileOfSize } from '../../node-agent/store/hash-file.js';
 import { forceBeneathFallback } from '../../native/index.js';
 import { makeSampleTree, scratch } from './store-fixtures.js';
 
@@ -165,6 +165,10 @@ test('walk: files of every size around the read buffer hash to their content, an
       assert.equal(r.ok, false, `f${n} taken for ${seen.size + off} bytes`);
     }
   }
+  // A file far longer than expected is not read on past the first byte beyond the expected end.
+  const fd = openSync(join(s.dir, `f${2 * MiB + 3}`), constants.O_RDONLY);
+  t.after(() => closeSync(fd));
+  assert.equal(hashOpenFileOfSize(fd, buffer, 1).size, 2);
 });
 
 test('walk digest ignores timestamps', async (t) => {
