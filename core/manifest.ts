@@ -287,16 +287,12 @@ function applied(base: Manifest, delta: ManifestDelta, freeze: boolean): Manifes
     while (i < hi) entries[n++] = b[i++]!;
     if (i < b.length && b[i]!.path === path) i++; // replaced or deleted
     const e = put.get(path);
-    if (e) entries[n++] = freeze && !Object.isFrozen(e) ? Object.freeze({ ...e }) : e;
+    if (e) entries[n++] = freeze ? frozenCopy(e) : e;
   }
   while (i < b.length) entries[n++] = b[i++]!;
   entries.length = n;
-  const given = delta.rootAttributes ?? base.root;
-  const root = given && freeze && !Object.isFrozen(given) ? Object.freeze({ ...given }) : given;
-  if (!freeze) return { entries, ...(root ? { root } : {}) };
-  const frozen: Manifest = Object.freeze({ entries: Object.freeze(entries) as Manifest['entries'], ...(root ? { root } : {}) });
-  deepFrozen.add(frozen);
-  return frozen;
+  const root = delta.rootAttributes ?? base.root;
+  return freeze ? frozenManifest(entries, root) : { entries, ...(root ? { root } : {}) };
 }
 
 /** applyDelta for any base: every entry into a map, the delta applied, sorted again (O(N log N)). */
@@ -333,10 +329,17 @@ export function isDeepFrozen(m: Manifest): boolean {
 
 /** `m` frozen, entries and root included (entries already frozen are shared, not copied), and known to be. */
 export function freezeManifest(m: Manifest): Manifest {
-  if (isDeepFrozen(m)) return m;
-  const entries = m.entries.map((e) => (Object.isFrozen(e) ? e : Object.freeze({ ...e })));
-  const root = m.root && Object.freeze({ ...m.root });
-  const frozen: Manifest = Object.freeze({ entries: Object.freeze(entries) as Manifest['entries'], ...(root ? { root } : {}) });
+  return isDeepFrozen(m) ? m : frozenManifest(m.entries.map(frozenCopy), m.root);
+}
+
+/** `x` when frozen, else a frozen shallow copy (the caller's object is never frozen in its hands). */
+function frozenCopy<T extends object>(x: T): T {
+  return Object.isFrozen(x) ? x : Object.freeze({ ...x });
+}
+
+/** The manifest of `entries` (frozen entries, in a new array it takes over) and `root`, frozen and known to be. */
+function frozenManifest(entries: ManifestEntry[], root: RootAttributes | undefined): Manifest {
+  const frozen: Manifest = Object.freeze({ entries: Object.freeze(entries) as Manifest['entries'], ...(root ? { root: frozenCopy(root) } : {}) });
   deepFrozen.add(frozen);
   return frozen;
 }

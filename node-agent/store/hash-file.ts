@@ -43,15 +43,19 @@ export function hashFileSync(rootFd: number, relPath: string, seen: BigIntStats,
 /** A SHA-256 and byte count fed one read at a time. */
 class RunningHash {
   private readonly hash = createHash('sha256');
-  private size = 0;
+  size = 0;
+
+  /** Reads the next chunk of `fd` (at most `max` bytes) into the hash; how many were read, 0 at end of file. */
+  read(fd: number, buffer: Buffer, max = buffer.length): number {
+    const n = readSync(fd, buffer, 0, max, null);
+    this.hash.update(buffer.subarray(0, n));
+    this.size += n;
+    return n;
+  }
 
   /** Reads the next chunk of `fd` into the hash; false at end of file. */
   step(fd: number, buffer: Buffer): boolean {
-    const n = readSync(fd, buffer, 0, buffer.length, null);
-    if (n === 0) return false;
-    this.hash.update(buffer.subarray(0, n));
-    this.size += n;
-    return true;
+    return this.read(fd, buffer) > 0;
   }
 
   result(): { sha256: string; size: number } {
@@ -75,18 +79,15 @@ export function hashOpenFile(fd: number, buffer: Buffer): { sha256: string; size
  * system call fewer per file of a walk.
  */
 export function hashOpenFileOfSize(fd: number, buffer: Buffer, expected: number): { sha256: string; size: number } {
-  const hash = createHash('sha256');
-  let size = 0;
+  const h = new RunningHash();
   for (;;) {
-    const ask = Math.min(buffer.length, expected - size + 1);
-    const n = readSync(fd, buffer, 0, ask, null);
+    const ask = Math.min(buffer.length, expected - h.size + 1);
+    const n = h.read(fd, buffer, ask);
     if (n === 0) break;
-    hash.update(buffer.subarray(0, n));
-    size += n;
-    if (n < ask && size === expected) break;
-    if (size > expected) break; // longer than its lstat: refused by the caller, and never read a byte at a time
+    if (n < ask && h.size === expected) break;
+    if (h.size > expected) break; // longer than its lstat: refused by the caller, and never read a byte at a time
   }
-  return { sha256: hash.digest('hex'), size };
+  return h.result();
 }
 
 /** hashOpenFile for a loop that must not stall the event loop: `breathe` runs after every read. */
