@@ -1,7 +1,7 @@
 // fanotify in file-id mode (src/fanotify.c): one fd watching every change of content, metadata or names on
 // a whole filesystem, its events decoded to plain objects with the kernel's file handles, and a handle
 // resolved back to a path. node-agent/store/prime-watcher.ts is the one user.
-import { readlinkSync } from 'node:fs';
+import { readFileSync, readlinkSync } from 'node:fs';
 import { binding } from './binding.js';
 import { O_PATH } from './constants.js';
 import type { FanotifyRecord } from './types.js';
@@ -55,20 +55,51 @@ export function fanotifyMarkFilesystem(fd: number, path: string): void {
   binding.fanotifyMarkFilesystem(v.fd('fd', fd), v.absolutePath('path', path));
 }
 
+/** What one fanotifyRead call read, and whether that was everything queued when it began. */
+export interface FanotifyBatch {
+  events: FanotifyEvent[];
+  /**
+   * true: every event queued when the call began was read (the read met EAGAIN, or read more events than
+   * the group's queue can hold). false: the call stopped at its byte bound first, and events queued before
+   * it may still be waiting; the caller must not answer as if it had seen them.
+   */
+  complete: boolean;
+}
+
 /**
- * Every event queued on `fd` now: non-blocking reads until EAGAIN (at most 8 MiB per call; what is left
- * stays queued). FAN_Q_OVERFLOW is its own kind. Throws errno errors (EPROTO for a record it cannot decode).
+ * The events queued on `fd` now: non-blocking reads until EAGAIN, or until more events than `queueLimit`
+ * (the group's queue bound, fanotifyQueueLimit when the fd was opened; undefined when not known) were read,
+ * or at most 8 MiB per call (what is left stays queued). FAN_Q_OVERFLOW is its own kind. Throws errno
+ * errors (EPROTO for a record it cannot decode).
  */
-export function fanotifyRead(fd: number): FanotifyEvent[] {
-  const raw = binding.fanotifyRead(v.fd('fd', fd));
-  return raw.map((e) => ({
-    kind: (e.mask & FAN_Q_OVERFLOW) !== 0 ? 'overflow' : 'event',
-    mask: e.mask,
-    pid: e.pid,
-    records: e.records,
-    fid: e.records.find((r) => r.type === FAN_EVENT_INFO_TYPE_FID),
-    dir: e.records.find((r) => r.type === FAN_EVENT_INFO_TYPE_DFID_NAME || r.type === FAN_EVENT_INFO_TYPE_DFID),
-  }));
+export function fanotifyRead(fd: number, queueLimit?: number): FanotifyBatch {
+  // The queue holds at most queueLimit events, plus the one overflow event the kernel adds when it is full.
+  const enough = queueLimit === undefined ? 0 : v.integer('queueLimit', queueLimit, 1, 0xfffffffe) + 1;
+  const raw = binding.fanotifyRead(v.fd('fd', fd), enough);
+  return {
+    complete: raw.complete,
+    events: raw.events.map((e) => ({
+      kind: (e.mask & FAN_Q_OVERFLOW) !== 0 ? 'overflow' : 'event',
+      mask: e.mask,
+      pid: e.pid,
+      records: e.records,
+      fid: e.records.find((r) => r.type === FAN_EVENT_INFO_TYPE_FID),
+      dir: e.records.find((r) => r.type === FAN_EVENT_INFO_TYPE_DFID_NAME || r.type === FAN_EVENT_INFO_TYPE_DFID),
+    })),
+  };
+}
+
+/**
+ * The bound a fanotify group opened now gets on its queue: fs.fanotify.max_queued_events, which the kernel
+ * copies into the group at fanotify_init. undefined when it cannot be read.
+ */
+export function fanotifyQueueLimit(procDir = '/proc'): number | undefined {
+  try {
+    const n = Number(readFileSync(`${procDir}/sys/fs/fanotify/max_queued_events`, 'utf8').trim());
+    return Number.isSafeInteger(n) && n > 0 && n < 0xffffffff ? n : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /**

@@ -253,6 +253,6 @@ export interface NativeBinding {
   peerCredentials(fd: number): { pid: number; uid: number; gid: number };
   fanotifyOpen(): number;
   fanotifyMarkFilesystem(fd: number, path: string): void;
-  fanotifyRead(fd: number): { mask: number; pid: number; records: FanotifyRecord[] }[];
+  fanotifyRead(fd: number, enough: number): { events: { mask: number; pid: number; records: FanotifyRecord[] }[]; complete: boolean };
   openByHandle(mountFd: number, handleType: number, handle: Buffer, flags: number): number;
 }

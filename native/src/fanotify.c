@@ -7,8 +7,11 @@
  *     events were lost.
  *   fanotifyMarkFilesystem(fd, path): FAN_MARK_ADD | FAN_MARK_FILESYSTEM with WL_FAN_WATCH_MASK, every change
  *     of content, metadata or names on path's filesystem.
- *   fanotifyRead(fd) -> events: non-blocking reads until EAGAIN (or WL_FAN_READ_CAP bytes, so a writer faster
- *     than us cannot keep one call going forever; what is left stays queued for the next call), each record
+ *   fanotifyRead(fd, enough) -> { events, complete }: non-blocking reads until EAGAIN, or until `enough` events
+ *     were read (the group's queue holds at most that many, so everything queued when the call began has been
+ *     read), or until WL_FAN_READ_CAP bytes (so a writer faster than us cannot keep one call going forever;
+ *     what is left stays queued for the next call). complete is false only in the last case: events queued
+ *     before the call may be among those left. enough 0: not known, only EAGAIN completes. Each record is
  *     decoded to { mask, pid, records: [{ type, fsid, handleType, handle, name }] }.
  *   openByHandle(mountFd, handleType, handle, flags) -> fd: open_by_handle_at (CAP_DAC_READ_SEARCH), O_CLOEXEC
  *     added. Resolving a handle to a path (readlink of /proc/self/fd/N) is done in native/fanotify.ts. */
@@ -115,20 +118,33 @@ static napi_value decode_event(napi_env env, const struct fanotify_event_metadat
 }
 
 static napi_value js_fanotify_read(napi_env env, napi_callback_info info) {
-  napi_value argv[1];
+  napi_value argv[2];
   int32_t fd;
-  if (!wl_args(env, info, 1, argv) || !wl_int32(env, argv[0], "fd", &fd)) return NULL;
+  uint32_t enough;
+  if (!wl_args(env, info, 2, argv) || !wl_int32(env, argv[0], "fd", &fd) || !wl_uint32(env, argv[1], "enough", &enough)) return NULL;
   WL_AUTOFREE char *buf = aligned_alloc(8, WL_FAN_BUF);
   if (buf == NULL) return wl_throw_errno(env, ENOMEM, "fanotifyRead", NULL);
-  napi_value events;
-  if (napi_create_array(env, &events) != napi_ok) return NULL;
+  napi_value result, events;
+  if (napi_create_object(env, &result) != napi_ok || napi_create_array(env, &events) != napi_ok) return NULL;
   uint32_t count = 0;
   size_t total = 0;
-  while (total < WL_FAN_READ_CAP) {
+  bool complete = false;
+  for (;;) {
+    if (enough > 0 && count >= enough) {
+      complete = true;
+      break;
+    }
+    if (total >= WL_FAN_READ_CAP) break;
     ssize_t len = WL_RETRY(read(fd, buf, WL_FAN_BUF));
-    if (len < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
+    if (len < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      complete = true;
+      break;
+    }
     if (len < 0) return wl_throw_errno(env, errno, "read(fanotify)", NULL);
-    if (len == 0) break;
+    if (len == 0) {
+      complete = true;
+      break;
+    }
     total += (size_t)len;
     const struct fanotify_event_metadata *m = (const void *)buf;
     for (; FAN_EVENT_OK(m, len); m = FAN_EVENT_NEXT(m, len)) {
@@ -144,7 +160,9 @@ static napi_value js_fanotify_read(napi_env env, napi_callback_info info) {
     }
     if (len != 0) return wl_throw_errno(env, EPROTO, "read(fanotify) truncated event", NULL);
   }
-  return events;
+  napi_value done;
+  if (napi_get_boolean(env, complete, &done) != napi_ok || !set(env, result, "events", events) || !set(env, result, "complete", done)) return NULL;
+  return result;
 }
 
 static napi_value js_open_by_handle(napi_env env, napi_callback_info info) {

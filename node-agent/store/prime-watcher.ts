@@ -23,7 +23,10 @@
 // (FAN_Q_OVERFLOW: events were lost); an event cannot be attributed (its directory no longer exists and
 // cannot be located as above — e.g. a file written in a directory that was then moved and removed before
 // the drain; an event with no handle at all; a name that is not valid UTF-8, which would read back as
-// another name); a resolution failed for another reason; reading the fd failed
+// another name); a resolution failed for another reason; one drain read its bound (8 MiB) of events
+// before it had read every event queued when it began — it may have left some of those behind, so it
+// cannot say nothing else happened (it has read them all once it has read more events than the queue can
+// hold, or met an empty queue); reading the fd failed
 // (the watcher then reopens it, which is a restart); a changed non-directory has more than one link (its
 // other names, e.g. in other generations sharing it by hard link, are not reported); more than
 // maxPathsPerTree paths piled up for one tree. A token from another watcher instance (a restart, or a
@@ -54,7 +57,7 @@ import * as native from '../../native/index.js';
 /** Why changesSince could not list the changes. */
 export type WatchGapReason =
   | 'overflow' | 'unattributed' | 'read-failed' | 'restart' | 'not-watched' | 'before-watch' | 'tree-moved' | 'hard-linked' | 'too-many-paths'
-  | 'not-observing';
+  | 'not-observing' | 'read-bounded';
 
 export type ChangesSince = { gap: true; reason: WatchGapReason; detail: string } | { gap: false; paths: string[] };
 
@@ -105,6 +108,8 @@ export class PrimeWatcher {
   readonly instance = randomUUID();
   readonly storeDir: string;
   private fd: number | null = null;
+  /** The queue bound of the fd's group (undefined: not known; then only an empty queue ends a drain). */
+  private queueLimit: number | undefined;
   private readonly mountFd: number;
   private readonly mntId: number;
   private seq = 0;
@@ -235,8 +240,11 @@ export class PrimeWatcher {
         return;
       }
     }
-    let events = this.read();
-    if (events === null) return;
+    const first = this.read();
+    if (first === null) return;
+    let events = first.events;
+    // A drain stands behind what was written before it only when it read everything queued then.
+    if (!first.complete) this.gapAll('read-bounded', 'a drain reached its bound of events before those queued when it began were all read');
     // An event in a directory removed before this drain can only be located by that removal's own event;
     // when it is not in the batch yet (removed between our read and our resolving), read once or twice more.
     const memo = new Map<string, Resolved>();
@@ -247,8 +255,8 @@ export class PrimeWatcher {
       if (tries === 2 || !results.some((r) => 'unattributed' in r && r.reason === 'unattributed')) break;
       const more = this.read();
       if (more === null) return;
-      if (more.length === 0) break;
-      events = events.concat(more);
+      if (more.events.length === 0) break;
+      events = events.concat(more.events);
     }
     for (let i = 0; i < results.length; i++) {
       const a = results[i]!;
@@ -269,7 +277,11 @@ export class PrimeWatcher {
   }
 
   private openFd(): void {
+    // The group copies fs.fanotify.max_queued_events when it is made; read around that, take the larger.
+    const before = native.fanotifyQueueLimit();
     const fd = native.fanotifyOpen();
+    const after = native.fanotifyQueueLimit();
+    this.queueLimit = before === undefined || after === undefined ? undefined : Math.max(before, after);
     try {
       native.fanotifyMarkFilesystem(fd, this.storeDir);
     } catch (err) {
@@ -279,10 +291,10 @@ export class PrimeWatcher {
     this.fd = fd;
   }
 
-  /** Every queued event; null (and a gap, the fd closed) when reading fails. */
-  private read(): native.FanotifyEvent[] | null {
+  /** The queued events, up to the read's bound (complete: all of those queued when it began); null (and a gap, the fd closed) when reading fails. */
+  private read(): native.FanotifyBatch | null {
     try {
-      return native.fanotifyRead(this.fd!);
+      return native.fanotifyRead(this.fd!, this.queueLimit);
     } catch (err) {
       try {
         native.closeFd(this.fd!);

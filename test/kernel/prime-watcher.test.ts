@@ -179,6 +179,70 @@ test('a queue overflow is a gap for every key; a token taken after it is clean a
   rmSync(bulk, { recursive: true });
 });
 
+const QUEUE_SYSCTL = '/proc/sys/fs/fanotify/max_queued_events';
+
+/** Runs fn with fs.fanotify.max_queued_events at n (a group copies it when it is made), then restores it. */
+function withQueueLimit<T>(n: number, fn: () => T): T {
+  const old = readFileSync(QUEUE_SYSCTL, 'utf8').trim();
+  writeFileSync(QUEUE_SYSCTL, String(n));
+  try {
+    return fn();
+  } finally {
+    writeFileSync(QUEUE_SYSCTL, old);
+  }
+}
+
+/** 32000 new files with 250-character names (32 directories of 1000) outside every tree: ~340 bytes of events each, ~10 MiB in all. */
+function bulkOfLongNames(): string {
+  const bulk = join(store, `bulk-${++serial}`);
+  const pad = 'n'.repeat(246);
+  for (let d = 0; d < 32; d++) {
+    mkdirSync(join(bulk, String(d)), { recursive: true });
+    for (let i = 0; i < 1000; i++) writeFileSync(join(bulk, String(d), `${pad}${String(i).padStart(4, '0')}`), '');
+  }
+  return bulk;
+}
+
+test('native: a read stops at an empty queue, at more events than the queue holds, or at 8 MiB, and says which', () => {
+  const fd = withQueueLimit(100000, () => native.fanotifyOpen());
+  let bulk = '';
+  try {
+    native.fanotifyMarkFilesystem(fd, store);
+    bulk = bulkOfLongNames();
+    const capped = native.fanotifyRead(fd, 100000);
+    assert.equal(capped.complete, false, 'the 8 MiB bound came first: events queued before the call may be left');
+    assert.ok(capped.events.length > 20000 && capped.events.length < 32000, `read ${capped.events.length} of the bulk's events`);
+    // A group whose queue holds 1000 events cannot have had more than 1001 queued when a read began.
+    const counted = native.fanotifyRead(fd, 1000);
+    assert.equal(counted.complete, true);
+    assert.ok(counted.events.length > 1001 && capped.events.length + counted.events.length < 32000, `stopped after ${counted.events.length} events, with more queued`);
+    const rest = native.fanotifyRead(fd);
+    assert.equal(rest.complete, true);
+    assert.equal(capped.events.length + counted.events.length + rest.events.length, 32000 + 32 + 1, 'one event per new file and directory, none lost');
+    assert.throws(() => native.fanotifyRead(fd, 0), { code: 'ERR_OUT_OF_RANGE' });
+  } finally {
+    native.closeFd(fd);
+    if (bulk !== '') rmSync(bulk, { recursive: true });
+  }
+});
+
+test('a drain that stops at its bound before reading every event queued when it began is a gap, never a clean answer', () => {
+  const w = withQueueLimit(100000, () => watcher());
+  const { key, root } = tree(w);
+  const token = w.mark(key);
+  const bulk = bulkOfLongNames();
+  writeFileSync(join(root, 'behind-the-bulk'), 'x'); // its event is queued after ~11 MiB of others
+  const r = w.changesSince(key, token);
+  assert.equal(r.gap, true, `the write behind the bulk was not read, and the drain answered as if nothing happened: ${JSON.stringify(r)}`);
+  assert.equal(r.gap && r.reason, 'read-bounded');
+  // Later drains read the rest: a token taken now is clean, and the write is not lost to the token before.
+  const later = w.mark(key);
+  assert.equal(w.changesSince(key, token).gap, true);
+  writeFileSync(join(root, 'after'), 'y');
+  assert.deepEqual(paths(w.changesSince(key, later)), ['after']);
+  rmSync(bulk, { recursive: true });
+});
+
 test('a directory removed before the drain is located by its own removal event; one that also moved is a gap for every key', () => {
   const w = watcher();
   const { key, root } = tree(w);
@@ -322,7 +386,8 @@ test('native: events decode to fid records (fsid, handle type, handle, name); er
     native.fanotifyMarkFilesystem(fd, store);
     const d = join(store, `native-${++serial}`);
     mkdirSync(d);
-    const events = native.fanotifyRead(fd);
+    const { events, complete } = native.fanotifyRead(fd);
+    assert.equal(complete, true, 'an empty queue ends the read');
     const created = events.find((e) => e.dir?.name === d.slice(store.length + 1));
     assert.ok(created !== undefined, JSON.stringify(events));
     assert.equal(created.kind, 'event');
@@ -332,7 +397,7 @@ test('native: events decode to fid records (fsid, handle type, handle, name); er
     assert.equal(created.fid!.fsid, created.dir!.fsid);
     assert.equal(native.resolveHandle(mountFd, created.dir!), store);
     assert.equal(native.resolveHandle(mountFd, created.fid!), d);
-    assert.deepEqual(native.fanotifyRead(fd), [], 'drained: nothing left');
+    assert.deepEqual(native.fanotifyRead(fd), { events: [], complete: true }, 'drained: nothing left');
     rmdirSync(d);
     assert.equal(native.resolveHandle(mountFd, created.fid!), null, 'a removed directory resolves to null (ESTALE), not a throw');
     assert.throws(() => native.openByHandle(mountFd, created.fid!.handleType!, created.fid!.handle!, native.O_PATH), { code: 'ESTALE', syscall: 'open_by_handle_at' });
@@ -419,7 +484,7 @@ test('a write through a shared writable mmap: nothing while it is mapped, FAN_CL
     const lines = createInterface({ input: child.stdout })[Symbol.asyncIterator]();
     const rawFor = (): string[] =>
       native.fanotifyRead(raw)
-        .filter((e) => e.dir !== undefined && e.dir.name === 'mapped' && native.resolveHandle(mountFd, e.dir) === root)
+        .events.filter((e) => e.dir !== undefined && e.dir.name === 'mapped' && native.resolveHandle(mountFd, e.dir) === root)
         .map((e) => `0x${e.mask.toString(16)}`);
 
     assert.equal((await lines.next()).value, 'written');
