@@ -25,7 +25,6 @@ export async function writeMarker(layout: StoreLayout, genId: string, m: Omit<Ge
   await writeFileDurable(markerPath(layout, genId), `${JSON.stringify(marker)}\n`);
 }
 
-/** The marker of a generation, or undefined when it is missing or malformed. */
 /** The marker of a generation (a small file, read synchronously), or undefined when missing or malformed. */
 export function readMarker(layout: StoreLayout, genId: string): GenerationMarker | undefined {
   let text: string;
