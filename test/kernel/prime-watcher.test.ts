@@ -1,7 +1,7 @@
 // The PRIME watcher (node-agent/store/prime-watcher.ts) on a real ext4 filesystem (a fresh image on a loop
 // device, as the store is in production): every kind of change under a watched tree is reported by its
 // relative path, nothing outside a tree is, tree boundaries are compared with a trailing '/', and every
-// gap in observation (overflow, an unresolvable directory, a restart, a hard-linked file, a moved tree)
+// gap in observation (overflow, a drain stopped at its bound, an unresolvable directory, a restart, a hard-linked file, a moved tree)
 // is reported as a gap instead of a list. The mmap test pins down exactly what fanotify reports for a
 // write through a shared writable mapping on this kernel.
 import { test, before, after } from 'node:test';
