@@ -93,9 +93,9 @@ export function fanotifyRead(fd: number, queueLimit?: number): FanotifyBatch {
  * The bound a fanotify group opened now gets on its queue: fs.fanotify.max_queued_events, which the kernel
  * copies into the group at fanotify_init. undefined when it cannot be read.
  */
-export function fanotifyQueueLimit(procDir = '/proc'): number | undefined {
+export function fanotifyQueueLimit(): number | undefined {
   try {
-    const n = Number(readFileSync(`${procDir}/sys/fs/fanotify/max_queued_events`, 'utf8').trim());
+    const n = Number(readFileSync('/proc/sys/fs/fanotify/max_queued_events', 'utf8').trim());
     return Number.isSafeInteger(n) && n > 0 && n < 0xffffffff ? n : undefined;
   } catch {
     return undefined;
