@@ -18,6 +18,7 @@ import { applyRoot } from '../support/worlds.js';
 import { median, percentile, settle, timeSync } from './stats.js';
 import { changedFiles, generateTree, runArgv } from './tree-fixtures.js';
 import { WatchTimes } from './watch-times.js';
+import { CpuAccount } from './cpu-times.js';
 import { TREE_OWNER } from './world-env.js';
 
 const NS = 'default';
@@ -69,6 +70,8 @@ export interface StackCollapseSamples {
   apiCreateMs: number[];
   /** The same create, request → the bench's watch delivering it. */
   apiSeenMs: number[];
+  /** CPU spent from the create until Committed is seen, by process and by the whole machine (cpu-times.ts). */
+  cpu?: CpuAccount;
 }
 
 export const noStackCollapseSamples = (): StackCollapseSamples => ({ totalMs: [], boundMs: [], preparingMs: [], authorizedMs: [], cpMs: [], sha256sumMs: [], apiCreateMs: [], apiSeenMs: [] });
@@ -109,6 +112,7 @@ export async function openCollapseStack(): Promise<CollapseStackEnv> {
     const configMaps = watch(CONFIG_MAPS);
     await Promise.all(watches.map((w) => w.start()));
     let seq = 0;
+    const components = { etcd: stack.cp.pids.etcd, apiserver: stack.cp.pids.apiserver, controller: stack.controller.pid, 'node-agent': stack.agent.pid };
 
     const runWorld = async (t: CollapseTarget, name: string, rep: number): Promise<void> => {
       let world: Obj | undefined;
@@ -154,12 +158,15 @@ export async function openCollapseStack(): Promise<CollapseStackEnv> {
           marks.committed = at;
           return true;
         }, 30 * 60_000, `Collapse ${name} Committed`);
+        s.cpu ??= new CpuAccount(components);
+        const cpuWindow = s.cpu.begin();
         const t0 = performance.now();
         await custom.createNamespacedCustomObject({
           ...API, plural: 'collapses',
           body: { apiVersion: 'worldline.dev/v1alpha1', kind: 'Collapse', metadata: { name }, spec: { worldRef: name, mode: 'Candidate' } },
         });
         await committed;
+        cpuWindow();
         const since = (x: number | undefined): number => (x === undefined ? NaN : x - t0);
         s.totalMs.push(since(marks.committed));
         s.boundMs.push(since(marks.bound));
@@ -207,6 +214,8 @@ export interface StackCollapseResult {
   sha256sumMs: number;
   apiCreateMs: number;
   apiSeenMs: number;
+  /** Mean CPU ms per collapse (create → Committed seen) by process, and the machine's busy share of its cores. */
+  cpu?: ReturnType<CpuAccount['result']>;
 }
 
 export function stackCollapseResult(files: number, s: StackCollapseSamples): StackCollapseResult {
@@ -222,5 +231,6 @@ export function stackCollapseResult(files: number, s: StackCollapseSamples): Sta
     sha256sumMs: median(s.sha256sumMs),
     apiCreateMs: median(s.apiCreateMs),
     apiSeenMs: median(s.apiSeenMs),
+    ...(s.cpu ? { cpu: s.cpu.result() } : {}),
   };
 }

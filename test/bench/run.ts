@@ -26,6 +26,7 @@ import { benchReceipts } from './receipts.bench.js';
 import { benchEvidence } from './evidence.bench.js';
 import { benchPrivate } from './private.bench.js';
 import { benchWorldLatency } from './world-latency.bench.js';
+import type { CpuAccount } from './cpu-times.js';
 import { generateGitRepo } from './tree-fixtures.js';
 import { captureResult, captureRound, noCaptureSamples, type CaptureSamples } from './world-capture.bench.js';
 import { openWorldEnv, TREE_OWNER, type WorldEnv } from './world-env.js';
@@ -248,6 +249,8 @@ async function collapseOnStack(): Promise<void> {
       'create → watch': ms(r.apiSeenMs),
       'Committed / (cp + sha256sum)': times(r.totalMs / (r.cpMs + r.sha256sumMs)),
     })));
+    console.log('\nCPU per collapse, Collapse created → Committed seen (means over the collapses; the processes\' utime + stime, the machine\'s busy time against its cores × the wall time), ms');
+    console.table(rs.filter((r) => r.cpu).map((r) => ({ files: r.files, ...cpuRow(r.cpu!) })));
   });
 }
 
@@ -339,8 +342,21 @@ async function receipts(): Promise<void> {
 async function latency(): Promise<void> {
   const reps = values.reps !== undefined ? positiveInt('reps', values.reps) : 20;
   console.log(`latency: a World running \`true\` on a 10-file Root, on a real stack, create → each phase as the bench's watch sees it; ${reps} Worlds one after another (after one untimed), next to one raw ConfigMap create each; ms`);
-  const rows = await benchWorldLatency({ reps });
+  const { rows, cpu } = await benchWorldLatency({ reps });
   console.table(rows.map((r) => ({ hop: r.hop, 'median ms': r.medianMs.toFixed(1), 'p90 ms': r.p90Ms.toFixed(1) })));
+  console.log(`\nCPU per World, created → Captured seen (means over the ${cpu.windows} Worlds), ms`);
+  console.table([cpuRow(cpu)]);
+}
+
+/** One table row of a CpuAccount result: each process, the rest of the machine (the workload, kernel threads, interrupts), the machine, and its busy share. */
+function cpuRow(cpu: ReturnType<CpuAccount['result']>): Record<string, string> {
+  const named = Object.values(cpu.perWindowMs).reduce((a, b) => a + b, 0);
+  return {
+    ...Object.fromEntries(Object.entries(cpu.perWindowMs).map(([k, v]) => [k, ms(v)])),
+    'rest of the machine': ms(cpu.machineBusyMs - named),
+    machine: ms(cpu.machineBusyMs),
+    'busy share of the cores': `${(cpu.busyShare * 100).toFixed(0)}%`,
+  };
 }
 
 function evidence(): void {

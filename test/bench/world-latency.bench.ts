@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { resources } from '../../crds/index.js';
 import type { ResourceRef } from '../../kube/resource-ref.js';
 import { startStack } from '../support/stack.js';
+import { CpuAccount } from './cpu-times.js';
 import { applyRoot, outputOf } from '../support/worlds.js';
 import { metricSum } from '../support/metrics-text.js';
 import { median, percentile } from './stats.js';
@@ -29,7 +30,13 @@ export interface LatencyRow {
 
 const HOPS = ['bound', 'admitted', 'running', 'captured'] as const;
 
-export async function benchWorldLatency(o: { reps: number }): Promise<LatencyRow[]> {
+export interface LatencyResult {
+  rows: LatencyRow[];
+  /** CPU per World, created → Captured seen (cpu-times.ts). */
+  cpu: ReturnType<CpuAccount['result']>;
+}
+
+export async function benchWorldLatency(o: { reps: number }): Promise<LatencyResult> {
   const stack = await startStack({ nodeName: 'latency-node' });
   const api = benchClients(stack, NS);
   try {
@@ -45,6 +52,7 @@ export async function benchWorldLatency(o: { reps: number }): Promise<LatencyRow
     const samples: Record<(typeof HOPS)[number] | 'started' | 'apiCreate' | 'apiSeen', number[]> = { bound: [], admitted: [], running: [], captured: [], started: [], apiCreate: [], apiSeen: [] };
     // One untimed World first: the first launch pays for loading code paths.
     let forks = { sum: 0, count: 0 };
+    const cpu = new CpuAccount({ etcd: stack.cp.pids.etcd, apiserver: stack.cp.pids.apiserver, controller: stack.controller.pid, 'node-agent': stack.agent.pid });
     for (let rep = -1; rep < o.reps; rep++) {
       if (rep === 0) {
         const m = await stack.agent.metrics();
@@ -66,10 +74,12 @@ export async function benchWorldLatency(o: { reps: number }): Promise<LatencyRow
         }
         return false;
       }, 120_000, `World ${name} to be captured`);
+      const cpuWindow = rep >= 0 ? cpu.begin() : undefined;
       const t0 = performance.now();
       const wall0 = Date.now();
       await custom.createNamespacedCustomObject({ ...API, plural: 'worlds', body: { apiVersion: 'worldline.dev/v1alpha1', kind: 'World', metadata: { name }, spec: { roots: ['small'], agent: { command: ['/bin/sh', '-c', 'date +%s%N'] } } } });
       await done;
+      cpuWindow?.();
       const printed = /^(\d{19})$/m.exec(outputOf(stack, uid));
       if (!printed) throw new Error(`World ${name} printed no start time: ${JSON.stringify(outputOf(stack, uid))}`);
       const startedMs = Number(BigInt(printed[1]!) / 1_000_000n) - wall0;
@@ -94,7 +104,7 @@ export async function benchWorldLatency(o: { reps: number }): Promise<LatencyRow
     const forkMeanMs = ((metricSum(after, 'worldline_fork_duration_seconds_sum') - forks.sum) * 1000) / Math.max(1, metricSum(after, 'worldline_fork_duration_seconds_count') - forks.count);
     const row = (hop: string, xs: number[]): LatencyRow => ({ hop, medianMs: median(xs), p90Ms: percentile(xs, 90) });
     const between = (a: (typeof HOPS)[number] | null, b: (typeof HOPS)[number]): number[] => samples[b].map((x, i) => x - (a ? samples[a][i]! : 0));
-    return [
+    const rows = [
       row('created → bound (controller: status.nodeName)', between(null, 'bound')),
       row('bound → Admitted (node-agent picks it up, admits)', between('bound', 'admitted')),
       row('Admitted → Running (fork, sandbox, isolation gate, exec)', between('admitted', 'running')),
@@ -106,6 +116,7 @@ export async function benchWorldLatency(o: { reps: number }): Promise<LatencyRow
       row('raw ConfigMap create (request → response)', samples.apiCreate),
       row('raw ConfigMap create → the watch delivers it', samples.apiSeen),
     ];
+    return { rows, cpu: cpu.result() };
   } finally {
     api.stop();
     await stack.stop();
