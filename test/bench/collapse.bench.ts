@@ -19,6 +19,8 @@ import { median, percentile, settle, timeSync } from './stats.js';
 import { changedFiles, generateTree, runArgv } from './tree-fixtures.js';
 import { WatchTimes } from './watch-times.js';
 import { CpuAccount } from './cpu-times.js';
+import { RequestAccount } from './api-requests.js';
+import { KubeHttpClient } from '../../kube/http.js';
 import { TREE_OWNER } from './world-env.js';
 
 const NS = 'default';
@@ -72,6 +74,8 @@ export interface StackCollapseSamples {
   apiSeenMs: number[];
   /** CPU spent from the create until Committed is seen, by process and by the whole machine (cpu-times.ts). */
   cpu?: CpuAccount;
+  /** The API requests of the same windows, as the API server counts them (api-requests.ts). */
+  requests?: RequestAccount;
 }
 
 export const noStackCollapseSamples = (): StackCollapseSamples => ({ totalMs: [], boundMs: [], preparingMs: [], authorizedMs: [], cpMs: [], sha256sumMs: [], apiCreateMs: [], apiSeenMs: [] });
@@ -112,6 +116,7 @@ export async function openCollapseStack(): Promise<CollapseStackEnv> {
     const configMaps = watch(CONFIG_MAPS);
     await Promise.all(watches.map((w) => w.start()));
     let seq = 0;
+    const http = new KubeHttpClient(kubeConfig);
     const components = { etcd: stack.cp.pids.etcd, apiserver: stack.cp.pids.apiserver, controller: stack.controller.pid, 'node-agent': stack.agent.pid };
 
     const runWorld = async (t: CollapseTarget, name: string, rep: number): Promise<void> => {
@@ -159,6 +164,8 @@ export async function openCollapseStack(): Promise<CollapseStackEnv> {
           return true;
         }, 30 * 60_000, `Collapse ${name} Committed`);
         s.cpu ??= new CpuAccount(components);
+        s.requests ??= new RequestAccount(http);
+        const requestWindow = await s.requests.begin();
         const cpuWindow = s.cpu.begin();
         const t0 = performance.now();
         await custom.createNamespacedCustomObject({
@@ -167,6 +174,7 @@ export async function openCollapseStack(): Promise<CollapseStackEnv> {
         });
         await committed;
         cpuWindow();
+        await requestWindow();
         const since = (x: number | undefined): number => (x === undefined ? NaN : x - t0);
         s.totalMs.push(since(marks.committed));
         s.boundMs.push(since(marks.bound));
@@ -216,6 +224,8 @@ export interface StackCollapseResult {
   apiSeenMs: number;
   /** Mean CPU ms per collapse (create → Committed seen) by process, and the machine's busy share of its cores. */
   cpu?: ReturnType<CpuAccount['result']>;
+  /** Mean API requests per collapse, by verb and resource. */
+  requests?: ReturnType<RequestAccount['result']>;
 }
 
 export function stackCollapseResult(files: number, s: StackCollapseSamples): StackCollapseResult {
@@ -232,5 +242,6 @@ export function stackCollapseResult(files: number, s: StackCollapseSamples): Sta
     apiCreateMs: median(s.apiCreateMs),
     apiSeenMs: median(s.apiSeenMs),
     ...(s.cpu ? { cpu: s.cpu.result() } : {}),
+    ...(s.requests ? { requests: s.requests.result() } : {}),
   };
 }

@@ -27,6 +27,7 @@ import { benchEvidence } from './evidence.bench.js';
 import { benchPrivate } from './private.bench.js';
 import { benchWorldLatency } from './world-latency.bench.js';
 import type { CpuAccount } from './cpu-times.js';
+import type { RequestAccount } from './api-requests.js';
 import { generateGitRepo } from './tree-fixtures.js';
 import { captureResult, captureRound, noCaptureSamples, type CaptureSamples } from './world-capture.bench.js';
 import { openWorldEnv, TREE_OWNER, type WorldEnv } from './world-env.js';
@@ -251,6 +252,7 @@ async function collapseOnStack(): Promise<void> {
     })));
     console.log('\nCPU per collapse, Collapse created → Committed seen (means over the collapses; the processes\' utime + stime, the machine\'s busy time against its cores × the wall time), ms');
     console.table(rs.filter((r) => r.cpu).map((r) => ({ files: r.files, ...cpuRow(r.cpu!) })));
+    for (const r of rs) if (r.requests) console.log(`API requests per collapse at ${r.files} files, as the API server counts them (apiserver_request_total): ${requestsLine(r.requests)}`);
   });
 }
 
@@ -342,10 +344,16 @@ async function receipts(): Promise<void> {
 async function latency(): Promise<void> {
   const reps = values.reps !== undefined ? positiveInt('reps', values.reps) : 20;
   console.log(`latency: a World running \`true\` on a 10-file Root, on a real stack, create → each phase as the bench's watch sees it; ${reps} Worlds one after another (after one untimed), next to one raw ConfigMap create each; ms`);
-  const { rows, cpu } = await benchWorldLatency({ reps });
+  const { rows, cpu, requests } = await benchWorldLatency({ reps });
   console.table(rows.map((r) => ({ hop: r.hop, 'median ms': r.medianMs.toFixed(1), 'p90 ms': r.p90Ms.toFixed(1) })));
   console.log(`\nCPU per World, created → Captured seen (means over the ${cpu.windows} Worlds), ms`);
   console.table([cpuRow(cpu)]);
+  console.log(`API requests per World over the same window, as the API server counts them (apiserver_request_total; watches count when they open): ${requestsLine(requests)}`);
+}
+
+/** "12.8 APPLY worlds/status, 7.0 POST events, ..." */
+function requestsLine(r: ReturnType<RequestAccount['result']>): string {
+  return r.perWindow.map(([k, v]) => `${v.toFixed(1)} ${k}`).join(', ');
 }
 
 /** One table row of a CpuAccount result: each process, the rest of the machine (the workload, kernel threads, interrupts), the machine, and its busy share. */

@@ -11,6 +11,8 @@ import { resources } from '../../crds/index.js';
 import type { ResourceRef } from '../../kube/resource-ref.js';
 import { startStack } from '../support/stack.js';
 import { CpuAccount } from './cpu-times.js';
+import { RequestAccount } from './api-requests.js';
+import { KubeHttpClient } from '../../kube/http.js';
 import { applyRoot, outputOf } from '../support/worlds.js';
 import { metricSum } from '../support/metrics-text.js';
 import { median, percentile } from './stats.js';
@@ -34,6 +36,8 @@ export interface LatencyResult {
   rows: LatencyRow[];
   /** CPU per World, created → Captured seen (cpu-times.ts). */
   cpu: ReturnType<CpuAccount['result']>;
+  /** The API requests per World over the same window (api-requests.ts). */
+  requests: ReturnType<RequestAccount['result']>;
 }
 
 export async function benchWorldLatency(o: { reps: number }): Promise<LatencyResult> {
@@ -52,6 +56,7 @@ export async function benchWorldLatency(o: { reps: number }): Promise<LatencyRes
     const samples: Record<(typeof HOPS)[number] | 'started' | 'apiCreate' | 'apiSeen', number[]> = { bound: [], admitted: [], running: [], captured: [], started: [], apiCreate: [], apiSeen: [] };
     // One untimed World first: the first launch pays for loading code paths.
     let forks = { sum: 0, count: 0 };
+    const requests = new RequestAccount(new KubeHttpClient(api.kubeConfig));
     const cpu = new CpuAccount({ etcd: stack.cp.pids.etcd, apiserver: stack.cp.pids.apiserver, controller: stack.controller.pid, 'node-agent': stack.agent.pid });
     for (let rep = -1; rep < o.reps; rep++) {
       if (rep === 0) {
@@ -74,12 +79,14 @@ export async function benchWorldLatency(o: { reps: number }): Promise<LatencyRes
         }
         return false;
       }, 120_000, `World ${name} to be captured`);
+      const requestWindow = rep >= 0 ? await requests.begin() : undefined;
       const cpuWindow = rep >= 0 ? cpu.begin() : undefined;
       const t0 = performance.now();
       const wall0 = Date.now();
       await custom.createNamespacedCustomObject({ ...API, plural: 'worlds', body: { apiVersion: 'worldline.dev/v1alpha1', kind: 'World', metadata: { name }, spec: { roots: ['small'], agent: { command: ['/bin/sh', '-c', 'date +%s%N'] } } } });
       await done;
       cpuWindow?.();
+      await requestWindow?.();
       const printed = /^(\d{19})$/m.exec(outputOf(stack, uid));
       if (!printed) throw new Error(`World ${name} printed no start time: ${JSON.stringify(outputOf(stack, uid))}`);
       const startedMs = Number(BigInt(printed[1]!) / 1_000_000n) - wall0;
@@ -116,7 +123,7 @@ export async function benchWorldLatency(o: { reps: number }): Promise<LatencyRes
       row('raw ConfigMap create (request → response)', samples.apiCreate),
       row('raw ConfigMap create → the watch delivers it', samples.apiSeen),
     ];
-    return { rows, cpu: cpu.result() };
+    return { rows, cpu: cpu.result(), requests: requests.result() };
   } finally {
     api.stop();
     await stack.stop();
