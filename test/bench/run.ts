@@ -1,5 +1,5 @@
 // npm run bench — runs every benchmark and prints a table. Not a test: nothing here asserts a time.
-//   --only controller,latency,fork,capture,admission,collapse,receipts,evidence,private,fleet   which benchmarks (default: all but fleet)
+//   --only controller,latency,fork,capture,admission,collapse,watcher,receipts,evidence,private,fleet   which benchmarks (default: all but fleet)
 //   --worlds N                        Worlds for the controller benchmark (default 1000)
 //   --sizes 1000,10000,100000         root sizes in files for fork, capture and collapse
 //   --reps N                          rounds per size (default 5, 3 from 100k files up; collapse 10, 3 from 100k up);
@@ -12,6 +12,7 @@
 //   --dir /var/tmp                    where the scratch store and trees go
 //   --admission-samples N             admit() calls per level for the admission benchmark (default 2000)
 //   --fleet-worlds N, --fleet-files N Worlds collapsing at once and the Root's size for fleet (default 20, 10000)
+//   --watcher-files N                 files written beside a watched tree per round of the watcher benchmark (default 20000)
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { benchAdmission } from './admission.bench.js';
@@ -26,6 +27,7 @@ import { benchReceipts } from './receipts.bench.js';
 import { benchEvidence } from './evidence.bench.js';
 import { benchPrivate } from './private.bench.js';
 import { benchWorldLatency } from './world-latency.bench.js';
+import { benchWatcherCost } from './prime-watcher.bench.js';
 import type { CpuAccount } from './cpu-times.js';
 import type { RequestAccount } from './api-requests.js';
 import { generateGitRepo } from './tree-fixtures.js';
@@ -35,7 +37,7 @@ import { FORKS_PER_ROUND, forkResult, forkRound, noForkSamples, type ForkSamples
 
 const { values } = parseArgs({
   options: {
-    only: { type: 'string', default: 'controller,latency,fork,capture,admission,collapse,receipts,evidence,private' },
+    only: { type: 'string', default: 'controller,latency,fork,capture,admission,collapse,watcher,receipts,evidence,private' },
     worlds: { type: 'string', default: '1000' },
     sizes: { type: 'string', default: '1000,10000,100000' },
     reps: { type: 'string' },
@@ -49,10 +51,11 @@ const { values } = parseArgs({
     'sig-ops': { type: 'string', default: '2000' },
     'fleet-worlds': { type: 'string', default: '20' },
     'fleet-files': { type: 'string', default: '10000' },
+    'watcher-files': { type: 'string', default: '20000' },
   },
 });
 
-const BENCHES = ['controller', 'latency', 'fork', 'capture', 'admission', 'collapse', 'receipts', 'evidence', 'private', 'fleet'] as const;
+const BENCHES = ['controller', 'latency', 'fork', 'capture', 'admission', 'collapse', 'watcher', 'receipts', 'evidence', 'private', 'fleet'] as const;
 type Bench = (typeof BENCHES)[number];
 
 function parseList(flag: string, raw: string): string[] {
@@ -367,6 +370,20 @@ function cpuRow(cpu: ReturnType<CpuAccount['result']>): Record<string, string> {
   };
 }
 
+async function watcherCost(): Promise<void> {
+  const files = positiveInt('watcher-files', values['watcher-files']);
+  console.log(`PRIME watcher: this process writes ${files} small files beside a watched tree on ${values.dir}'s filesystem, without a watcher and with one draining every 100 ms (3 rounds, alternating); its CPU (user + system) in each case`);
+  const r = await benchWatcherCost({ dir: values.dir, files, rounds: 3 });
+  console.table([{
+    files: r.files,
+    'CPU, no watcher (ms)': ms(r.baselineCpuMs),
+    'CPU, watched (ms)': ms(r.watchedCpuMs),
+    'watcher per file (µs)': r.perFileUs.toFixed(1),
+    'empty drain (µs)': r.emptyDrainUs.toFixed(1),
+    'quiet second, timer running (ms)': ms(r.quietSecondCpuMs),
+  }]);
+}
+
 function evidence(): void {
   const rounds = 200;
   console.log(`evidence: a controller-issued collapse grant for a World with N required checks — the evidence graph verified (verifyEvidenceGraph), the grant signed, and the grant verified on the node (ControllerGrants.verify, statements read back from a real evidence store under ${values.dir}); ${rounds} rounds each, next to Node crypto Ed25519 verify of as many signatures as the graph checks (each statement twice)`);
@@ -448,6 +465,7 @@ async function main(): Promise<void> {
     });
   }
   if (only.has('collapse')) sections.push(collapse);
+  if (only.has('watcher')) sections.push(watcherCost);
   if (only.has('receipts')) sections.push(receipts);
   if (only.has('evidence')) sections.push(evidence);
   if (only.has('private')) sections.push(privateEvaluator);
