@@ -1,9 +1,8 @@
 // fanotify in file-id mode (src/fanotify.c): one fd watching every change of content, metadata or names on
 // a whole filesystem, its events decoded to plain objects with the kernel's file handles, and a handle
 // resolved back to a path. node-agent/store/prime-watcher.ts is the one user.
-import { readFileSync, readlinkSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { binding } from './binding.js';
-import { O_PATH } from './constants.js';
 import type { FanotifyRecord } from './types.js';
 import * as v from './validate.js';
 
@@ -110,24 +109,31 @@ export function openByHandle(mountFd: number, handleType: number, handle: Buffer
   return binding.openByHandle(v.fd('mountFd', mountFd), v.integer('handleType', handleType, -0x80000000, 0x7fffffff), handle, v.flags32('flags', flags));
 }
 
+/** What a file handle names now: its path (null: it no longer exists, or is unlinked) and its link count. */
+export interface HandleTarget {
+  path: string | null;
+  nlink: number;
+}
+
+/**
+ * The path a file handle names now, seen through `mountFd`'s mount (open_by_handle_at(O_PATH) and the
+ * /proc/self/fd link), and its link count, in one native call. path null when the object no longer exists
+ * (ESTALE, ENOENT; nlink 0) or is unlinked ("... (deleted)"). Throws other errno errors.
+ */
+export function handleTarget(mountFd: number, record: FanotifyRecord): HandleTarget {
+  if (record.handle === undefined || record.handleType === undefined) throw v.valueError('record', `an info record of type ${record.type} has no handle`);
+  const handle = record.handle;
+  if (!Buffer.isBuffer(handle) || handle.length === 0 || handle.length > 128) throw v.valueError('handle', 'must be a Buffer of 1..128 bytes');
+  const r = binding.handleInfo(v.fd('mountFd', mountFd), v.integer('handleType', record.handleType, -0x80000000, 0x7fffffff), handle);
+  if (r.link === null) return { path: null, nlink: 0 };
+  return { path: r.link.startsWith('/') && !r.link.endsWith(' (deleted)') ? r.link : null, nlink: r.nlink };
+}
+
 /**
  * The path a file handle names now, seen through `mountFd`'s mount: open_by_handle_at(O_PATH) and the
  * /proc/self/fd link. null when the object no longer exists (ESTALE, ENOENT) or is unlinked ("... (deleted)").
  */
 export function resolveHandle(mountFd: number, record: FanotifyRecord): string | null {
   if (record.handle === undefined || record.handleType === undefined) return null;
-  let fd: number;
-  try {
-    fd = openByHandle(mountFd, record.handleType, record.handle, O_PATH);
-  } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code;
-    if (code === 'ESTALE' || code === 'ENOENT') return null;
-    throw err;
-  }
-  try {
-    const path = readlinkSync(`/proc/self/fd/${fd}`);
-    return path.startsWith('/') && !path.endsWith(' (deleted)') ? path : null;
-  } finally {
-    binding.closeFd(fd);
-  }
+  return handleTarget(mountFd, record).path;
 }

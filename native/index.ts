@@ -3,7 +3,7 @@
 // Node's fs errors) and syscall. Every fd the addon opens is O_CLOEXEC.
 export * from './constants.js';
 export {
-  fanotifyOpen, fanotifyMarkFilesystem, fanotifyRead, fanotifyQueueLimit, openByHandle, resolveHandle, FAN_WATCH_MASK, FAN_MODIFY, FAN_ATTRIB, FAN_CLOSE_WRITE,
+  fanotifyOpen, fanotifyMarkFilesystem, fanotifyRead, fanotifyQueueLimit, openByHandle, resolveHandle, handleTarget, FAN_WATCH_MASK, FAN_MODIFY, FAN_ATTRIB, FAN_CLOSE_WRITE,
   FAN_MOVED_FROM, FAN_MOVED_TO, FAN_CREATE, FAN_DELETE, FAN_DELETE_SELF, FAN_MOVE_SELF, FAN_Q_OVERFLOW, FAN_ONDIR, type FanotifyEvent, type FanotifyBatch,
 } from './fanotify.js';
 export { loopAttach, loopDetach, copySparse } from './loop.js';

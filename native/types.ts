@@ -255,4 +255,5 @@ export interface NativeBinding {
   fanotifyMarkFilesystem(fd: number, path: string): void;
   fanotifyRead(fd: number, enough: number): { events: { mask: number; pid: number; records: FanotifyRecord[] }[]; complete: boolean };
   openByHandle(mountFd: number, handleType: number, handle: Buffer, flags: number): number;
+  handleInfo(mountFd: number, handleType: number, handle: Buffer): { link: string | null; nlink: number };
 }

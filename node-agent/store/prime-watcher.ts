@@ -49,7 +49,7 @@
 //   without a directory name and is attributed to one current name of the object only.
 // - The watcher needs CAP_SYS_ADMIN (fanotify with FID reporting on a filesystem mark) and
 //   CAP_DAC_READ_SEARCH (open_by_handle_at).
-import { fstatSync, readlinkSync, realpathSync } from 'node:fs';
+import { realpathSync } from 'node:fs';
 import { randomUUID } from 'node:crypto';
 import { relative } from 'node:path';
 import * as native from '../../native/index.js';
@@ -420,22 +420,9 @@ export class PrimeWatcher {
 /** The object's current path (null: it no longer exists) and link count, or the error that hid them. */
 function resolveWithLinks(mountFd: number, record: native.FanotifyRecord): Resolved {
   if (record.handle === undefined || record.handleType === undefined) return new Error(`an info record of type ${record.type} without a handle`);
-  let fd: number;
   try {
-    fd = native.openByHandle(mountFd, record.handleType, record.handle, native.O_PATH);
-  } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code;
-    if (code === 'ESTALE' || code === 'ENOENT') return { path: null, nlink: 0 };
-    return err as Error;
-  }
-  try {
-    const path = readlinkSync(`/proc/self/fd/${fd}`);
-    const nlink = fstatSync(fd).nlink;
-    if (!path.startsWith('/') || path.endsWith(' (deleted)')) return { path: null, nlink };
-    return { path, nlink };
+    return native.handleTarget(mountFd, record);
   } catch (err) {
     return err as Error;
-  } finally {
-    native.closeFd(fd);
   }
 }

@@ -411,6 +411,45 @@ test('native: events decode to fid records (fsid, handle type, handle, name); er
   assert.throws(() => native.fanotifyRead(fd), (err: NodeJS.ErrnoException) => err.code === 'EBADF' && err.errno === -9 && err.syscall === 'read(fanotify)');
 });
 
+test('native: handleTarget gives a handle\'s path and link count in one call; gone, or unlinked and still open, has no path', () => {
+  const fd = native.fanotifyOpen();
+  const mountFd = native.openat2(native.AT_FDCWD, store, { flags: native.O_RDONLY | native.O_DIRECTORY, resolve: 0 });
+  const d = join(store, `target-${++serial}`);
+  mkdirSync(d);
+  let held: number | undefined;
+  try {
+    native.fanotifyMarkFilesystem(fd, store);
+    writeFileSync(join(d, 'one'), 'x');
+    writeFileSync(join(d, 'kept-open'), 'x');
+    writeFileSync(join(d, 'removed'), 'x');
+    const made = new Map(native.fanotifyRead(fd).events.filter((e) => e.mask & native.FAN_CREATE).map((e) => [e.dir!.name!, e]));
+    const fidOf = (name: string): native.FanotifyRecord => {
+      const e = made.get(name);
+      assert.ok(e?.fid !== undefined, `no CREATE event with a fid for ${name}: ${JSON.stringify([...made.keys()])}`);
+      return e.fid;
+    };
+    assert.deepEqual(native.handleTarget(mountFd, made.get('one')!.dir!), { path: d, nlink: 2 }, 'the directory: its path, and . and its entry');
+    assert.deepEqual(native.handleTarget(mountFd, fidOf('one')), { path: join(d, 'one'), nlink: 1 });
+    linkSync(join(d, 'one'), join(d, 'two'));
+    const linked = native.handleTarget(mountFd, fidOf('one'));
+    assert.equal(linked.nlink, 2, 'a second name shows in the link count');
+    assert.ok(linked.path === join(d, 'one') || linked.path === join(d, 'two'), `a hard-linked file resolves to one of its names (the kernel picks which): ${linked.path}`);
+    held = openSync(join(d, 'kept-open'), 'r');
+    unlinkSync(join(d, 'kept-open'));
+    assert.deepEqual(native.handleTarget(mountFd, fidOf('kept-open')), { path: null, nlink: 0 }, 'unlinked, still open: "(deleted)", no path');
+    unlinkSync(join(d, 'removed'));
+    assert.deepEqual(native.handleTarget(mountFd, fidOf('removed')), { path: null, nlink: 0 }, 'gone (ESTALE): no path, not a throw');
+    assert.equal(native.resolveHandle(mountFd, made.get('one')!.dir!), d, 'resolveHandle is its path');
+    assert.throws(() => native.handleTarget(mountFd, { ...fidOf('one'), handle: Buffer.alloc(0) }), { code: 'ERR_INVALID_ARG_VALUE' });
+    assert.throws(() => native.handleTarget(-1, fidOf('one')), { code: 'ERR_OUT_OF_RANGE' });
+  } finally {
+    if (held !== undefined) closeSync(held);
+    native.closeFd(fd);
+    native.closeFd(mountFd);
+    rmSync(d, { recursive: true, force: true });
+  }
+});
+
 test('a fresh watcher has a gap for any token from before it existed; a token older than watch() is a gap', () => {
   const first = watcher();
   const { key, root } = tree(first);
