@@ -93,6 +93,8 @@ export interface CollapseStackEnv {
   adopt(name: string, files: number): Promise<string>;
   /** One repetition: World → Captured (untimed), then the timed Collapse, then the baselines. */
   round(t: CollapseTarget, s: StackCollapseSamples): Promise<void>;
+  /** The same processes' CPU over `seconds` with nothing asked of the stack: the background, per second. */
+  idleCpu(seconds: number): Promise<ReturnType<CpuAccount['result']>>;
   close(): Promise<void>;
 }
 
@@ -197,6 +199,15 @@ export async function openCollapseStack(): Promise<CollapseStackEnv> {
         s.apiCreateMs.push(performance.now() - t1);
         await seen;
         s.apiSeenMs.push(seenAt - t1);
+      },
+      async idleCpu(seconds) {
+        const cpu = new CpuAccount(components);
+        for (let i = 0; i < seconds; i++) {
+          const end = cpu.begin();
+          await new Promise((r) => setTimeout(r, 1000));
+          end();
+        }
+        return cpu.result();
       },
       async close() {
         for (const w of watches) w.stop();

@@ -256,6 +256,9 @@ async function collapseOnStack(): Promise<void> {
     console.log('\nCPU per collapse, Collapse created → Committed seen (means over the collapses; the processes\' utime + stime, the machine\'s busy time against its cores × the wall time), ms');
     console.table(rs.filter((r) => r.cpu).map((r) => ({ files: r.files, ...cpuRow(r.cpu!) })));
     for (const r of rs) if (r.requests) console.log(`API requests per collapse at ${r.files} files, as the API server counts them (apiserver_request_total): ${requestsLine(r.requests)}`);
+    const idle = await env.idleCpu(5);
+    console.log('The same stack with nothing asked of it (its background: leases, heartbeats, the PRIME watcher\'s drains, timers), CPU per second, ms');
+    console.table([cpuRow(idle)]);
   });
 }
 
