@@ -6,6 +6,7 @@ import type { TransactionState } from '../../core/collapse/transaction.js';
 import type { ReceiptContent } from '../../core/receipts/receipt.js';
 import type { Condition } from '../../kube/conditions.js';
 import type { RebaseRecord } from './rebase-step.js';
+import { statement } from '../store/statements.js';
 
 export interface CollapseResultEntry {
   root: string;
@@ -81,13 +82,13 @@ interface RawTransaction {
 }
 
 export function getTransaction(db: Database, collapseUid: string): TransactionRow | undefined {
-  const row = db.prepare('SELECT collapse_uid, id, state, data_json FROM collapse_transactions WHERE collapse_uid = ?').get(collapseUid) as RawTransaction | undefined;
+  const row = statement(db, 'SELECT collapse_uid, id, state, data_json FROM collapse_transactions WHERE collapse_uid = ?').get(collapseUid) as RawTransaction | undefined;
   return row && fromRow(row);
 }
 
 /** Every transaction in a state, newest first. */
 export function listTransactions(db: Database, state: TransactionState): TransactionRow[] {
-  const rows = db.prepare('SELECT collapse_uid, id, state, data_json FROM collapse_transactions WHERE state = ? ORDER BY updated_at DESC').all(state) as RawTransaction[];
+  const rows = statement(db, 'SELECT collapse_uid, id, state, data_json FROM collapse_transactions WHERE state = ? ORDER BY updated_at DESC').all(state) as RawTransaction[];
   return rows.map(fromRow);
 }
 
@@ -100,7 +101,8 @@ function fromRow(row: RawTransaction): TransactionRow {
 }
 
 export function putTransaction(db: Database, t: TransactionRow, now: Date): void {
-  db.prepare(
+  statement(
+    db,
     `INSERT INTO collapse_transactions (collapse_uid, id, state, data_json, updated_at) VALUES (?, ?, ?, ?, ?)
      ON CONFLICT (collapse_uid) DO UPDATE SET state = excluded.state, data_json = excluded.data_json, updated_at = excluded.updated_at`,
   ).run(t.collapseUid, t.id, t.state, JSON.stringify(t.data), now.toISOString());

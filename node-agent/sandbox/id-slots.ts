@@ -3,6 +3,7 @@
 // (idBase >= 65536). Slots are rows in the store database, so a restarted agent knows which are taken.
 import type { Database } from 'better-sqlite3';
 import { TransientFailure } from '../../core/errors.js';
+import { statement } from '../store/statements.js';
 
 /** Not now: every id range is held. Transient — the World or Check waits Pending with this code. */
 export class SlotsExhausted extends TransientFailure {
@@ -16,12 +17,12 @@ export class SlotsExhausted extends TransientFailure {
 /** The slot held by a world, allocating the lowest free one if it holds none. */
 export function acquireSlot(db: Database, worldUid: string, total: number, now: Date): number {
   return db.transaction(() => {
-    const held = db.prepare('SELECT slot FROM world_slots WHERE world_uid = ?').get(worldUid) as { slot: number } | undefined;
+    const held = statement(db, 'SELECT slot FROM world_slots WHERE world_uid = ?').get(worldUid) as { slot: number } | undefined;
     if (held) return held.slot;
-    const taken = new Set((db.prepare('SELECT slot FROM world_slots').all() as { slot: number }[]).map((r) => r.slot));
+    const taken = new Set((statement(db, 'SELECT slot FROM world_slots').all() as { slot: number }[]).map((r) => r.slot));
     for (let s = 0; s < total; s++) {
       if (!taken.has(s)) {
-        db.prepare('INSERT INTO world_slots (slot, world_uid, created_at) VALUES (?, ?, ?)').run(s, worldUid, now.toISOString());
+        statement(db, 'INSERT INTO world_slots (slot, world_uid, created_at) VALUES (?, ?, ?)').run(s, worldUid, now.toISOString());
         return s;
       }
     }
@@ -30,12 +31,12 @@ export function acquireSlot(db: Database, worldUid: string, total: number, now: 
 }
 
 export function releaseSlot(db: Database, worldUid: string): void {
-  db.prepare('DELETE FROM world_slots WHERE world_uid = ?').run(worldUid);
+  statement(db, 'DELETE FROM world_slots WHERE world_uid = ?').run(worldUid);
 }
 
 /** Who holds an id range now (World uids, and check-<uid> for Check runs). */
 export function slotHolders(db: Database): string[] {
-  return (db.prepare('SELECT world_uid FROM world_slots ORDER BY slot').all() as { world_uid: string }[]).map((r) => r.world_uid);
+  return (statement(db, 'SELECT world_uid FROM world_slots ORDER BY slot').all() as { world_uid: string }[]).map((r) => r.world_uid);
 }
 
 /** Releases every slot whose holder is not in `keep`; the holders released. */

@@ -10,6 +10,7 @@ import { compareBytes } from '../../core/relative-path.js';
 import { entryReader, type EntryReader } from './generation-entries.js';
 import { getGenerationManifest } from './store-records.js';
 import { compareEntries, type Manifest, type ManifestEntry, type RootAttributes } from '../../core/manifest.js';
+import { statement } from './statements.js';
 
 export interface BaseIndex {
   /** The root directory's own attributes, when the manifest measures them. */
@@ -39,7 +40,7 @@ export function storedBaseIndex(db: Database, generationId: string): BaseIndex {
   let reader: EntryReader | null | undefined;
   const open = (): EntryReader | null => {
     if (reader === undefined) {
-      const g = db.prepare('SELECT root_key AS rootKey, number FROM generations WHERE id = ?').get(generationId) as { rootKey: string; number: number } | undefined;
+      const g = statement(db, 'SELECT root_key AS rootKey, number FROM generations WHERE id = ?').get(generationId) as { rootKey: string; number: number } | undefined;
       reader = g ? entryReader(db, g.rootKey, g.number) : null;
     }
     return reader;

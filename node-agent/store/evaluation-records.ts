@@ -7,6 +7,7 @@ import type { Database } from 'better-sqlite3';
 import { canonicalJson } from '../../core/canonical-json.js';
 import { digestOf, sha256Hex } from '../../core/digest.js';
 import type { PrivateRunRecord } from '../../core/private-evaluator/report-admission.js';
+import { statement } from './statements.js';
 
 export const EVALUATION_CONTEXT_FORMAT = 'worldline.evaluation-context/v1';
 
@@ -49,8 +50,8 @@ export function evaluationContext(e: EvaluationFields): Record<string, unknown> 
 /** Records one finished run; returns its ordinal (strictly increasing on this node). */
 export function recordEvaluation(db: Database, e: EvaluationFields, now: Date): number {
   const context = evaluationContext(e);
-  const r = db
-    .prepare(
+  const r = statement(
+    db,
       `INSERT INTO evaluations (check_uid, world_uid, check_name, verdict, reason, requirement_hash, verifier_identity, executed_identity, subject, created_at, context_json, context_digest, private_run_json, report)
        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     )
@@ -63,7 +64,7 @@ export function recordEvaluation(db: Database, e: EvaluationFields, now: Date): 
 }
 
 export function hasEvaluation(db: Database, checkUid: string): boolean {
-  return db.prepare('SELECT 1 FROM evaluations WHERE check_uid = ? LIMIT 1').get(checkUid) !== undefined;
+  return statement(db, 'SELECT 1 FROM evaluations WHERE check_uid = ? LIMIT 1').get(checkUid) !== undefined;
 }
 
 interface RawRow {
@@ -88,8 +89,8 @@ interface RawRow {
  * the same bytes (made for another World: the kernel refuses those by their context, never silently).
  */
 export function evaluationsFor(db: Database, worldUid: string, subject: string): EvaluationRow[] {
-  const rows = db
-    .prepare(
+  const rows = statement(
+    db,
       `SELECT ordinal, check_uid, world_uid, check_name, verdict, reason, requirement_hash, verifier_identity, executed_identity, subject, context_json, context_digest, private_run_json, report
        FROM evaluations WHERE world_uid = ? OR subject = ? ORDER BY ordinal`,
     )

@@ -10,6 +10,7 @@
 // only candidate. The root directory's own attributes are an entry under path ''.
 import type { Database, Statement } from 'better-sqlite3';
 import { diffManifests, type EntryType, type Manifest, type ManifestDelta, type ManifestEntry, type RootAttributes } from '../../core/manifest.js';
+import { statement } from './statements.js';
 
 export interface EntryRow {
   path: string;
@@ -49,10 +50,10 @@ export interface GenerationChange {
  * comparing `manifest` with the latest recorded one (O(Root): recovery, returns, and the first generation).
  */
 export function insertGenerationEntries(db: Database, rootKey: string, number: number, manifest: Manifest, change?: GenerationChange): void {
-  const latest = db.prepare('SELECT MAX(number) AS n FROM generations WHERE root_key = ? AND number < ?').get(rootKey, number) as { n: number | null };
-  const later = db.prepare('SELECT 1 FROM generations WHERE root_key = ? AND number > ?').get(rootKey, number);
+  const latest = statement(db, 'SELECT MAX(number) AS n FROM generations WHERE root_key = ? AND number < ?').get(rootKey, number) as { n: number | null };
+  const later = statement(db, 'SELECT 1 FROM generations WHERE root_key = ? AND number > ?').get(rootKey, number);
   if (later !== undefined) throw new Error(`generation ${number} of ${rootKey} is older than one already recorded: generations are only appended`);
-  const open = db.prepare(`INSERT INTO entry_spans (root_key, path, from_number, to_number, ${ENTRY_COLUMNS.replace('path, ', '')}) VALUES (?, ?, ?, NULL, ?, ?, ?, ?, ?, ?, ?)`);
+  const open = statement(db, `INSERT INTO entry_spans (root_key, path, from_number, to_number, ${ENTRY_COLUMNS.replace('path, ', '')}) VALUES (?, ?, ?, NULL, ?, ?, ?, ?, ?, ?, ?)`);
   const put = (e: { path: string; type: EntryType; mode: number; uid: number; gid: number; size?: number; sha256?: string; target?: string }): void => {
     open.run(rootKey, e.path, number, e.type, e.mode, e.uid, e.gid, e.size ?? null, e.sha256 ?? null, e.target ?? null);
   };
@@ -62,7 +63,7 @@ export function insertGenerationEntries(db: Database, rootKey: string, number: n
     for (const e of manifest.entries) put(e);
     return;
   }
-  const close = db.prepare('UPDATE entry_spans SET to_number = ? WHERE root_key = ? AND path = ? AND to_number IS NULL');
+  const close = statement(db, 'UPDATE entry_spans SET to_number = ? WHERE root_key = ? AND path = ? AND to_number IS NULL');
   let upsert: readonly ManifestEntry[];
   let deleted: readonly string[];
   let root: RootAttributes | undefined | null; // null: unchanged
@@ -110,17 +111,17 @@ export function entryReader(db: Database, rootKey: string, number: number): Entr
   let open: Statement<[string, string, number, number]> | undefined;
   return {
     get(path) {
-      one ??= db.prepare(`SELECT ${ENTRY_COLUMNS}, to_number FROM entry_spans WHERE root_key = ? AND path = ? AND from_number <= ? ORDER BY from_number DESC LIMIT 1`);
+      one ??= statement(db, `SELECT ${ENTRY_COLUMNS}, to_number FROM entry_spans WHERE root_key = ? AND path = ? AND from_number <= ? ORDER BY from_number DESC LIMIT 1`);
       const row = one.get(rootKey, path, number) as (EntryRow & { to_number: number | null }) | undefined;
       return row && (row.to_number === null || row.to_number > number) ? toEntry(row) : undefined;
     },
     range(above, below) {
       let rows: EntryRow[];
       if (below === undefined) {
-        open ??= db.prepare(`SELECT ${ENTRY_COLUMNS} FROM entry_spans WHERE root_key = ? AND path > ? AND ${HELD} ORDER BY path`);
+        open ??= statement(db, `SELECT ${ENTRY_COLUMNS} FROM entry_spans WHERE root_key = ? AND path > ? AND ${HELD} ORDER BY path`);
         rows = open.all(rootKey, above, number, number) as EntryRow[];
       } else {
-        bounded ??= db.prepare(`SELECT ${ENTRY_COLUMNS} FROM entry_spans WHERE root_key = ? AND path > ? AND path < ? AND ${HELD} ORDER BY path`);
+        bounded ??= statement(db, `SELECT ${ENTRY_COLUMNS} FROM entry_spans WHERE root_key = ? AND path > ? AND path < ? AND ${HELD} ORDER BY path`);
         rows = bounded.all(rootKey, above, below, number, number) as EntryRow[];
       }
       return rows.map(toEntry);

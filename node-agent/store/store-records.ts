@@ -5,6 +5,7 @@ import { manifestDigest, validateManifest, type Manifest } from '../../core/mani
 import { insertGenerationEntries, manifestAt, type GenerationChange } from './generation-entries.js';
 import { cachedManifest, rememberManifest } from './manifest-cache.js';
 import { StoreError } from './store-errors.js';
+import { statement } from './statements.js';
 
 /**
  * Releasing: the Root object is being deleted with spec.onDelete Release (node-agent/store/release-root.ts);
@@ -65,21 +66,22 @@ const toRoot = (r: RootRow): RootRecord => ({
 });
 
 export function getRoot(db: Database, name: string): RootRecord | undefined {
-  const row = db.prepare('SELECT * FROM roots WHERE name = ?').get(name) as RootRow | undefined;
+  const row = statement(db, 'SELECT * FROM roots WHERE name = ?').get(name) as RootRow | undefined;
   return row && toRoot(row);
 }
 
 export function getRootByPath(db: Database, nodePath: string): RootRecord | undefined {
-  const row = db.prepare('SELECT * FROM roots WHERE node_path = ?').get(nodePath) as RootRow | undefined;
+  const row = statement(db, 'SELECT * FROM roots WHERE node_path = ?').get(nodePath) as RootRow | undefined;
   return row && toRoot(row);
 }
 
 export function listRoots(db: Database): RootRecord[] {
-  return (db.prepare('SELECT * FROM roots ORDER BY name').all() as RootRow[]).map(toRoot);
+  return (statement(db, 'SELECT * FROM roots ORDER BY name').all() as RootRow[]).map(toRoot);
 }
 
 export function upsertRoot(db: Database, r: Omit<RootRecord, 'updatedAt'>, now: Date): void {
-  db.prepare(
+  statement(
+    db,
     `INSERT INTO roots (name, node_path, root_key, state, generation, digest, reason, message, object_uid, updated_at)
      VALUES (@name, @nodePath, @rootKey, @state, @generation, @digest, @reason, @message, @objectUid, @updatedAt)
      ON CONFLICT (name) DO UPDATE SET node_path = excluded.node_path, root_key = excluded.root_key, state = excluded.state,
@@ -93,24 +95,23 @@ export function upsertRoot(db: Database, r: Omit<RootRecord, 'updatedAt'>, now: 
  * overwrites a recorded uid; true when this call recorded it.
  */
 export function bindRootObjectUid(db: Database, name: string, objectUid: string, now: Date): boolean {
-  return db.prepare('UPDATE roots SET object_uid = ?, updated_at = ? WHERE name = ? AND object_uid IS NULL').run(objectUid, now.toISOString(), name).changes === 1;
+  return statement(db, 'UPDATE roots SET object_uid = ?, updated_at = ? WHERE name = ? AND object_uid IS NULL').run(objectUid, now.toISOString(), name).changes === 1;
 }
 
 /** Sets a root's state (and reason/message) only; true when the row exists. */
 export function setRootState(db: Database, name: string, state: RootState, reason: string | null, message: string | null, now: Date): boolean {
-  return db.prepare('UPDATE roots SET state = ?, reason = ?, message = ?, updated_at = ? WHERE name = ?').run(state, reason, message, now.toISOString(), name).changes === 1;
+  return statement(db, 'UPDATE roots SET state = ?, reason = ?, message = ?, updated_at = ? WHERE name = ?').run(state, reason, message, now.toISOString(), name).changes === 1;
 }
 
 /** Reads the covering index only (schema 4; the row held the whole manifest until the entry spans). */
 export function getGeneration(db: Database, rootKey: string, number: number): GenerationRecord | undefined {
-  return db
-    .prepare('SELECT id, root_key AS rootKey, number, digest, payload_dev AS payloadDev, payload_ino AS payloadIno, created_at AS createdAt FROM generations INDEXED BY generations_route WHERE root_key = ? AND number = ?')
+  return statement(db, 'SELECT id, root_key AS rootKey, number, digest, payload_dev AS payloadDev, payload_ino AS payloadIno, created_at AS createdAt FROM generations INDEXED BY generations_route WHERE root_key = ? AND number = ?')
     .get(rootKey, number) as GenerationRecord | undefined;
 }
 
 /** The generation of `rootKey` whose payload directory is (device, inode), if any: what a mount shows. */
 export function generationByPayload(db: Database, rootKey: string, dev: string, ino: string): { number: number; digest: string } | undefined {
-  return db.prepare('SELECT number, digest FROM generations WHERE root_key = ? AND payload_dev = ? AND payload_ino = ?').get(rootKey, dev, ino) as { number: number; digest: string } | undefined;
+  return statement(db, 'SELECT number, digest FROM generations WHERE root_key = ? AND payload_dev = ? AND payload_ino = ?').get(rootKey, dev, ino) as { number: number; digest: string } | undefined;
 }
 
 /**
@@ -131,8 +132,8 @@ export function insertGeneration(db: Database, g: Omit<GenerationRecord, 'create
 }
 
 function insertGenerationRows(db: Database, g: Omit<GenerationRecord, 'createdAt'>, manifest: Manifest, now: Date, change: GenerationChange | undefined): void {
-  const inserted = db
-    .prepare(
+  const inserted = statement(
+    db,
       `INSERT INTO generations (id, root_key, number, digest, payload_dev, payload_ino, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)
        ON CONFLICT (id) DO NOTHING`,
     )
@@ -149,15 +150,15 @@ export interface IntentRecord<T> {
 }
 
 export function insertIntent(db: Database, id: string, kind: string, data: unknown, now: Date): void {
-  db.prepare('INSERT INTO intents (id, kind, data_json, created_at) VALUES (?, ?, ?, ?)').run(id, kind, JSON.stringify(data), now.toISOString());
+  statement(db, 'INSERT INTO intents (id, kind, data_json, created_at) VALUES (?, ?, ?, ?)').run(id, kind, JSON.stringify(data), now.toISOString());
 }
 
 export function deleteIntent(db: Database, id: string): void {
-  db.prepare('DELETE FROM intents WHERE id = ?').run(id);
+  statement(db, 'DELETE FROM intents WHERE id = ?').run(id);
 }
 
 export function listIntents<T>(db: Database, kind: string): IntentRecord<T>[] {
-  const rows = db.prepare('SELECT id, kind, data_json, created_at FROM intents WHERE kind = ? ORDER BY created_at, id').all(kind) as {
+  const rows = statement(db, 'SELECT id, kind, data_json, created_at FROM intents WHERE kind = ? ORDER BY created_at, id').all(kind) as {
     id: string;
     kind: string;
     data_json: string;
@@ -168,7 +169,7 @@ export function listIntents<T>(db: Database, kind: string): IntentRecord<T>[] {
 
 /** Replace an intent's data (a step that learned more, e.g. the generation a collapse stages). */
 export function updateIntent(db: Database, id: string, data: unknown): void {
-  db.prepare('UPDATE intents SET data_json = ? WHERE id = ?').run(JSON.stringify(data), id);
+  statement(db, 'UPDATE intents SET data_json = ? WHERE id = ?').run(JSON.stringify(data), id);
 }
 
 /**
@@ -179,13 +180,13 @@ export function updateIntent(db: Database, id: string, data: unknown): void {
  */
 /** The recorded digest of a generation, by id (undefined: not recorded). */
 export function generationDigest(db: Database, id: string): string | undefined {
-  return (db.prepare('SELECT digest FROM generations WHERE id = ?').get(id) as { digest: string } | undefined)?.digest;
+  return (statement(db, 'SELECT digest FROM generations WHERE id = ?').get(id) as { digest: string } | undefined)?.digest;
 }
 
 export function getGenerationManifest(db: Database, id: string): Manifest | undefined {
   const cached = cachedManifest(db, id);
   if (cached) return cached;
-  const g = db.prepare('SELECT root_key AS rootKey, number, digest FROM generations WHERE id = ?').get(id) as { rootKey: string; number: number; digest: string } | undefined;
+  const g = statement(db, 'SELECT root_key AS rootKey, number, digest FROM generations WHERE id = ?').get(id) as { rootKey: string; number: number; digest: string } | undefined;
   if (!g) return undefined;
   const manifest = manifestAt(db, g.rootKey, g.number);
   const digest = manifestDigest(manifest);
@@ -201,8 +202,8 @@ export function getGenerationManifest(db: Database, id: string): Manifest | unde
  */
 export function listGenerationIds(db: Database, rootKey?: string): string[] {
   const rows = rootKey === undefined
-    ? db.prepare(`SELECT g.id FROM generations g JOIN roots r ON r.root_key = g.root_key WHERE r.state != 'Released' ORDER BY g.root_key, g.number`).all()
-    : db.prepare('SELECT id FROM generations WHERE root_key = ? ORDER BY number').all(rootKey);
+    ? statement(db, `SELECT g.id FROM generations g JOIN roots r ON r.root_key = g.root_key WHERE r.state != 'Released' ORDER BY g.root_key, g.number`).all()
+    : statement(db, 'SELECT id FROM generations WHERE root_key = ? ORDER BY number').all(rootKey);
   return (rows as { id: string }[]).map((r) => r.id);
 }
 

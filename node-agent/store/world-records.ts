@@ -4,6 +4,7 @@ import type { Database } from 'better-sqlite3';
 import type { Manifest } from '../../core/manifest.js';
 import { getGeneration } from './store-records.js';
 import { storedManifest } from './base-index.js';
+import { statement } from './statements.js';
 
 export type WorldState = 'running' | 'captured' | 'collapsed' | 'failed' | 'refused';
 
@@ -18,7 +19,7 @@ export interface WorldRecord {
 }
 
 export function getWorldRecord(db: Database, uid: string): WorldRecord | undefined {
-  const row = db.prepare('SELECT uid, namespace, name, state, data_json, updated_at FROM worlds WHERE uid = ?').get(uid) as
+  const row = statement(db, 'SELECT uid, namespace, name, state, data_json, updated_at FROM worlds WHERE uid = ?').get(uid) as
     | { uid: string; namespace: string; name: string; state: WorldState; data_json: string; updated_at: string }
     | undefined;
   if (!row) return undefined;
@@ -26,18 +27,19 @@ export function getWorldRecord(db: Database, uid: string): WorldRecord | undefin
 }
 
 export function listWorldRecords(db: Database): WorldRecord[] {
-  return (db.prepare('SELECT uid FROM worlds ORDER BY uid').all() as { uid: string }[]).map((r) => getWorldRecord(db, r.uid)!);
+  return (statement(db, 'SELECT uid FROM worlds ORDER BY uid').all() as { uid: string }[]).map((r) => getWorldRecord(db, r.uid)!);
 }
 
 export function putWorldRecord(db: Database, r: Omit<WorldRecord, 'updatedAt'>, now: Date): void {
-  db.prepare(
+  statement(
+    db,
     `INSERT INTO worlds (uid, namespace, name, state, data_json, updated_at) VALUES (?, ?, ?, ?, ?, ?)
      ON CONFLICT (uid) DO UPDATE SET state = excluded.state, data_json = excluded.data_json, updated_at = excluded.updated_at`,
   ).run(r.uid, r.namespace, r.name, r.state, JSON.stringify(r.status), now.toISOString());
 }
 
 export function deleteWorldRecord(db: Database, uid: string): void {
-  db.prepare('DELETE FROM worlds WHERE uid = ?').run(uid);
+  statement(db, 'DELETE FROM worlds WHERE uid = ?').run(uid);
 }
 
 /** What a new agent needs to find a running world's supervisor again and finish the world (run-world.ts resumeWorldRun). */
@@ -69,11 +71,11 @@ export interface WorldSupervisor {
 
 /** Records the world's supervisor (kept by putWorldRecord, which never touches it). */
 export function setWorldSupervisor(db: Database, uid: string, s: WorldSupervisor): void {
-  db.prepare('UPDATE worlds SET supervisor_json = ? WHERE uid = ?').run(JSON.stringify(s), uid);
+  statement(db, 'UPDATE worlds SET supervisor_json = ? WHERE uid = ?').run(JSON.stringify(s), uid);
 }
 
 export function getWorldSupervisor(db: Database, uid: string): WorldSupervisor | undefined {
-  const row = db.prepare('SELECT supervisor_json FROM worlds WHERE uid = ?').get(uid) as { supervisor_json: string | null } | undefined;
+  const row = statement(db, 'SELECT supervisor_json FROM worlds WHERE uid = ?').get(uid) as { supervisor_json: string | null } | undefined;
   return row?.supervisor_json ? (JSON.parse(row.supervisor_json) as WorldSupervisor) : undefined;
 }
 
@@ -82,7 +84,7 @@ export function getWorldSupervisor(db: Database, uid: string): WorldSupervisor |
  * yet) cleaned up by the world reconciler, which then releases what it holds.
  */
 export function runningWorlds(db: Database): string[] {
-  return (db.prepare("SELECT uid FROM worlds WHERE state = 'running' ORDER BY uid").all() as { uid: string }[]).map((r) => r.uid);
+  return (statement(db, "SELECT uid FROM worlds WHERE state = 'running' ORDER BY uid").all() as { uid: string }[]).map((r) => r.uid);
 }
 
 /**
