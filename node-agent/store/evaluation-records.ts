@@ -52,14 +52,13 @@ export function recordEvaluation(db: Database, e: EvaluationFields, now: Date): 
   const context = evaluationContext(e);
   const r = statement(
     db,
-      `INSERT INTO evaluations (check_uid, world_uid, check_name, verdict, reason, requirement_hash, verifier_identity, executed_identity, subject, created_at, context_json, context_digest, private_run_json, report)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-    )
-    .run(
-      e.checkUid, e.worldUid, e.checkName, e.verdict, e.reason ?? null, e.requirementHash ?? null, e.verifierIdentity ?? null, e.executedIdentity ?? null, e.subject ?? null,
-      now.toISOString(), canonicalJson(context), digestOf(context),
-      e.privateRun ? canonicalJson(e.privateRun.record) : null, e.privateRun?.report ? Buffer.from(e.privateRun.report) : null,
-    );
+    `INSERT INTO evaluations (check_uid, world_uid, check_name, verdict, reason, requirement_hash, verifier_identity, executed_identity, subject, created_at, context_json, context_digest, private_run_json, report)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+  ).run(
+    e.checkUid, e.worldUid, e.checkName, e.verdict, e.reason ?? null, e.requirementHash ?? null, e.verifierIdentity ?? null, e.executedIdentity ?? null, e.subject ?? null,
+    now.toISOString(), canonicalJson(context), digestOf(context),
+    e.privateRun ? canonicalJson(e.privateRun.record) : null, e.privateRun?.report ? Buffer.from(e.privateRun.report) : null,
+  );
   return Number(r.lastInsertRowid);
 }
 
@@ -91,10 +90,9 @@ interface RawRow {
 export function evaluationsFor(db: Database, worldUid: string, subject: string): EvaluationRow[] {
   const rows = statement(
     db,
-      `SELECT ordinal, check_uid, world_uid, check_name, verdict, reason, requirement_hash, verifier_identity, executed_identity, subject, context_json, context_digest, private_run_json, report
-       FROM evaluations WHERE world_uid = ? OR subject = ? ORDER BY ordinal`,
-    )
-    .all(worldUid, subject) as RawRow[];
+    `SELECT ordinal, check_uid, world_uid, check_name, verdict, reason, requirement_hash, verifier_identity, executed_identity, subject, context_json, context_digest, private_run_json, report
+     FROM evaluations WHERE world_uid = ? OR subject = ? ORDER BY ordinal`,
+  ).all(worldUid, subject) as RawRow[];
   return rows.map((r) => ({
     ordinal: r.ordinal,
     checkUid: r.check_uid,

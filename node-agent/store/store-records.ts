@@ -134,10 +134,9 @@ export function insertGeneration(db: Database, g: Omit<GenerationRecord, 'create
 function insertGenerationRows(db: Database, g: Omit<GenerationRecord, 'createdAt'>, manifest: Manifest, now: Date, change: GenerationChange | undefined): void {
   const inserted = statement(
     db,
-      `INSERT INTO generations (id, root_key, number, digest, payload_dev, payload_ino, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)
-       ON CONFLICT (id) DO NOTHING`,
-    )
-    .run(g.id, g.rootKey, g.number, g.digest, g.payloadDev, g.payloadIno, now.toISOString());
+    `INSERT INTO generations (id, root_key, number, digest, payload_dev, payload_ino, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)
+     ON CONFLICT (id) DO NOTHING`,
+  ).run(g.id, g.rootKey, g.number, g.digest, g.payloadDev, g.payloadIno, now.toISOString());
   if (inserted.changes === 0) return;
   insertGenerationEntries(db, g.rootKey, g.number, manifest, change);
 }
