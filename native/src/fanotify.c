@@ -173,24 +173,40 @@ static napi_value js_fanotify_read(napi_env env, napi_callback_info info) {
   return result;
 }
 
+/* The handle argument (a Buffer of 1..MAX_HANDLE_SZ bytes) as a struct file_handle of `handle_type`, to
+ * free(); NULL with a JS exception pending when it is not one. */
+static struct file_handle *handle_arg(napi_env env, napi_value v, int32_t handle_type, const char *caller) {
+  void *data;
+  size_t len;
+  bool is_buffer;
+  if (napi_is_buffer(env, v, &is_buffer) != napi_ok || !is_buffer) {
+    wl_throw_arg(env, "ERR_INVALID_ARG_TYPE", "The \"handle\" argument must be a Buffer");
+    return NULL;
+  }
+  if (napi_get_buffer_info(env, v, &data, &len) != napi_ok) return NULL;
+  if (len == 0 || len > MAX_HANDLE_SZ) {
+    wl_throw_arg(env, "ERR_INVALID_ARG_VALUE", "The \"handle\" argument must hold 1..128 bytes");
+    return NULL;
+  }
+  struct file_handle *fh = malloc(sizeof *fh + len);
+  if (fh == NULL) {
+    wl_throw_errno(env, ENOMEM, caller, NULL);
+    return NULL;
+  }
+  fh->handle_bytes = (unsigned int)len;
+  fh->handle_type = handle_type;
+  memcpy(fh->f_handle, data, len);
+  return fh;
+}
+
 static napi_value js_open_by_handle(napi_env env, napi_callback_info info) {
   napi_value argv[4];
   int32_t mount_fd, handle_type, flags;
   if (!wl_args(env, info, 4, argv) || !wl_int32(env, argv[0], "mountFd", &mount_fd) ||
       !wl_int32(env, argv[1], "handleType", &handle_type) || !wl_int32(env, argv[3], "flags", &flags))
     return NULL;
-  void *data;
-  size_t len;
-  bool is_buffer;
-  if (napi_is_buffer(env, argv[2], &is_buffer) != napi_ok || !is_buffer)
-    return wl_throw_arg(env, "ERR_INVALID_ARG_TYPE", "The \"handle\" argument must be a Buffer");
-  if (napi_get_buffer_info(env, argv[2], &data, &len) != napi_ok) return NULL;
-  if (len == 0 || len > MAX_HANDLE_SZ) return wl_throw_arg(env, "ERR_INVALID_ARG_VALUE", "The \"handle\" argument must hold 1..128 bytes");
-  WL_AUTOFREE struct file_handle *fh = malloc(sizeof *fh + len);
-  if (fh == NULL) return wl_throw_errno(env, ENOMEM, "openByHandle", NULL);
-  fh->handle_bytes = (unsigned int)len;
-  fh->handle_type = handle_type;
-  memcpy(fh->f_handle, data, len);
+  WL_AUTOFREE struct file_handle *fh = handle_arg(env, argv[2], handle_type, "openByHandle");
+  if (fh == NULL) return NULL;
   int fd = WL_RETRY(open_by_handle_at(mount_fd, fh, flags | O_CLOEXEC));
   if (fd < 0) return wl_throw_errno(env, errno, "open_by_handle_at", NULL);
   return wl_int(env, fd);
@@ -200,18 +216,8 @@ static napi_value js_handle_info(napi_env env, napi_callback_info info) {
   napi_value argv[3];
   int32_t mount_fd, handle_type;
   if (!wl_args(env, info, 3, argv) || !wl_int32(env, argv[0], "mountFd", &mount_fd) || !wl_int32(env, argv[1], "handleType", &handle_type)) return NULL;
-  void *data;
-  size_t len;
-  bool is_buffer;
-  if (napi_is_buffer(env, argv[2], &is_buffer) != napi_ok || !is_buffer)
-    return wl_throw_arg(env, "ERR_INVALID_ARG_TYPE", "The \"handle\" argument must be a Buffer");
-  if (napi_get_buffer_info(env, argv[2], &data, &len) != napi_ok) return NULL;
-  if (len == 0 || len > MAX_HANDLE_SZ) return wl_throw_arg(env, "ERR_INVALID_ARG_VALUE", "The \"handle\" argument must hold 1..128 bytes");
-  WL_AUTOFREE struct file_handle *fh = malloc(sizeof *fh + len);
-  if (fh == NULL) return wl_throw_errno(env, ENOMEM, "handleInfo", NULL);
-  fh->handle_bytes = (unsigned int)len;
-  fh->handle_type = handle_type;
-  memcpy(fh->f_handle, data, len);
+  WL_AUTOFREE struct file_handle *fh = handle_arg(env, argv[2], handle_type, "handleInfo");
+  if (fh == NULL) return NULL;
   napi_value result, link, nlink;
   if (napi_create_object(env, &result) != napi_ok) return NULL;
   WL_AUTOCLOSE int fd = WL_RETRY(open_by_handle_at(mount_fd, fh, O_PATH | O_CLOEXEC));
