@@ -198,8 +198,8 @@ export class AdmissionAuthority {
    * edited outside the node-agent is refused rather than admitted against a wrong account.
    */
   private checkAccount(): void {
-    const summed = sumReservations(this.selectAll.all().map(toReservation));
-    const account = this.totals();
+    // One read transaction: both reads see the same snapshot, whatever another connection commits between them.
+    const { summed, account } = this.db.transaction(() => ({ summed: sumReservations(this.selectAll.all().map(toReservation)), account: this.totals() }))();
     const off = RESERVED_KEYS.filter((k) => summed[k] !== account[k]);
     if (off.length > 0) {
       throw new AdmissionInvariantError(`the reservation account disagrees with the live reservations on ${off.map((k) => `${k} (${account[k]} vs ${summed[k]})`).join(', ')}: the store was changed outside the node-agent`);

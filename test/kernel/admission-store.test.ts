@@ -224,3 +224,38 @@ test('5 worker threads x 10 admits through separate connections to one database 
   withinCeilings(watcher);
   assert.ok(watched > 0);
 });
+
+test('an authority opened while other connections admit and release reads its account in one snapshot', async (t) => {
+  const s = await scratch(t);
+  const path = join(s.dir, 'opened.db');
+  const setup = new Database(path);
+  setup.pragma('journal_mode = WAL');
+  migrate(setup);
+  t.after(() => setup.close());
+  const gate = new SharedArrayBuffer(8);
+  const flags = new Int32Array(gate);
+  // Two writers, each admitting and releasing 300 holders through its own connection.
+  const workers = Array.from({ length: 2 }, (_, id) =>
+    new Worker(WORKER, { eval: true, workerData: { id, seed: 7000 + id, count: 300, path, sqlitePath, authorityUrl, ceilings, perWorld, observed: roomy, gate } }),
+  );
+  const results = workers.map((w) => new Promise<WorkerResult>((resolve, reject) => {
+    w.once('message', (m: WorkerResult) => resolve(m));
+    w.once('error', reject);
+  }));
+  while (Atomics.load(flags, 1) < workers.length) await sleep(5);
+  Atomics.store(flags, 0, 1);
+  Atomics.notify(flags, 0);
+  // Meanwhile this thread opens authorities over and over: each checks the running account against the
+  // reservations summed. Read apart, a commit landing between the two reads made them disagree.
+  let done = false;
+  const all = Promise.all(results).finally(() => (done = true));
+  let opened = 0;
+  while (!done) {
+    new AdmissionAuthority({ db: setup, ceilings, perWorld, observe: () => roomy });
+    opened++;
+    await sleep(0);
+  }
+  const out = await all;
+  for (const r of out) assert.equal(r.error, undefined, r.error);
+  assert.ok(opened >= 20, `only ${opened} authorities were opened while the writers ran`);
+});
