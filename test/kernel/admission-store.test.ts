@@ -177,20 +177,24 @@ interface WorkerResult {
   error?: string;
 }
 
-test('5 worker threads x 10 admits through separate connections to one database stay within every ceiling', async (t) => {
+/**
+ * A WAL database in the test's scratch, and `workers` worker threads (WORKER) each admitting `count`
+ * holders on its own connection. Resolves once every worker has opened its connection and been let go
+ * at once; `results` settle when they finish.
+ */
+async function admittingWorkers(t: Parameters<typeof scratch>[0], name: string, workers: number, count: number, seed: number): Promise<{ setup: Database.Database; results: Promise<WorkerResult[]> }> {
   const s = await scratch(t);
-  const path = join(s.dir, 'shared.db');
+  const path = join(s.dir, name);
   const setup = new Database(path);
   setup.pragma('journal_mode = WAL');
   migrate(setup);
   t.after(() => setup.close());
-
   const gate = new SharedArrayBuffer(8);
   const flags = new Int32Array(gate);
-  const workers = Array.from({ length: 5 }, (_, id) =>
-    new Worker(WORKER, { eval: true, workerData: { id, seed: 1000 + id, count: 10, path, sqlitePath, authorityUrl, ceilings, perWorld, observed: roomy, gate } }),
+  const threads = Array.from({ length: workers }, (_, id) =>
+    new Worker(WORKER, { eval: true, workerData: { id, seed: seed + id, count, path, sqlitePath, authorityUrl, ceilings, perWorld, observed: roomy, gate } }),
   );
-  const results = workers.map(
+  const results = threads.map(
     (w) =>
       new Promise<WorkerResult>((resolve, reject) => {
         w.once('message', (m: WorkerResult) => resolve(m));
@@ -198,14 +202,19 @@ test('5 worker threads x 10 admits through separate connections to one database 
       }),
   );
   // Every worker has opened its connection; let them all go at once.
-  while (Atomics.load(flags, 1) < workers.length) await sleep(5);
+  while (Atomics.load(flags, 1) < workers) await sleep(5);
   Atomics.store(flags, 0, 1);
   Atomics.notify(flags, 0);
+  return { setup, results: Promise.all(results) };
+}
+
+test('5 worker threads x 10 admits through separate connections to one database stay within every ceiling', async (t) => {
+  const { setup, results } = await admittingWorkers(t, 'shared.db', 5, 10, 1000);
 
   // Meanwhile this thread watches the totals through a third kind of connection: a reader.
   const watcher = new AdmissionAuthority({ db: setup, ceilings, perWorld, observe: () => roomy });
   let done = false;
-  const all = Promise.all(results).finally(() => (done = true));
+  const all = results.finally(() => (done = true));
   let watched = 0;
   while (!done) {
     withinCeilings(watcher);
@@ -226,29 +235,12 @@ test('5 worker threads x 10 admits through separate connections to one database 
 });
 
 test('an authority opened while other connections admit and release reads its account in one snapshot', async (t) => {
-  const s = await scratch(t);
-  const path = join(s.dir, 'opened.db');
-  const setup = new Database(path);
-  setup.pragma('journal_mode = WAL');
-  migrate(setup);
-  t.after(() => setup.close());
-  const gate = new SharedArrayBuffer(8);
-  const flags = new Int32Array(gate);
   // Two writers, each admitting and releasing 300 holders through its own connection.
-  const workers = Array.from({ length: 2 }, (_, id) =>
-    new Worker(WORKER, { eval: true, workerData: { id, seed: 7000 + id, count: 300, path, sqlitePath, authorityUrl, ceilings, perWorld, observed: roomy, gate } }),
-  );
-  const results = workers.map((w) => new Promise<WorkerResult>((resolve, reject) => {
-    w.once('message', (m: WorkerResult) => resolve(m));
-    w.once('error', reject);
-  }));
-  while (Atomics.load(flags, 1) < workers.length) await sleep(5);
-  Atomics.store(flags, 0, 1);
-  Atomics.notify(flags, 0);
+  const { setup, results } = await admittingWorkers(t, 'opened.db', 2, 300, 7000);
   // Meanwhile this thread opens authorities over and over: each checks the running account against the
   // reservations summed. Read apart, a commit landing between the two reads made them disagree.
   let done = false;
-  const all = Promise.all(results).finally(() => (done = true));
+  const all = results.finally(() => (done = true));
   let opened = 0;
   while (!done) {
     new AdmissionAuthority({ db: setup, ceilings, perWorld, observe: () => roomy });
