@@ -4,7 +4,7 @@
 // the object. A dependent of its World being deleted is deleted; one bound to a replaced World is refused.
 import type { Check, Collapse } from '../crds/index.js';
 import type { Clock } from '../kube/clock.js';
-import type { ObjectCache } from '../kube/informer.js';
+import type { InformedObject, ObjectCache } from '../kube/informer.js';
 import type { EventRecorder } from '../kube/events.js';
 import type { ReconcileResult } from '../kube/reconcile.js';
 import type { RefusalWriter } from '../kube/refusal-writer.js';
@@ -22,7 +22,8 @@ import { requiredChecks, type CheckCreator } from './world-checks.js';
 export interface DependentReconcilerDeps {
   kind: 'Check' | 'Collapse';
   ref: ResourceRef;
-  informer: ObjectCache<Check | Collapse>;
+  /** The kind's informer; this reconciler's own writes go into it at once (observeWrite). */
+  informer: ObjectCache<Check | Collapse> & { observeWrite(raw: InformedObject | undefined): void };
   caches: Caches;
   status: StatusWriter;
   refusals: RefusalWriter;
@@ -63,7 +64,7 @@ export function makeDependentReconciler(d: DependentReconcilerDeps): (key: strin
       const node = world.status?.nodeName;
       const labelled = !node || obj.metadata.labels?.[NODE_LABEL] === node;
       if (binding.state === 'unbound' || !owned || !labelled) {
-        await d.status.applyObject(d.ref, {
+        d.informer.observeWrite(await d.status.applyObject<Check | Collapse>(d.ref, {
           apiVersion: API_VERSION,
           kind: d.kind,
           metadata: {
@@ -74,7 +75,7 @@ export function makeDependentReconciler(d: DependentReconcilerDeps): (key: strin
           },
           // Applied every time: a field this manager applied once and then omits would be removed.
           spec: { worldUID: uid },
-        });
+        }));
         if (binding.state === 'unbound') d.events.normal(obj, 'WorldBound', `bound to World "${world.metadata.name}" uid ${uid}`);
       }
     }
@@ -87,17 +88,24 @@ export function makeDependentReconciler(d: DependentReconcilerDeps): (key: strin
       if (made.length > 0) d.events.normal(obj, 'RebaseChecksCreated', `checks of the rebased candidate ${rebase.candidate}: ${made.join(', ')}`);
     }
 
-    const phase = desired.phase ? { phase: desired.phase.phase, reason: desired.phase.reason, message: desired.phase.message, ...(desired.phase.verdict ? { verdict: desired.phase.verdict } : {}) } : {};
-    const want = { nodeName: desired.nodeName, conditions: desired.conditions, ...phase };
+    // The status is computed from the object as the binding left it: binding sets spec.worldUID, a new
+    // generation, which the conditions' observedGeneration must carry (else the next reconcile writes again).
+    const cached = d.informer.get(key);
+    const seen = cached && cached.metadata.uid === obj.metadata.uid ? cached : obj;
+    const settled = seen === obj ? desired : computeDependentStatus(d.kind, seen, world, d.clock.now());
+    const phase = settled.phase ? { phase: settled.phase.phase, reason: settled.phase.reason, message: settled.phase.message, ...(settled.phase.verdict ? { verdict: settled.phase.verdict } : {}) } : {};
+    const want = { nodeName: settled.nodeName, conditions: settled.conditions, ...phase };
     const current = {
-      nodeName: obj.status?.nodeName,
-      conditions: (obj.status?.conditions ?? []).filter((c) => c.type === ControllerConditions.WorldFound),
-      ...(desired.phase ? pickPhase(obj.status) : {}),
+      nodeName: seen.status?.nodeName,
+      conditions: (seen.status?.conditions ?? []).filter((c) => c.type === ControllerConditions.WorldFound),
+      ...(settled.phase ? pickPhase(seen.status) : {}),
     };
     if (!statusEqual(current, want)) {
-      await d.status.applyStatus(d.ref, { metadata: { name, namespace: ns }, status: { ...want } });
-      const before = findCondition(obj.status?.conditions, ControllerConditions.WorldFound);
-      const after = findCondition(desired.conditions, ControllerConditions.WorldFound);
+      // Into the cache at once: a reconcile woken by another write before this one's echo (the binding's,
+      // the node-agent's first phase) compares against it instead of applying the same status again.
+      d.informer.observeWrite(await d.status.applyStatus<Check | Collapse>(d.ref, { metadata: { name, namespace: ns }, status: { ...want } }));
+      const before = findCondition(seen.status?.conditions, ControllerConditions.WorldFound);
+      const after = findCondition(settled.conditions, ControllerConditions.WorldFound);
       if (after && (before?.status !== after.status || before?.reason !== after.reason)) {
         if (after.status === 'True') d.events.normal(obj, after.reason, after.message);
         else d.events.warning(obj, after.reason, after.message);

@@ -18,6 +18,7 @@ import { nullLogger, type Logger } from './logger.js';
 import type { ObjectParser, ObjectRefusal } from './object-schema.js';
 import { apiVersionOf, objectKey, type ResourceRef } from './resource-ref.js';
 import { readWatchEvents } from './watch-stream.js';
+import { fieldSelectorMatches, parseFieldSelector, type FieldTerm } from './field-selector.js';
 
 /** What the informer needs of any object: its key and version. */
 export interface InformedObject {
@@ -74,6 +75,8 @@ export class Informer<T extends InformedObject> implements ObjectCache<T> {
   private readonly deleteFns: ((obj: T) => void)[] = [];
   private readonly refuseFns: ((refusal: ObjectRefusal) => void)[] = [];
   private readonly refused = new Map<string, ObjectRefusal>();
+  /** The field selector's terms, when it is one observeWrite can evaluate (field-selector.ts). */
+  private readonly fieldTerms: FieldTerm[] | undefined;
   /**
    * resourceVersions put in the cache by observeWrite whose watch event has not arrived yet. A watch
    * delivers a key's events in order, so until that version arrives every event for the key is older
@@ -97,6 +100,7 @@ export class Informer<T extends InformedObject> implements ObjectCache<T> {
     this.clock = opts.clock ?? systemClock;
     this.log = (opts.logger ?? nullLogger).child({ informer: opts.resource.plural, namespace: opts.namespace });
     this.backoff = new Backoff({ initialMs: opts.backoff?.initialMs ?? 800, maxMs: opts.backoff?.maxMs ?? 30_000 });
+    this.fieldTerms = opts.fieldSelector === undefined ? undefined : parseFieldSelector(opts.fieldSelector);
   }
 
   onAdd(fn: (obj: T) => void): void { this.addFns.push(fn); }
@@ -118,10 +122,12 @@ export class Informer<T extends InformedObject> implements ObjectCache<T> {
    * Takes the object a write of ours returned (a newer version than the watch has delivered) into the
    * cache and runs the handlers as the watch would; the watch's copy of that version is dropped later.
    * Ignored without an object, before the first list, for a version the cache already holds, for a key not
-   * in the cache, and by an informer with a selector (a written object may leave its watch, whose echo would never come).
+   * in the cache, by an informer with a label selector, and by one with a field selector unless the written
+   * object certainly still matches it (an object that left the watch would never send the echo awaited).
    */
   observeWrite(raw: InformedObject | undefined): void {
-    if (!raw?.metadata || this.opts.labelSelector || this.opts.fieldSelector) return;
+    if (!raw?.metadata || this.opts.labelSelector) return;
+    if (this.opts.fieldSelector !== undefined && !(this.fieldTerms && fieldSelectorMatches(this.fieldTerms, raw))) return;
     const key = objectKey(raw);
     const rv = raw.metadata?.resourceVersion;
     const old = this.cache.get(key);

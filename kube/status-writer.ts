@@ -63,15 +63,15 @@ export class StatusWriter {
 
   /**
    * Applies `status` — this manager's whole document — unless `obj` already shows it over the owned
-   * keys and condition types (compared with statusEqual). Returns whether it wrote.
+   * keys and condition types (compared with statusEqual). Returns the object the write returned (for the
+   * writer's informer: Informer.observeWrite), or undefined when there was nothing to write.
    */
-  async applyOwnedStatus(resource: ResourceRef, obj: Observed, status: object, owned: OwnedStatus): Promise<boolean> {
+  async applyOwnedStatus<T = unknown>(resource: ResourceRef, obj: Observed, status: object, owned: OwnedStatus): Promise<T | undefined> {
     const clean = JSON.parse(JSON.stringify(status)) as Record<string, unknown>;
     const want = ownedPart(clean, owned);
     if (owned.conditionTypes) want.conditions = clean.conditions ?? [];
-    if (statusEqual(ownedPart(obj.status, owned), want)) return false;
-    await this.applyStatus(resource, { metadata: { name: obj.metadata?.name ?? '', namespace: obj.metadata?.namespace ?? '' }, status: clean });
-    return true;
+    if (statusEqual(ownedPart(obj.status, owned), want)) return undefined;
+    return await this.applyStatus<T>(resource, { metadata: { name: obj.metadata?.name ?? '', namespace: obj.metadata?.namespace ?? '' }, status: clean });
   }
 
   /** Applies a partial object (our finalizers, labels, ownerReferences entries, ...) to the main resource. */

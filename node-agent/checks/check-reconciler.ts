@@ -119,7 +119,8 @@ export class NodeChecks {
   }
 
   private async apply(c: Check, s: AgentCheckStatus): Promise<void> {
-    await this.d.status.applyOwnedStatus(refs.Check, c, s, { keys: OWNED_KEYS });
+    // Into the informer at once (as the World reconciler's writes): no reconcile re-applies it before the echo.
+    this.informer.observeWrite(await this.d.status.applyOwnedStatus<Check>(refs.Check, c, s, { keys: OWNED_KEYS }));
   }
 
   async reconcile(key: string): Promise<ReconcileResult> {

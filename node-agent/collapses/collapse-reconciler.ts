@@ -186,7 +186,8 @@ class NodeCollapseReconciler {
   }
 
   private async applyStatus(c: Collapse, s: Omit<AgentCollapseStatus, 'transaction'> & { transaction?: AgentCollapseStatus['transaction'] }): Promise<void> {
-    await this.d.status.applyOwnedStatus(refs.Collapse, c, s, { keys: OWNED_KEYS, conditionTypes: OWNED_CONDITIONS });
+    // Into the informer at once (as the World reconciler's writes): no reconcile re-applies it before the echo.
+    this.d.informer.observeWrite(await this.d.status.applyOwnedStatus<Collapse>(refs.Collapse, c, s, { keys: OWNED_KEYS, conditionTypes: OWNED_CONDITIONS }));
   }
 
   /** Committed (the transaction's outcome) and Collapsed (what `kubectl wait --for=condition=Collapsed` waits for). */

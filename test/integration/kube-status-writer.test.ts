@@ -6,6 +6,7 @@ import { httpClientFor } from '../../kube/http.js';
 import { objectPath } from '../../kube/api-paths.js';
 import type { ResourceRef } from '../../kube/resource-ref.js';
 import { StatusWriter, statusEqual } from '../../kube/status-writer.js';
+import { Informer } from '../../kube/informer.js';
 import { startControlPlane } from '../../scripts/controlplane/harness.js';
 
 const gadgets: ResourceRef = { group: 'test.worldline.dev', version: 'v1', plural: 'gadgets', kind: 'Gadget', namespaced: true };
@@ -22,6 +23,7 @@ spec:
     served: true
     storage: true
     subresources: {status: {}}
+    selectableFields: [{jsonPath: .status.nodeName}]
     schema:
       openAPIV3Schema:
         type: object
@@ -107,14 +109,16 @@ test('StatusWriter: server-side apply by two field managers on a CRD status', as
     const owned = { keys: ['nodeName'], conditionTypes: new Set(['Running']) };
     const seen = await get();
     const mine = { nodeName: seen.status?.nodeName, conditions: seen.status?.conditions?.filter((c) => c.type === 'Running') };
-    assert.equal(await agent.applyOwnedStatus(gadgets, seen, mine, owned), false, 'nothing to write: the object shows it');
+    assert.equal(await agent.applyOwnedStatus(gadgets, seen, mine, owned), undefined, 'nothing to write: the object shows it');
     assert.equal((await get()).metadata.resourceVersion, seen.metadata.resourceVersion);
     // The other manager's fields do not count: the agent's view is still unchanged.
-    assert.equal(await agent.applyOwnedStatus(gadgets, { ...seen, status: { ...seen.status, phase: 'Other' } }, mine, owned), false);
-    assert.equal(await agent.applyOwnedStatus(gadgets, seen, { ...mine, nodeName: 'node-2' }, owned), true);
-    assert.equal((await get()).status?.nodeName, 'node-2');
+    assert.equal(await agent.applyOwnedStatus(gadgets, { ...seen, status: { ...seen.status, phase: 'Other' } }, mine, owned), undefined);
+    const written = await agent.applyOwnedStatus<Gadget>(gadgets, seen, { ...mine, nodeName: 'node-2' }, owned);
+    assert.equal(written?.status?.nodeName, 'node-2', 'the write returns the object as written');
     const after = await get();
-    assert.equal(await agent.applyOwnedStatus(gadgets, after, { ...mine, nodeName: 'node-1' }, owned), true);
+    assert.equal(after.status?.nodeName, 'node-2');
+    assert.equal(written?.metadata.resourceVersion, after.metadata.resourceVersion);
+    assert.equal((await agent.applyOwnedStatus<Gadget>(gadgets, after, { ...mine, nodeName: 'node-1' }, owned))?.status?.nodeName, 'node-1');
     assert.equal((await get()).status?.nodeName, 'node-1');
   });
 
@@ -128,6 +132,35 @@ test('StatusWriter: server-side apply by two field managers on a CRD status', as
     const g2 = await get();
     assert.deepEqual(g2.metadata.finalizers, ['worldline.dev/node-agent'], 'controller released only its finalizer');
     await agent.applyObject(gadgets, { metadata: { ...meta } });
+  });
+
+  await t.test('an informer on status.nodeName takes its own status writes at once, drops their echo, and leaves a write that moves the object away to its watch', async () => {
+    await agent.applyStatus(gadgets, { metadata: meta, status: { nodeName: 'node-1', phase: 'A' } });
+    const informer = new Informer<Gadget>({ kubeConfig: kc, resource: gadgets, namespace: 'ssa', fieldSelector: 'status.nodeName=node-1', backoff: { initialMs: 50, maxMs: 500 } });
+    const seen: string[] = [];
+    informer.onUpdate((o) => seen.push(`${o.status?.nodeName ?? ''}/${o.status?.phase ?? ''}`));
+    informer.onDelete((o) => seen.push(`gone ${o.metadata.name}`));
+    await informer.start();
+    t.after(() => informer.stop());
+    const until = async (cond: () => boolean, what: string): Promise<void> => {
+      for (const end = Date.now() + 20_000; !cond(); await new Promise((r) => setTimeout(r, 20))) if (Date.now() > end) throw new Error(`timed out waiting for ${what}: ${seen.join(', ')}`);
+    };
+    const owned = { keys: ['nodeName', 'phase'] };
+    const written = await agent.applyOwnedStatus<Gadget>(gadgets, informer.get('ssa/g1')!, { nodeName: 'node-1', phase: 'B' }, owned);
+    informer.observeWrite(written);
+    assert.deepEqual(seen, ['node-1/B'], 'the handlers ran on the write, before any watch event');
+    assert.equal(informer.get('ssa/g1')?.metadata.resourceVersion, written?.metadata.resourceVersion);
+    assert.equal(await agent.applyOwnedStatus(gadgets, informer.get('ssa/g1')!, { nodeName: 'node-1', phase: 'B' }, owned), undefined, 'the cache shows the write: nothing to apply again');
+    // Another writer's change is delivered by the watch after the echo, which changes nothing.
+    await kubectl(['annotate', '--overwrite', 'gadget', 'g1', '-n', 'ssa', 'touched=yes']);
+    await until(() => seen.length === 2, "the other writer's change");
+    assert.deepEqual(seen, ['node-1/B', 'node-1/B']);
+    // A write that takes the object off the selector is not taken: the watch says it left.
+    informer.observeWrite(await agent.applyStatus<Gadget>(gadgets, { metadata: meta, status: { nodeName: 'node-2', phase: 'B' } }));
+    assert.equal(informer.get('ssa/g1')?.status?.nodeName, 'node-1', 'not taken: the watch will not echo it');
+    await until(() => seen.includes('gone g1'), 'the object leaving the watch');
+    assert.equal(informer.get('ssa/g1'), undefined);
+    await agent.applyStatus(gadgets, { metadata: meta, status: { nodeName: 'node-1', phase: 'A' } });
   });
 
   await t.test('errors are typed ApiErrors with status code and reason', async () => {
