@@ -16,6 +16,8 @@ export const Reasons = {
   RootsOnDifferentNodes: { reason: 'RootsOnDifferentNodes', code: 'ROOTS_ON_DIFFERENT_NODES' },
   WaitingForNodeAgent: { reason: 'WaitingForNodeAgent', code: 'WAITING_FOR_NODE_AGENT' },
   NodeAgentPresent: { reason: 'NodeAgentPresent', code: 'NODE_AGENT_PRESENT' },
+  /** A World's run ended with its candidate captured (phase Captured, or Collapsed afterwards): Ready is True. */
+  CandidateCaptured: { reason: 'CandidateCaptured', code: 'CANDIDATE_CAPTURED' },
   WorldFound: { reason: 'WorldFound', code: 'WORLD_FOUND' },
   WorldNotFound: { reason: 'WorldNotFound', code: 'WORLD_NOT_FOUND' },
   WorldTerminating: { reason: 'WorldTerminating', code: 'WORLD_TERMINATING' },

@@ -92,6 +92,19 @@ export function bindWorld(world: WorldView, roots: ReadonlyMap<string, RootView>
   return { bound: true, nodeName };
 }
 
+/**
+ * Ready while a node-agent serves the World. It changes only where a reader learns something: the run is
+ * over with a candidate (True, whether Captured or later Collapsed), or it stopped short (the agent's
+ * Pending with an admission answer, Refused, Failed: False, reason Phase<phase>). Before pick-up and while
+ * Admitted or Running it stays one value, so the agent's steps cost no write of the controller's
+ * (status.phase shows them).
+ */
+function readyWithAgent(node: string, agentPhase: string | undefined): { status: 'True' | 'False'; reason: string; message: string } {
+  if (agentPhase === 'Captured' || agentPhase === 'Collapsed') return { status: 'True', reason: Reasons.CandidateCaptured.reason, message: 'the agent\'s run ended and its candidate was captured' };
+  if (agentPhase === undefined || agentPhase === 'Admitted' || agentPhase === 'Running') return { status: 'False', reason: Reasons.NodeAgentPresent.reason, message: `served by the node-agent on "${node}"; status.phase shows how far its run is` };
+  return { status: 'False', reason: `Phase${agentPhase}`, message: `node-agent reports phase ${agentPhase}` };
+}
+
 /** Desired controller-owned status for a World. Never throws for any World the schema admits. */
 export function computeWorldStatus(inp: WorldInputs): WorldControllerStatus {
   const { world, now } = inp;
@@ -126,13 +139,10 @@ export function computeWorldStatus(inp: WorldInputs): WorldControllerStatus {
       reason = Reasons.WaitingForNodeAgent.code;
       message = msg;
     } else {
-      const agentPhase = world.status?.phase;
-      const done = agentPhase === 'Captured' || agentPhase === 'Collapsed';
-      const msg = agentOwnsPhase ? `node-agent reports phase ${agentPhase ?? ''}` : `node-agent on "${node}" has not picked the World up yet`;
-      conditions = setCondition(conditions, { type: 'Ready', status: done ? 'True' : 'False', reason: agentOwnsPhase ? `Phase${agentPhase ?? ''}` : Reasons.NodeAgentPresent.reason, message: msg }, gen, now);
+      conditions = setCondition(conditions, { type: 'Ready', ...readyWithAgent(node, agentOwnsPhase ? world.status?.phase : undefined) }, gen, now);
       phase = 'Pending';
       reason = Reasons.NodeAgentPresent.code;
-      message = msg;
+      message = `node-agent on "${node}" has not picked the World up yet`;
     }
   }
   const out: WorldControllerStatus = { conditions };

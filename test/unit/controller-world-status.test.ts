@@ -65,6 +65,29 @@ test('lastTransitionTime is kept while a condition keeps its status, and moves w
   assert.notEqual(cond(captured, 'Ready')?.lastTransitionTime, cond(first, 'Ready')?.lastTransitionTime);
 });
 
+test('Ready changes only when the run ends: the agent picking the World up, Admitted and Running leave it as it was', () => {
+  const roots = new Map([root('a', 'n1', 'Ready')]);
+  const step = (prev: ReturnType<typeof computeWorldStatus> | undefined, status: WorldView['status']) =>
+    computeWorldStatus({ world: world(['a'], { ...status, ...(prev ? { conditions: prev.conditions } : {}) }), roots, nodeAgentPresent: () => true, now: later });
+  const bound = step(undefined, { nodeName: 'n1', phase: 'Pending' });
+  const admission = { outcome: 'ADMITTED', message: 'm' } as const;
+  const admitted = step(bound, { nodeName: 'n1', phase: 'Admitted', admission });
+  const running = step(admitted, { nodeName: 'n1', phase: 'Running', admission });
+  // The controller's whole condition list is unchanged, so it has nothing to apply for these steps.
+  assert.deepEqual(admitted.conditions, bound.conditions);
+  assert.deepEqual(running.conditions, bound.conditions);
+  assert.equal(cond(running, 'Ready')?.reason, 'NodeAgentPresent');
+  const captured = step(running, { nodeName: 'n1', phase: 'Captured', admission });
+  assert.deepEqual([cond(captured, 'Ready')?.status, cond(captured, 'Ready')?.reason], ['True', 'CandidateCaptured']);
+  const collapsed = step(captured, { nodeName: 'n1', phase: 'Collapsed', admission });
+  assert.deepEqual(collapsed.conditions, captured.conditions, 'a collapse of a captured World costs the controller no write');
+  // A run that stopped short says so by phase.
+  for (const phase of ['Failed', 'Refused'] as const) {
+    const ended = step(running, { nodeName: 'n1', phase, admission });
+    assert.deepEqual([cond(ended, 'Ready')?.status, cond(ended, 'Ready')?.reason], ['False', `Phase${phase}`], phase);
+  }
+});
+
 test('a binding is permanent: a vanished Root does not unbind the World', () => {
   const s = computeWorldStatus({ world: world(['a'], { nodeName: 'n1', phase: 'Pending' }), roots: new Map(), nodeAgentPresent: () => true, now });
   assert.equal(s.nodeName, 'n1');
