@@ -31,7 +31,7 @@ import { deleteWorldRecord, generationManifest, getWorldRecord, getWorldSupervis
 import { StoreError } from '../store/store-errors.js';
 import { admittedStatus, isolationMessage, refusedStatus, withEvent, withIsolation, withNetworkRefusal, type AgentWorldStatus } from './world-status.js';
 import { worldPaths } from '../sandbox/run-paths.js';
-import { coalesced, statusSteps } from './status-steps.js';
+import { coalesced, latestWrites, statusSteps } from './status-steps.js';
 import { processStartTime } from '../sandbox/supervisor-record.js';
 import { reopenAllowlist } from '../network/resume-allowlist.js';
 import { closeWorldNetworks } from '../network/world-network.js';
@@ -73,6 +73,8 @@ export class NodeWorlds {
   private readonly attempts = new Map<string, number>();
   /** Runs ended from outside (a Root being released: roots/root-reconciler.ts), uid → the code their end reports. */
   private readonly endings = new Map<string, { code: string; message: string }>();
+  /** Each World's status writes, one at a time, the newest record each (status-steps.ts). */
+  private readonly latest = latestWrites();
   constructor(private readonly d: WorldReconcilerDeps) {}
 
   private reservations(): ReservationDeps {
@@ -83,9 +85,13 @@ export class NodeWorlds {
     return `${w.metadata?.namespace ?? ''}/${w.metadata?.name ?? ''}`;
   }
 
-  /** Applies the agent's whole status document if it differs from what the World shows. */
+  /**
+   * Applies the agent's whole status document if it differs from what the World shows. The write's result
+   * goes into the informer at once, so a reconcile woken before the watch's echo compares against it and
+   * does not apply the same document again.
+   */
   private async applyStatus(w: World, s: AgentWorldStatus): Promise<void> {
-    await this.d.status.applyOwnedStatus(refs.World, w, s, { keys: OWNED_KEYS, conditionTypes: OWNED_CONDITIONS });
+    this.d.informer.observeWrite(await this.d.status.applyOwnedStatus<World>(refs.World, w, s, { keys: OWNED_KEYS, conditionTypes: OWNED_CONDITIONS }));
   }
 
   private persist(w: World, state: WorldState, s: AgentWorldStatus): void {
@@ -95,16 +101,31 @@ export class NodeWorlds {
   /** Records `status` in the store and applies it; a failed API write is logged (the next reconcile re-applies it). */
   private async publish(key: string, w: World, state: WorldState, status: AgentWorldStatus): Promise<void> {
     this.persist(w, state, status);
-    await this.write(key, w, status);
+    await this.write(key, w);
   }
 
-  /** Applies `status` (already in the store); a failed API write is logged (the next write or reconcile carries it). */
-  private async write(key: string, w: World, status: AgentWorldStatus): Promise<void> {
+  /** Applies the World's status as the store has it now; a failed API write is logged (the next write or reconcile carries it). */
+  private async write(key: string, w: World): Promise<void> {
     try {
-      await this.applyStatus(this.d.informer.get(key) ?? w, status);
+      await this.applyRecord(key, w);
     } catch (err) {
       this.d.logger.warn('status write failed; the next reconcile re-applies it', { world: key, error: (err as Error).message });
     }
+  }
+
+  /**
+   * Applies the store's record of the World, through its one chain of writes (latestWrites): a run's own
+   * steps and a reconcile woken by someone else's write never race, and whichever write goes last carries
+   * the newest record. Compared against the informer's copy of this World (its uid, not just its name).
+   */
+  private applyRecord(key: string, w: World): Promise<void> {
+    const uid = w.metadata?.uid ?? '';
+    return this.latest(uid, async () => {
+      const rec = getWorldRecord(this.d.store.db, uid);
+      if (!rec) return;
+      const cached = this.d.informer.get(key);
+      await this.applyStatus(cached?.metadata?.uid === uid ? cached : w, rec.status as AgentWorldStatus);
+    });
   }
 
   reconcile = async (key: string): Promise<ReconcileResult> => {
@@ -126,7 +147,7 @@ export class NodeWorlds {
         this.persist(w, 'failed', s);
         this.d.events.warning(w, 'AGENT_RESTARTED', s.message ?? '');
       }
-      await this.applyStatus(w, getWorldRecord(this.d.store.db, uid)!.status as AgentWorldStatus);
+      await this.applyRecord(key, w);
       return;
     }
 
@@ -168,15 +189,13 @@ export class NodeWorlds {
     const base = spec.roots.map((r) => ({ root: r.name, generation: r.generation, digest: r.digest }));
     let status = admittedStatus(base, gen, now, `${admission.message}; id range ${spec.idBase}-${spec.idBase + spec.idCount - 1} on node ${this.d.config.nodeName}`);
     // Each change of the World's status is recorded in the store at once, in the order it happens, and
-    // written to the API server by the World's status chain, one write after another, each carrying the
-    // whole status as it was then. The run never waits for the API server: a write is not work the World
-    // needs done before it goes on (the store is the record; a write that fails is logged, and the next
-    // write or reconcile carries it).
-    const step = statusSteps(key, this.d.logger);
+    // written to the API server by the World's chain of writes (applyRecord), one after another, each
+    // carrying the newest record; changes made while a write waits to start share it. The run never waits
+    // for the API server: a write is not work the World needs done before it goes on (the store is the
+    // record; a write that fails is logged, and the next write or reconcile carries it).
     const send = (state: WorldState): void => {
       this.persist(w, state, status);
-      const snapshot = status;
-      void step(() => this.write(key, w, snapshot)).catch(() => undefined); // logged by step
+      void this.write(key, w);
     };
     send('running');
     this.d.events.normal(w, 'ADMITTED', status.message ?? '');
