@@ -15,6 +15,7 @@ import { storeCandidate } from '../store/candidates.js';
 import type { Store } from '../store/open-store.js';
 import { currentViewId, viewPaths } from '../store/owner-view.js';
 import { checkRoutingSettled } from '../store/routing.js';
+import { serializedOnStore } from '../store/store-serial.js';
 import { getGenerationManifest, getRoot, listRoots } from '../store/store-records.js';
 import { markViewClean, measureView, unpublishedEdits, viewState } from '../store/view-measure.js';
 import type { CollapseHooks } from './collapse-intent.js';
@@ -127,7 +128,10 @@ export class OwnerEditSync {
   private async look(): Promise<void> {
     for (const root of listRoots(this.store.db)) {
       if (root.state !== 'Ready') continue;
-      const viewId = currentViewId(this.store.layout, root.rootKey);
+      // Read in the store's queue (store-serial.ts): a commit exchanges the view link before it records
+      // the new generation, and a view read between the two names a base not recorded yet, which would be
+      // reported as a broken mapping (LIVE_MAPPING_BROKEN on the Root's status) until the next look.
+      const viewId = await serializedOnStore(this.store.dir, () => Promise.resolve(currentViewId(this.store.layout, root.rootKey)));
       if (viewId === undefined) continue;
       try {
         const state = viewState(this.store, viewId);

@@ -235,6 +235,28 @@ test('with the PRIME watcher, an owner edit is observed and published in the bac
   assert.equal(await unpublishedEdits(store, getRoot(store.db, 'repo')!, route.viewId), undefined);
 });
 
+test('the background sync takes no view a commit has linked but not yet recorded for a broken mapping', async (t) => {
+  const { store } = await adoptOwned(t);
+  const errors: string[] = [];
+  const sync = new OwnerEditSync(store, { intervalMs: 60_000, onError: (_root, e) => errors.push((e as Error).message) });
+  t.after(() => sync.stop());
+  const made = await makeCandidate(t, store, 'repo', (next) => writeFile(join(next, 'agent.txt'), 'from an agent\n'));
+  let look: Promise<void> | undefined;
+  await collapseRoot(store, { rootName: 'repo', candidateDir: made.candidate.dir, base: made.base }, {
+    afterStep: async (step) => {
+      if (step !== 'after-exchange') return;
+      // The view link names the new generation's view; its record is written after this step.
+      look = sync.pass();
+      await new Promise((r) => setTimeout(r, 100));
+    },
+  });
+  assert.ok(look, 'the look ran while the commit was in flight');
+  await look;
+  assert.deepEqual(errors, [], 'nothing reported');
+  assert.equal(sync.problem('repo'), undefined);
+  assert.equal(await unpublishedEdits(store, getRoot(store.db, 'repo')!, currentViewId(store.layout, getRoot(store.db, 'repo')!.rootKey)!), undefined, 'the new view shows PRIME');
+});
+
 test('the background sync names an edit it cannot publish until the owner undoes it, and reports the Root clean again', async (t) => {
   const { store, host } = await adoptOwned(t);
   const seen: string[] = [];
