@@ -10,7 +10,7 @@
 // files, and one raw API write (a ConfigMap create) with the time until a watch delivers it.
 import { mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { CoreV1Api, CustomObjectsApi, KubeConfig, type KubernetesObject } from '@kubernetes/client-node';
+import { KubeConfig, type KubernetesObject } from '@kubernetes/client-node';
 import { resources } from '../../crds/index.js';
 import type { ResourceRef } from '../../kube/resource-ref.js';
 import { startStack, type Stack } from '../support/stack.js';
@@ -21,10 +21,10 @@ import { WatchTimes } from './watch-times.js';
 import { CpuAccount } from './cpu-times.js';
 import { RequestAccount } from './api-requests.js';
 import { KubeHttpClient } from '../../kube/http.js';
+import { createObject } from './bench-clients.js';
 import { TREE_OWNER } from './world-env.js';
 
 const NS = 'default';
-const API = { group: 'worldline.dev', version: 'v1alpha1', namespace: NS } as const;
 const FINAL_WORLD_PHASES = ['Captured', 'Failed', 'Refused'];
 const CONFIG_MAPS: ResourceRef = { group: '', version: 'v1', kind: 'ConfigMap', plural: 'configmaps', namespaced: true };
 
@@ -106,8 +106,6 @@ export async function openCollapseStack(): Promise<CollapseStackEnv> {
   try {
     const kubeConfig = new KubeConfig();
     kubeConfig.loadFromFile(stack.cp.kubeconfigPath);
-    const custom = kubeConfig.makeApiClient(CustomObjectsApi);
-    const core = kubeConfig.makeApiClient(CoreV1Api);
     const watch = (r: ResourceRef): WatchTimes<Obj> => {
       const w = new WatchTimes<Obj>(kubeConfig, r, NS);
       watches.push(w);
@@ -128,10 +126,7 @@ export async function openCollapseStack(): Promise<CollapseStackEnv> {
         world = w;
         return true;
       }, 15 * 60_000, `World ${name} to end`);
-      await custom.createNamespacedCustomObject({
-        ...API, plural: 'worlds',
-        body: { apiVersion: 'worldline.dev/v1alpha1', kind: 'World', metadata: { name }, spec: { roots: [t.root], agent: { command: changeCommand(t.files, rep) } } },
-      });
+      await createObject(http, resources.World, NS, { metadata: { name }, spec: { roots: [t.root], agent: { command: changeCommand(t.files, rep) } } });
       await final;
       const c = world?.status?.candidate;
       if (world?.status?.phase !== 'Captured' || c?.modified !== 5 || c?.added !== 5 || c?.deleted !== 0) {
@@ -170,10 +165,7 @@ export async function openCollapseStack(): Promise<CollapseStackEnv> {
         const requestWindow = await s.requests.begin();
         const cpuWindow = s.cpu.begin();
         const t0 = performance.now();
-        await custom.createNamespacedCustomObject({
-          ...API, plural: 'collapses',
-          body: { apiVersion: 'worldline.dev/v1alpha1', kind: 'Collapse', metadata: { name }, spec: { worldRef: name, mode: 'Candidate' } },
-        });
+        await createObject(http, resources.Collapse, NS, { metadata: { name }, spec: { worldRef: name, mode: 'Candidate' } });
         await committed;
         cpuWindow();
         await requestWindow();
@@ -195,7 +187,7 @@ export async function openCollapseStack(): Promise<CollapseStackEnv> {
           return true;
         }, 60_000, `ConfigMap ${cm}`);
         const t1 = performance.now();
-        await core.createNamespacedConfigMap({ namespace: NS, body: { metadata: { name: cm }, data: { rep: String(rep) } } });
+        await createObject(http, CONFIG_MAPS, NS, { metadata: { name: cm }, data: { rep: String(rep) } });
         s.apiCreateMs.push(performance.now() - t1);
         await seen;
         s.apiSeenMs.push(seenAt - t1);

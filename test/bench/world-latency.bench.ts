@@ -17,11 +17,10 @@ import { applyRoot, outputOf } from '../support/worlds.js';
 import { metricSum } from '../support/metrics-text.js';
 import { median, percentile } from './stats.js';
 import { generateTree } from './tree-fixtures.js';
-import { benchClients } from './bench-clients.js';
+import { benchClients, createObject } from './bench-clients.js';
 import { TREE_OWNER } from './world-env.js';
 
 const NS = 'default';
-const API = { group: 'worldline.dev', version: 'v1alpha1', namespace: NS } as const;
 const CONFIG_MAPS: ResourceRef = { group: '', version: 'v1', kind: 'ConfigMap', plural: 'configmaps', namespaced: true };
 
 export interface LatencyRow {
@@ -44,7 +43,7 @@ export async function benchWorldLatency(o: { reps: number }): Promise<LatencyRes
   const stack = await startStack({ nodeName: 'latency-node' });
   const api = benchClients(stack, NS);
   try {
-    const { custom, core } = api;
+    const http = new KubeHttpClient(api.kubeConfig);
     const worlds = api.watch(resources.World);
     const configMaps = api.watch(CONFIG_MAPS);
     await api.start();
@@ -56,7 +55,7 @@ export async function benchWorldLatency(o: { reps: number }): Promise<LatencyRes
     const samples: Record<(typeof HOPS)[number] | 'started' | 'apiCreate' | 'apiSeen', number[]> = { bound: [], admitted: [], running: [], captured: [], started: [], apiCreate: [], apiSeen: [] };
     // One untimed World first: the first launch pays for loading code paths.
     let forks = { sum: 0, count: 0 };
-    const requests = new RequestAccount(new KubeHttpClient(api.kubeConfig));
+    const requests = new RequestAccount(http);
     const cpu = new CpuAccount({ etcd: stack.cp.pids.etcd, apiserver: stack.cp.pids.apiserver, controller: stack.controller.pid, 'node-agent': stack.agent.pid });
     for (let rep = -1; rep < o.reps; rep++) {
       if (rep === 0) {
@@ -83,7 +82,7 @@ export async function benchWorldLatency(o: { reps: number }): Promise<LatencyRes
       const cpuWindow = rep >= 0 ? cpu.begin() : undefined;
       const t0 = performance.now();
       const wall0 = Date.now();
-      await custom.createNamespacedCustomObject({ ...API, plural: 'worlds', body: { apiVersion: 'worldline.dev/v1alpha1', kind: 'World', metadata: { name }, spec: { roots: ['small'], agent: { command: ['/bin/sh', '-c', 'date +%s%N'] } } } });
+      await createObject(http, resources.World, NS, { metadata: { name }, spec: { roots: ['small'], agent: { command: ['/bin/sh', '-c', 'date +%s%N'] } } });
       await done;
       cpuWindow?.();
       await requestWindow?.();
@@ -94,7 +93,7 @@ export async function benchWorldLatency(o: { reps: number }): Promise<LatencyRes
       let cmAt = 0;
       const cmSeen = configMaps.follow(`${NS}/${cmName}`, (_cm, at) => ((cmAt = at), true), 30_000, `ConfigMap ${cmName}`);
       const c0 = performance.now();
-      await core.createNamespacedConfigMap({ namespace: NS, body: { metadata: { name: cmName }, data: { a: 'b' } } });
+      await createObject(http, CONFIG_MAPS, NS, { metadata: { name: cmName }, data: { a: 'b' } });
       const c1 = performance.now();
       await cmSeen;
       if (rep < 0) continue;
