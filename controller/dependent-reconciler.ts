@@ -56,6 +56,7 @@ export function makeDependentReconciler(d: DependentReconcilerDeps): (key: strin
       return;
     }
 
+    let boundNow = false;
     // Bind first (spec.worldUID, ownerReference, node label), so a node-agent never sees the object
     // handed to it (status.nodeName) without the uid it must check the World against.
     if ((binding.state === 'bound' || binding.state === 'unbound') && world?.metadata.name) {
@@ -76,7 +77,10 @@ export function makeDependentReconciler(d: DependentReconcilerDeps): (key: strin
           // Applied every time: a field this manager applied once and then omits would be removed.
           spec: { worldUID: uid },
         }));
-        if (binding.state === 'unbound') d.events.normal(obj, 'WorldBound', `bound to World "${world.metadata.name}" uid ${uid}`);
+        if (binding.state === 'unbound') {
+          d.events.normal(obj, 'WorldBound', `bound to World "${world.metadata.name}" uid ${uid}${node ? ` on node "${node}"` : ''}`);
+          boundNow = true;
+        }
       }
     }
 
@@ -107,8 +111,9 @@ export function makeDependentReconciler(d: DependentReconcilerDeps): (key: strin
       const before = findCondition(seen.status?.conditions, ControllerConditions.WorldFound);
       const after = findCondition(settled.conditions, ControllerConditions.WorldFound);
       if (after && (before?.status !== after.status || before?.reason !== after.reason)) {
-        if (after.status === 'True') d.events.normal(obj, after.reason, after.message);
-        else d.events.warning(obj, after.reason, after.message);
+        // The binding's own Event already said where the World is: one Event for one step, not two.
+        if (after.status === 'True' && !boundNow) d.events.normal(obj, after.reason, after.message);
+        else if (after.status !== 'True') d.events.warning(obj, after.reason, after.message);
       }
     }
     return;

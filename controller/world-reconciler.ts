@@ -11,7 +11,7 @@ import type { RefusalWriter } from '../kube/refusal-writer.js';
 import { statusEqual, type StatusWriter } from '../kube/status-writer.js';
 import type { Caches } from './caches.js';
 import type { ObjectDeleter } from '../kube/object-deleter.js';
-import { ControllerConditions, NODE_CLEANUP_FINALIZER, NODE_LABEL } from './reasons.js';
+import { ControllerConditions, NODE_CLEANUP_FINALIZER, NODE_LABEL, Reasons } from './reasons.js';
 import { API_VERSION, refs } from './api-refs.js';
 import { computeWorldStatus, type RootView } from './world-status.js';
 import { checksPassedCondition, checksSummary, degradedCondition, ensureChecks, requiredChecks, type CheckCreator } from './world-checks.js';
@@ -101,13 +101,17 @@ export function makeWorldReconciler(d: WorldReconcilerDeps): (key: string) => Pr
       d.caches.worlds.observeWrite(await d.status.applyStatus<World>(refs.World, { metadata: { name, namespace: ns }, status: { ...desired } }));
       const before = findCondition(world.status?.conditions, ControllerConditions.Accepted);
       const after = findCondition(desired.conditions, ControllerConditions.Accepted);
-      if (after && (before?.status !== after.status || before?.reason !== after.reason)) {
+      const acceptedEvent = after !== undefined && (before?.status !== after.status || before?.reason !== after.reason);
+      if (after && acceptedEvent) {
         if (after.status === 'True') d.events.normal(world, after.reason, after.message);
         else d.events.warning(world, after.reason, after.message);
       }
       const readyBefore = findCondition(world.status?.conditions, 'Ready');
       const readyAfter = findCondition(desired.conditions, 'Ready');
-      if (readyAfter && readyAfter.reason !== readyBefore?.reason && readyAfter.reason !== after?.reason) {
+      // Not for Ready's two steps another Event already tells: NodeAgentPresent in the write that binds
+      // (the Accepted Event names the node) and CandidateCaptured (the node-agent's Captured Event).
+      const toldElsewhere = readyAfter?.reason === Reasons.CandidateCaptured.reason || (readyAfter?.reason === Reasons.NodeAgentPresent.reason && acceptedEvent && after.reason === Reasons.Bound.reason);
+      if (readyAfter && readyAfter.reason !== readyBefore?.reason && readyAfter.reason !== after?.reason && !toldElsewhere) {
         d.events.normal(world, readyAfter.reason, readyAfter.message);
       }
       const degradedBefore = findCondition(world.status?.conditions, 'Degraded');

@@ -170,6 +170,19 @@ describe('collapse on a real stack', () => {
     assert.equal(readFileSync(join(paths[1]!, 'f.txt'), 'utf8'), 'base\nb\n');
     const world = await s.waitWorld('multi', ['Collapsed']);
     assert.equal(world.status.reason, 'COLLAPSED');
+    const ready = (world.status.conditions as { type: string; status: string; reason: string }[]).find((x) => x.type === 'Ready');
+    assert.deepEqual([ready?.status, ready?.reason], ['True', 'CandidateCaptured'], 'Ready stays as it was at Captured');
+    // One Event per step: the controller adds none where the binding's or the node-agent's own says it.
+    const reasons = await s.waitFor('the Committed Event', async () => {
+      const list = (await getJson<{ items: { reason: string; involvedObject: { kind: string; name: string } }[] }>(s.cp, ['get', 'events', '-n', 'default', '-o', 'json']))?.items ?? [];
+      const of = (kind: string, name: string) => list.filter((e) => e.involvedObject.kind === kind && e.involvedObject.name === name).map((e) => e.reason);
+      const r = { world: of('World', 'multi'), collapse: of('Collapse', 'multi-col') };
+      return r.collapse.includes('Committed') && r.world.includes('Captured') ? r : undefined;
+    });
+    for (const r of ['Bound', 'ADMITTED', 'Captured']) assert.ok(reasons.world.includes(r), `World Event ${r}: ${reasons.world.join(', ')}`);
+    for (const r of ['NodeAgentPresent', 'CandidateCaptured']) assert.ok(!reasons.world.includes(r), `no World Event ${r}: ${reasons.world.join(', ')}`);
+    assert.ok(reasons.collapse.includes('WorldBound'), reasons.collapse.join(', '));
+    assert.ok(!reasons.collapse.includes('WorldFound'), `the binding's Event says it: ${reasons.collapse.join(', ')}`);
     // The receipt names both Roots with their before and after digests.
     const body = lastReceipt(s);
     assert.deepEqual(body.roots.map((r) => [r.root, r.toGeneration]), [['multi-a', 2], ['multi-b', 2]]);
