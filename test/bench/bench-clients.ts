@@ -48,5 +48,5 @@ export function benchClients(stack: Stack, namespace: string): BenchClients {
  */
 export function createObject(http: KubeHttpClient, ref: ResourceRef, namespace: string, obj: { metadata: { name: string } } & Record<string, unknown>): Promise<unknown> {
   const body = { apiVersion: apiVersionOf(ref), kind: ref.kind, ...obj, metadata: { ...obj.metadata, namespace } };
-  return http.request({ method: 'POST', path: collectionPath(ref, namespace), body: JSON.stringify(body), contentType: 'application/json' });
+  return http.request({ method: 'POST', path: collectionPath(ref, namespace), body });
 }

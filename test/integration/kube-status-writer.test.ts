@@ -7,6 +7,7 @@ import { objectPath } from '../../kube/api-paths.js';
 import type { ResourceRef } from '../../kube/resource-ref.js';
 import { StatusWriter, statusEqual } from '../../kube/status-writer.js';
 import { Informer } from '../../kube/informer.js';
+import { waitFor } from '../support/wait.js';
 import { startControlPlane } from '../../scripts/controlplane/harness.js';
 
 const gadgets: ResourceRef = { group: 'test.worldline.dev', version: 'v1', plural: 'gadgets', kind: 'Gadget', namespaced: true };
@@ -142,9 +143,7 @@ test('StatusWriter: server-side apply by two field managers on a CRD status', as
     informer.onDelete((o) => seen.push(`gone ${o.metadata.name}`));
     await informer.start();
     t.after(() => informer.stop());
-    const until = async (cond: () => boolean, what: string): Promise<void> => {
-      for (const end = Date.now() + 20_000; !cond(); await new Promise((r) => setTimeout(r, 20))) if (Date.now() > end) throw new Error(`timed out waiting for ${what}: ${seen.join(', ')}`);
-    };
+    const until = (cond: () => boolean, what: string): Promise<true> => waitFor(`${what} (seen so far: ${seen.join(', ')})`, () => Promise.resolve(cond()), 20_000, 20);
     const owned = { keys: ['nodeName', 'phase'] };
     const written = await agent.applyOwnedStatus<Gadget>(gadgets, informer.get('ssa/g1')!, { nodeName: 'node-1', phase: 'B' }, owned);
     informer.observeWrite(written);
