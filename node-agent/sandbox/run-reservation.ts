@@ -21,18 +21,31 @@ export type RunReservation =
 
 const WAIT_OUTCOMES = new Set(['RESOURCES_UNAVAILABLE', 'RESOURCE_STATE_UNKNOWN']);
 
-/** Admits `holder` for `stage` and gives it an id range; on any answer but yes, holds nothing afterwards. */
-export function reserveRun(d: ReservationDeps, holder: string, stage: 'agent' | 'check', requested: Partial<WorldResources>, now: Date): RunReservation {
-  const answer = d.admission.admit(holder, stage, requested);
-  if (answer.outcome !== 'ADMITTED' || !answer.reserve) return { ok: false, wait: WAIT_OUTCOMES.has(answer.outcome), code: answer.outcome, message: answer.message };
-  try {
-    const slot = acquireSlot(d.db, holder, d.idSlots, now);
-    return { ok: true, reserve: answer.reserve, idBase: slotBase(d.idBase, slot, ID_RANGE), idCount: ID_RANGE, message: answer.message };
-  } catch (err) {
-    d.admission.release(holder);
-    if (err instanceof SlotsExhausted) return { ok: false, wait: true, code: err.code, message: err.message };
-    throw err;
-  }
+/**
+ * Admits `holder` for `stage` and gives it an id range, in one SQLite transaction: one commit (one fsync
+ * of the write-ahead log) instead of one for the reservation and one for the id range. `record`, when
+ * given, runs inside that transaction after a yes, so what the caller records about the admitted run
+ * commits with its reservation or not at all (a throw rolls all of it back). On any answer but yes,
+ * holds nothing afterwards.
+ */
+export function reserveRun(d: ReservationDeps, holder: string, stage: 'agent' | 'check', requested: Partial<WorldResources>, now: Date, record?: (r: Extract<RunReservation, { ok: true }>) => void): RunReservation {
+  return d.db
+    .transaction((): RunReservation => {
+      const answer = d.admission.admit(holder, stage, requested);
+      if (answer.outcome !== 'ADMITTED' || !answer.reserve) return { ok: false, wait: WAIT_OUTCOMES.has(answer.outcome), code: answer.outcome, message: answer.message };
+      let slot: number;
+      try {
+        slot = acquireSlot(d.db, holder, d.idSlots, now);
+      } catch (err) {
+        d.admission.release(holder);
+        if (err instanceof SlotsExhausted) return { ok: false, wait: true, code: err.code, message: err.message };
+        throw err;
+      }
+      const admitted = { ok: true as const, reserve: answer.reserve, idBase: slotBase(d.idBase, slot, ID_RANGE), idCount: ID_RANGE, message: answer.message };
+      record?.(admitted);
+      return admitted;
+    })
+    .immediate();
 }
 
 /** Gives back what reserveRun took (idempotent: releasing twice, or what was never held, is a no-op). */

@@ -22,11 +22,11 @@ import { cleanupWorldLeftovers } from './world-cleanup.js';
 import type { RunAdmission } from '../admission/admission-authority.js';
 import type { AgentMetrics } from '../metrics.js';
 import { applyReservation, buildRunSpec, type LaunchContext, type LaunchPlan } from './world-launch.js';
-import type { World } from '../../crds/index.js';
+import type { BaseEntry, World } from '../../crds/index.js';
 import { worldGate, type GateEvents, type GatePlan } from '../isolation/isolation-gate.js';
 import { AGENT_VERSION } from '../version.js';
 import { releaseRun, reserveRun, type ReservationDeps } from '../sandbox/run-reservation.js';
-import { resumeWorldRun, startWorldRun, type WorldEvent, type WorldRoot, type WorldRun } from './run-world.js';
+import { resumeWorldRun, startWorldRun, type WorldEvent, type WorldRoot, type WorldRun, type WorldRunSpec } from './run-world.js';
 import { deleteWorldRecord, generationManifest, getWorldRecord, getWorldSupervisor, putWorldRecord, setWorldSupervisor, type WorldState, type WorldSupervisor } from '../store/world-records.js';
 import { StoreError } from '../store/store-errors.js';
 import { admittedStatus, isolationMessage, refusedStatus, withEvent, withIsolation, withNetworkRefusal, type AgentWorldStatus } from './world-status.js';
@@ -177,17 +177,24 @@ export class NodeWorlds {
       return;
     }
 
-    // Admission by the node's one authority, then an id range: the same step a Check takes.
-    const admission = reserveRun(this.reservations(), uid, 'agent', plan.requested, now);
-    if (!admission.ok) {
+    // Admission by the node's one authority, then an id range: the same step a Check takes. The World's
+    // Admitted record commits with its reservation, in one transaction.
+    let admitted: { spec: WorldRunSpec; base: BaseEntry[]; status: AgentWorldStatus } | undefined;
+    const admission = reserveRun(this.reservations(), uid, 'agent', plan.requested, now, (r) => {
+      const spec = applyReservation(plan.spec, r);
+      const base = spec.roots.map((root) => ({ root: root.name, generation: root.generation, digest: root.digest }));
+      admitted = { spec, base, status: admittedStatus(base, gen, now, `${r.message}; id range ${spec.idBase}-${spec.idBase + spec.idCount - 1} on node ${this.d.config.nodeName}`) };
+      this.persist(w, 'running', admitted.status);
+    });
+    if (!admission.ok || !admitted) {
+      if (admission.ok) throw new Error(`World ${key} was admitted without its Admitted record`);
       if (admission.wait) return this.wait(key, w, admission.code, admission.message);
       await refuse(admission.code, admission.message);
       return;
     }
     this.waiting.delete(uid);
-    const spec = applyReservation(plan.spec, admission);
-    const base = spec.roots.map((r) => ({ root: r.name, generation: r.generation, digest: r.digest }));
-    let status = admittedStatus(base, gen, now, `${admission.message}; id range ${spec.idBase}-${spec.idBase + spec.idCount - 1} on node ${this.d.config.nodeName}`);
+    const { spec, base } = admitted;
+    let status = admitted.status;
     // Each change of the World's status is recorded in the store at once, in the order it happens, and
     // written to the API server by the World's chain of writes (applyRecord), one after another, each
     // carrying the newest record; changes made while a write waits to start share it. The run never waits
@@ -197,7 +204,7 @@ export class NodeWorlds {
       this.persist(w, state, status);
       void this.write(key, w);
     };
-    send('running');
+    void this.write(key, w);
     this.d.events.normal(w, 'ADMITTED', status.message ?? '');
 
     const iso = this.d.isolationPlan(w, plan, base);
@@ -220,8 +227,15 @@ export class NodeWorlds {
           ...(plan.network.policy === 'Allowlist' ? { network: { allow: plan.network.allow, netns: e.observation.ns.net, pid: e.pid, startTime: processStartTime(e.pid) ?? '' } } : {}),
           workload: { pid: e.pid, startTime: processStartTime(e.pid) ?? '', uid: spec.runAsUid, gid: spec.runAsGid, cwd: spec.cwd, env: spec.env, cgroupProcs: e.cgroupProcs },
         };
-        this.persist(w, 'running', status);
-        setWorldSupervisor(this.d.store.db, uid, sup);
+        // The supervisor and the Running status it goes with commit together, in one transaction.
+        this.d.store.db.transaction(() => {
+          this.persist(w, 'running', status);
+          setWorldSupervisor(this.d.store.db, uid, sup);
+          status = withEvent(status, e, ctxNow());
+          this.persist(w, 'running', status);
+        })();
+        void this.write(key, w);
+        return Promise.resolve();
       }
       status = withEvent(status, e, ctxNow());
       send(e.type === 'captured' ? (status.phase === 'Captured' ? 'captured' : 'failed') : e.type === 'failed' ? 'failed' : 'running');
