@@ -227,12 +227,12 @@ export class NodeWorlds {
           ...(plan.network.policy === 'Allowlist' ? { network: { allow: plan.network.allow, netns: e.observation.ns.net, pid: e.pid, startTime: processStartTime(e.pid) ?? '' } } : {}),
           workload: { pid: e.pid, startTime: processStartTime(e.pid) ?? '', uid: spec.runAsUid, gid: spec.runAsGid, cwd: spec.cwd, env: spec.env, cgroupProcs: e.cgroupProcs },
         };
-        // The supervisor and the Running status it goes with commit together, in one transaction.
+        // The Running status and its supervisor commit together, in one transaction (the record's upsert
+        // keeps the supervisor column; the update then fills it).
         this.d.store.db.transaction(() => {
-          this.persist(w, 'running', status);
-          setWorldSupervisor(this.d.store.db, uid, sup);
           status = withEvent(status, e, ctxNow());
           this.persist(w, 'running', status);
+          setWorldSupervisor(this.d.store.db, uid, sup);
         })();
         void this.write(key, w);
         return Promise.resolve();
