@@ -10,18 +10,12 @@ import fc from 'fast-check';
 import { Registry } from 'prom-client';
 import { AdmissionAuthority } from '../../node-agent/admission/admission-authority.js';
 import { loadAdmissionPolicy, readHostCeilings } from '../../node-agent/admission/admission-host.js';
-import { ADMISSION_OUTCOMES, type NodeCeilings, type PerWorldPolicy } from '../../node-agent/admission/admission-policy.js';
+import { ADMISSION_OUTCOMES } from '../../node-agent/admission/admission-policy.js';
 import { observeNode, type ObservedState } from '../../node-agent/admission/observe-node.js';
 import { createAgentMetrics } from '../../node-agent/metrics.js';
 import { migrate } from '../../node-agent/store/store-schema.js';
+import { ceilings, GiB, perWorld, roomy } from '../support/admission-fixtures.js';
 
-const GiB = 2 ** 30;
-const ceilings: NodeCeilings = { cpuMillis: 4000, memoryBytes: 8 * GiB, pids: 8192, worlds: 4, ephemeralStorageBytes: 64 * GiB };
-const perWorld: PerWorldPolicy = {
-  limits: { cpuMillis: 4000, memoryBytes: 4 * GiB, pids: 4096, wallTimeSeconds: 86400, outputBytes: 4 * GiB, ephemeralStorageBytes: 4 * GiB },
-  defaults: { cpuMillis: 1000, memoryBytes: 2 * GiB, pids: 1024, wallTimeSeconds: 3600, outputBytes: 64 * 2 ** 20, ephemeralStorageBytes: GiB },
-};
-const roomy: ObservedState = { memAvailableBytes: 64 * GiB, tasks: 200, pidMax: 4_194_304, cpuCount: 4, storeFreeBytes: 1024 * GiB, storeUsedByRunsBytes: 0 };
 
 function setup(observe: () => ObservedState = () => roomy) {
   const db = new Database(':memory:');

@@ -13,14 +13,8 @@ import {
   type PerWorldPolicy,
 } from '../../node-agent/admission/admission-policy.js';
 import type { ObservedState } from '../../node-agent/admission/observe-node.js';
+import { ceilings, GiB, perWorld, roomy } from '../support/admission-fixtures.js';
 
-const GiB = 2 ** 30;
-const ceilings: NodeCeilings = { cpuMillis: 4000, memoryBytes: 8 * GiB, pids: 8192, worlds: 4, ephemeralStorageBytes: 64 * GiB };
-const perWorld: PerWorldPolicy = {
-  limits: { cpuMillis: 4000, memoryBytes: 4 * GiB, pids: 4096, wallTimeSeconds: 86400, outputBytes: 4 * GiB, ephemeralStorageBytes: 4 * GiB },
-  defaults: { cpuMillis: 1000, memoryBytes: 2 * GiB, pids: 1024, wallTimeSeconds: 3600, outputBytes: 64 * 2 ** 20, ephemeralStorageBytes: GiB },
-};
-const roomy: ObservedState = { memAvailableBytes: 64 * GiB, tasks: 200, pidMax: 4_194_304, cpuCount: 4, storeFreeBytes: 1024 * GiB, storeUsedByRunsBytes: 0 };
 const agent = (r: Partial<DecideRequest> = {}): DecideRequest => ({ stage: 'agent', ...r });
 const held = (n: number, each: Partial<ReservedAmounts> = {}): ReservedAmounts[] =>
   Array.from({ length: n }, () => ({ cpuMillis: 1000, memoryBytes: 2 * GiB, pids: 1024, ephemeralStorageBytes: GiB, ...each }));

@@ -9,21 +9,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Database } from 'better-sqlite3';
 import { AdmissionAuthority, type RunAdmission } from '../../node-agent/admission/admission-authority.js';
-import type { NodeCeilings, PerWorldPolicy } from '../../node-agent/admission/admission-policy.js';
-import type { ObservedState } from '../../node-agent/admission/observe-node.js';
 import { reserveRun, releaseRun } from '../../node-agent/sandbox/run-reservation.js';
 import { slotHolders } from '../../node-agent/sandbox/id-slots.js';
 import { openLockedDatabase } from '../../node-agent/store/store-lock.js';
 import { migrate } from '../../node-agent/store/store-schema.js';
 import { getWorldRecord, putWorldRecord } from '../../node-agent/store/world-records.js';
+import { ceilings, GiB, perWorld, roomy } from '../support/admission-fixtures.js';
 
-const GiB = 2 ** 30;
-const ceilings: NodeCeilings = { cpuMillis: 4000, memoryBytes: 8 * GiB, pids: 8192, worlds: 4, ephemeralStorageBytes: 64 * GiB };
-const perWorld: PerWorldPolicy = {
-  limits: { cpuMillis: 4000, memoryBytes: 4 * GiB, pids: 4096, wallTimeSeconds: 86400, outputBytes: 4 * GiB, ephemeralStorageBytes: 4 * GiB },
-  defaults: { cpuMillis: 1000, memoryBytes: 2 * GiB, pids: 1024, wallTimeSeconds: 3600, outputBytes: 64 * 2 ** 20, ephemeralStorageBytes: GiB },
-};
-const roomy: ObservedState = { memAvailableBytes: 64 * GiB, tasks: 200, pidMax: 4_194_304, cpuCount: 4, storeFreeBytes: 1024 * GiB, storeUsedByRunsBytes: 0 };
 const now = new Date('2026-01-01T00:00:00Z');
 
 function setup(t: { after(fn: () => void): void }, idSlots = 4) {
