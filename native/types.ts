@@ -28,6 +28,8 @@ export interface Statx {
   rdevMinor: number;
   /** STATX_MNT_ID: the mount id as in /proc/self/mountinfo. */
   mntId: number;
+  /** STATX_ATTR_MOUNT_ROOT: the path is the root of a mount; null when the kernel does not report it. */
+  mountRoot: boolean | null;
   mtimeNs: bigint;
 }
 

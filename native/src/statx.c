@@ -5,6 +5,10 @@
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 
+#ifndef STATX_ATTR_MOUNT_ROOT
+#define STATX_ATTR_MOUNT_ROOT 0x00002000 /* linux/stat.h, since 5.8 */
+#endif
+
 static const char *type_name(uint16_t mode) {
   switch (mode & S_IFMT) {
     case S_IFREG: return "file";
@@ -64,6 +68,13 @@ static napi_value js_statx(napi_env env, napi_callback_info info) {
   napi_set_named_property(env, o, "rdevMajor", wl_int(env, sx.stx_rdev_major));
   napi_set_named_property(env, o, "rdevMinor", wl_int(env, sx.stx_rdev_minor));
   napi_set_named_property(env, o, "mntId", u64_number_or_bigint(env, (sx.stx_mask & STATX_MNT_ID) ? sx.stx_mnt_id : 0));
+  /* Whether the path is the root of a mount; null when the kernel does not say (no bit in the mask). */
+  napi_value mount_root;
+  if (sx.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT)
+    napi_get_boolean(env, (sx.stx_attributes & STATX_ATTR_MOUNT_ROOT) != 0, &mount_root);
+  else
+    napi_get_null(env, &mount_root);
+  napi_set_named_property(env, o, "mountRoot", mount_root);
   napi_set_named_property(env, o, "mtimeNs",
                           bigint_i64(env, (int64_t)sx.stx_mtime.tv_sec * 1000000000LL + sx.stx_mtime.tv_nsec));
   return o;

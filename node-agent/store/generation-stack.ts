@@ -19,7 +19,7 @@ import { join, relative } from 'node:path';
 import type { Database } from 'better-sqlite3';
 import * as native from '../../native/index.js';
 import { readMarker, type GenerationMarker } from './generation-marker.js';
-import { mountPoints } from './mount-table.js';
+import { isMountPoint, mountPoints } from './mount-table.js';
 import { StoreError } from './store-errors.js';
 import type { Store } from './open-store.js';
 import { generationDir, payloadDir, type StoreLayout } from './store-layout.js';
@@ -88,9 +88,9 @@ export function payloadLayers(l: StoreLayout, genId: string): string[] {
 export const isStacked = (marker: Pick<GenerationMarker, 'layers'> | undefined): boolean => marker?.layers !== undefined;
 
 /** Mounts a stacked generation's payload read-only from its layers; nothing when it is mounted already. */
-export function mountStack(l: StoreLayout, genId: string, ids: readonly string[], mounted: ReadonlySet<string> = new Set(mountPoints())): void {
+export function mountStack(l: StoreLayout, genId: string, ids: readonly string[], mounted?: ReadonlySet<string>): void {
   const target = payloadDir(l, genId);
-  if (mounted.has(target)) return;
+  if (mounted ? mounted.has(target) : isMountPoint(target)) return;
   mkdirSync(target, { recursive: true, mode: 0o700 }); // present already after a restart of the node
   const dirs = stackDirs(l, ids);
   for (const d of dirs) {
@@ -105,15 +105,15 @@ export function mountStack(l: StoreLayout, genId: string, ids: readonly string[]
  * inode, so its recorded identity holds); nothing when it is mounted already. A write through the host
  * link then fails with EROFS instead of changing every generation stacked on it and every World's lower.
  */
-export function sealFull(l: StoreLayout, genId: string, mounted: ReadonlySet<string> = new Set(mountPoints())): void {
+export function sealFull(l: StoreLayout, genId: string, mounted?: ReadonlySet<string>): void {
   const target = payloadDir(l, genId);
-  if (mounted.has(target)) return;
+  if (mounted ? mounted.has(target) : isMountPoint(target)) return;
   if (!lstatSync(target).isDirectory()) throw new StoreError('LIVE_MAPPING_BROKEN', `the payload of generation ${genId} is not a directory`);
   native.bindMount(target, target, { readonly: true, recursive: false, nosuid: true, nodev: true });
 }
 
 /** Mounts a published generation's payload read-only: its stack (mountStack), or its own tree (sealFull). */
-export function mountPayload(l: StoreLayout, genId: string, marker: Pick<GenerationMarker, 'layers'> | undefined, mounted: ReadonlySet<string> = new Set(mountPoints())): void {
+export function mountPayload(l: StoreLayout, genId: string, marker: Pick<GenerationMarker, 'layers'> | undefined, mounted?: ReadonlySet<string>): void {
   if (isStacked(marker)) mountStack(l, genId, stackIds(marker, genId), mounted);
   else sealFull(l, genId, mounted);
 }
@@ -149,7 +149,7 @@ export async function withBeneath<T>(storeDir: string, fn: (beneath: (path: stri
 /** Unmounts a generation's payload if it is mounted (before its directory is removed). */
 function unmountPayload(l: StoreLayout, genId: string): void {
   const target = payloadDir(l, genId);
-  if (!mountPoints().includes(target)) return;
+  if (!isMountPoint(target)) return;
   native.umount2(target, native.MNT_DETACH);
 }
 

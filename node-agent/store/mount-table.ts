@@ -1,7 +1,10 @@
 // The one reader of mountinfo: the mounts a process sees (to unmount a world's mounts deepest
 // first, to refuse deleting a directory something is mounted under, to find mount points inside a
-// Root, and to measure what a world actually has mounted).
+// Root, and to measure what a world actually has mounted). A question about one path (is something
+// mounted here?) is answered by statx instead: mountinfo is as long as the node's mount table, which
+// grows with every generation a store keeps mounted, and reading it costs milliseconds (docs/benchmarks.md).
 import { readFileSync } from 'node:fs';
+import * as native from '../../native/index.js';
 
 export interface MountFact {
   /** The mount id (mountinfo's first field; statx's STATX_MNT_ID). */
@@ -32,6 +35,23 @@ export function parseMountinfo(text: string): MountFact[] {
 /** Mount points of this process (or of `pid`). */
 export function mountPoints(pid: number | 'self' = 'self'): string[] {
   return parseMountinfo(readFileSync(`/proc/${pid}/mountinfo`, 'utf8')).map((m) => m.mountPoint);
+}
+
+/**
+ * True when `path` is the root of a mount in this process's mount namespace (statx's
+ * STATX_ATTR_MOUNT_ROOT; the last component is not followed); false when nothing is mounted there or the
+ * path does not exist. A kernel that does not report the attribute is answered from mountinfo.
+ */
+export function isMountPoint(path: string): boolean {
+  let mountRoot: boolean | null;
+  try {
+    mountRoot = native.statx(native.AT_FDCWD, path, native.AT_SYMLINK_NOFOLLOW).mountRoot;
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT' || code === 'ENOTDIR') return false;
+    throw e;
+  }
+  return mountRoot ?? mountPoints().includes(path);
 }
 
 /** Mount points at or below `dir`, deepest first. */

@@ -21,7 +21,7 @@ import type { RootAttributes } from '../../core/manifest.js';
 import { parseGenerationId } from '../../core/root-key.js';
 import * as native from '../../native/index.js';
 import { STACK_OVERLAY_OPTIONS, isReadOnlyMount, payloadLayers } from './generation-stack.js';
-import { mountPoints } from './mount-table.js';
+import { isMountPoint, mountPoints } from './mount-table.js';
 import type { Store } from './open-store.js';
 import { StoreError, errnoCode } from './store-errors.js';
 import { liveLinkPath, payloadDir, viewDir, viewLinkName, viewLinkPath, viewLinkTarget, type StoreLayout } from './store-layout.js';
@@ -72,8 +72,9 @@ export function currentViewId(l: StoreLayout, rootKey: string): string | undefin
   return m ? m[1] : undefined;
 }
 
-export function isViewMounted(l: StoreLayout, viewId: string, mounted: ReadonlySet<string> = new Set(mountPoints())): boolean {
-  return mounted.has(viewPaths(l, viewId).merged);
+export function isViewMounted(l: StoreLayout, viewId: string, mounted?: ReadonlySet<string>): boolean {
+  const merged = viewPaths(l, viewId).merged;
+  return mounted ? mounted.has(merged) : isMountPoint(merged);
 }
 
 /**
@@ -108,10 +109,10 @@ export function ensureView(store: Pick<Store, 'db' | 'layout'>, baseGenerationId
 }
 
 /** Mounts a made view (writable) when it is not mounted: after a restart of the node the upper is still there. */
-export function mountView(store: Pick<Store, 'db' | 'layout'>, viewId: string, mounted: ReadonlySet<string> = new Set(mountPoints())): void {
+export function mountView(store: Pick<Store, 'db' | 'layout'>, viewId: string, mounted?: ReadonlySet<string>): void {
   const l = store.layout;
   const p = viewPaths(l, viewId);
-  if (mounted.has(p.merged)) return;
+  if (isViewMounted(l, viewId, mounted)) return;
   const record = viewRecordOf(viewId);
   if (!record || !existsSync(p.dir)) throw new StoreError('LIVE_MAPPING_BROKEN', `there is no view ${viewId}`);
   // The lowers are the base's stack (payloadLayers): its layer directories, never a stacked payload's overlay
@@ -142,7 +143,7 @@ export function thawView(l: StoreLayout, viewId: string): void {
 /** Unmounts a view (lazily: a process inside keeps what it holds) and, unless kept, removes it. */
 export function dropView(l: StoreLayout, viewId: string, o: { keepUpper: boolean }): void {
   const p = viewPaths(l, viewId);
-  if (mountPoints().includes(p.merged)) native.umount2(p.merged, native.MNT_DETACH);
+  if (isMountPoint(p.merged)) native.umount2(p.merged, native.MNT_DETACH);
   if (!o.keepUpper) rmSync(p.dir, { recursive: true, force: true });
 }
 

@@ -1,10 +1,12 @@
-// statx: every field agrees with fs.lstatSync (bigint), the mount id agrees with /proc/self/mountinfo.
+// statx: every field agrees with fs.lstatSync (bigint), the mount id and mount roots agree with
+// /proc/self/mountinfo (and so does isMountPoint, which the store asks instead of reading mountinfo).
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { lstatSync, mkdirSync, readFileSync, symlinkSync, writeFileSync, type BigIntStats } from 'node:fs';
 import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
-import { AT_FDCWD, AT_SYMLINK_NOFOLLOW, statx, type FileType } from '../../native/index.js';
+import { AT_FDCWD, AT_SYMLINK_NOFOLLOW, bindMount, MNT_DETACH, mountTmpfs, statx, umount2, type FileType } from '../../native/index.js';
+import { isMountPoint, mountPoints } from '../../node-agent/store/mount-table.js';
 import { Cleanup } from './native-fixtures.js';
 
 const cleanup = new Cleanup();
@@ -71,4 +73,37 @@ test('errors carry code, negative errno, syscall and path', () => {
     assert.ok(e instanceof Error);
     return true;
   });
+});
+
+test('mountRoot and isMountPoint say what mountinfo says: a tmpfs, a directory bound onto itself, its contents, a link to it, nothing', () => {
+  const mnt = join(base, 'mnt');
+  const sealed = join(base, 'sealed');
+  mkdirSync(mnt);
+  mkdirSync(join(sealed, 'inner'), { recursive: true });
+  symlinkSync(mnt, join(base, 'to-mnt'));
+  const paths = [mnt, sealed, join(sealed, 'inner'), join(base, 'to-mnt'), join(base, 'dir'), join(base, 'file'), '/', '/proc'];
+  const agree = (label: string): void => {
+    const table = new Set(mountPoints());
+    for (const p of paths) {
+      assert.equal(isMountPoint(p), table.has(p), `${label}: ${p}`);
+      assert.equal(statx(AT_FDCWD, p, AT_SYMLINK_NOFOLLOW).mountRoot, table.has(p), `${label}: statx of ${p}`);
+    }
+  };
+  agree('before');
+  assert.equal(isMountPoint(mnt), false);
+  mountTmpfs(mnt, { size: '1m', mode: 0o755, nosuid: true, nodev: true, noexec: true });
+  cleanup.mounted(mnt);
+  bindMount(sealed, sealed, { readonly: true, recursive: false, nosuid: true, nodev: true });
+  cleanup.mounted(sealed);
+  agree('mounted');
+  assert.equal(isMountPoint(mnt), true, 'a tmpfs');
+  assert.equal(isMountPoint(sealed), true, 'a directory bound onto itself');
+  assert.equal(isMountPoint(join(sealed, 'inner')), false, 'inside a mount is not a mount point');
+  assert.equal(isMountPoint(join(base, 'to-mnt')), false, 'a link to a mount point is not followed');
+  umount2(mnt, MNT_DETACH);
+  umount2(sealed, MNT_DETACH);
+  agree('unmounted');
+  assert.equal(isMountPoint(mnt), false);
+  assert.equal(isMountPoint(join(base, 'missing', 'deeper')), false, 'a path that does not exist');
+  assert.equal(isMountPoint(join(base, 'file', 'below')), false, 'a path through a file');
 });
