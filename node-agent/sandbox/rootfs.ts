@@ -180,15 +180,28 @@ export function assembleRootfs(spec: RootfsSpec): LayerPaths[] {
   return layers;
 }
 
-/** Detaches every mount at or below `dir`, deepest first; returns the mounts still there afterwards. */
+/**
+ * Detaches every mount at or below `dir`; returns the mounts still there afterwards. A lazy detach takes
+ * the whole tree below a mount with it, and each umount2 waits for an RCU grace period (most of its
+ * cost), so only the outermost mounts are detached: a sandbox's root filesystem, a tmpfs with a dozen
+ * mounts inside, goes in one call instead of one per mount. Whatever is still there is then detached one
+ * by one, deepest first, and reported if it stays.
+ */
 export function unmountAllUnder(dir: string): string[] {
-  for (const m of mountsUnder(dir)) {
-    try {
-      native.umount2(m, native.MNT_DETACH);
-    } catch {
-      /* reported below if it is still there */
+  const detach = (mounts: readonly string[]): void => {
+    for (const m of mounts) {
+      try {
+        native.umount2(m, native.MNT_DETACH);
+      } catch {
+        /* reported below if it is still there */
+      }
     }
-  }
+  };
+  const all = mountsUnder(dir); // deepest first; a point with stacked mounts is listed once per mount
+  detach(all.filter((m) => !all.some((o) => o !== m && m.startsWith(o.endsWith('/') ? o : `${o}/`))));
+  const left = mountsUnder(dir);
+  if (left.length === 0) return left;
+  detach(left);
   return mountsUnder(dir);
 }
 
