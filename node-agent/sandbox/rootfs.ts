@@ -8,7 +8,7 @@ import { dirname, join } from 'node:path';
 import * as native from '../../native/index.js';
 import type { IdMap } from '../../native/index.js';
 import { ID_RANGE } from '../config.js';
-import { mountsUnder } from '../store/mount-table.js';
+import { isMountPoint, mountsUnder } from '../store/mount-table.js';
 import { layerPaths, type LayerPaths, type WorldPaths } from './run-paths.js';
 
 export interface RootMount {
@@ -184,30 +184,40 @@ export function assembleRootfs(spec: RootfsSpec): LayerPaths[] {
  * Detaches every mount at or below `dir`; returns the mounts still there afterwards. A lazy detach takes
  * the whole tree below a mount with it, and each umount2 waits for an RCU grace period (most of its
  * cost), so only the outermost mounts are detached: a sandbox's root filesystem, a tmpfs with a dozen
- * mounts inside, goes in one call instead of one per mount. Whatever is still there is then detached one
- * by one, deepest first, and reported if it stays.
+ * mounts inside, goes in one call instead of one per mount. Each point listed is then asked again by
+ * statx (the mount table is as long as every mount on the node, and grows with the generations a store
+ * keeps mounted); if any is still a mount point, everything left is detached one by one, deepest first,
+ * and reported if it stays.
  */
 export function unmountAllUnder(dir: string): string[] {
-  const detach = (mounts: readonly string[]): void => {
-    for (const m of mounts) {
-      try {
-        native.umount2(m, native.MNT_DETACH);
-      } catch {
-        /* reported below if it is still there */
-      }
-    }
-  };
   const all = mountsUnder(dir); // deepest first; a point with stacked mounts is listed once per mount
-  detach(all.filter((m) => !all.some((o) => o !== m && m.startsWith(o.endsWith('/') ? o : `${o}/`))));
-  const left = mountsUnder(dir);
-  if (left.length === 0) return left;
-  detach(left);
+  if (all.length === 0) return all;
+  detachEach(all.filter((m) => !all.some((o) => o !== m && m.startsWith(o.endsWith('/') ? o : `${o}/`))));
+  if (!all.some(isMountPoint)) return [];
+  detachEach(mountsUnder(dir));
   return mountsUnder(dir);
 }
 
-/** Unmounts everything under the rootfs, deepest first. Returns mounts that could not be removed. */
+function detachEach(mounts: readonly string[]): void {
+  for (const m of mounts) {
+    try {
+      native.umount2(m, native.MNT_DETACH);
+    } catch {
+      /* the caller reports it if it is still there */
+    }
+  }
+}
+
+/**
+ * Unmounts everything under the rootfs. Returns mounts that could not be removed. The rootfs is a tmpfs
+ * with every other mount of the sandbox inside it (mountSystemTree), so when it is a mount point it is
+ * detached with all of them, without reading the mount table; otherwise (never mounted, or detached
+ * already) whatever the table shows under it goes.
+ */
 export function unmountRootfs(paths: WorldPaths): string[] {
-  return unmountAllUnder(paths.rootfs);
+  if (!isMountPoint(paths.rootfs)) return unmountAllUnder(paths.rootfs);
+  for (let i = 0; i < 8 && isMountPoint(paths.rootfs); i++) detachEach([paths.rootfs]);
+  return isMountPoint(paths.rootfs) ? unmountAllUnder(paths.rootfs) : [];
 }
 
 /** Unmounts the overlays and idmapped lowers of every layer. Returns mounts that could not be removed. */

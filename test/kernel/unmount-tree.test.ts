@@ -1,13 +1,15 @@
 // unmountAllUnder: every mount at or below a directory goes, whatever its shape — a sandbox's real root
 // filesystem (a tmpfs holding a dozen mounts), mounts nested inside mounts, sibling mounts, two mounts
-// stacked on one point — and nothing outside the directory is touched.
+// stacked on one point — and nothing outside the directory is touched. unmountRootfs: the same for a
+// sandbox's root filesystem, whether it is mounted (detached as one tree) or not (the table is asked).
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { bindMount, mountTmpfs } from '../../native/index.js';
-import { mountSystemTree, unmountAllUnder } from '../../node-agent/sandbox/rootfs.js';
-import { mountsUnder } from '../../node-agent/store/mount-table.js';
+import { mountSystemTree, unmountAllUnder, unmountRootfs } from '../../node-agent/sandbox/rootfs.js';
+import type { WorldPaths } from '../../node-agent/sandbox/run-paths.js';
+import { isMountPoint, mountsUnder } from '../../node-agent/store/mount-table.js';
 import { Cleanup } from './native-fixtures.js';
 
 const cleanup = new Cleanup();
@@ -48,4 +50,26 @@ test('a sandbox root filesystem, nested, sibling and stacked mounts all go; a mo
   assert.deepEqual(mountsUnder(dir), []);
   assert.deepEqual(mountsUnder(beside), [beside], 'the mount beside the directory is untouched');
   assert.deepEqual(unmountAllUnder(dir), [], 'again: nothing to do');
+});
+
+test('unmountRootfs: a mounted root filesystem goes with everything inside it; under an unmounted one, what the table shows goes', () => {
+  const base = cleanup.tempDir('unmount-rootfs');
+  const rootfs = join(base, 'rootfs');
+  mkdirSync(rootfs);
+  const paths = { rootfs } as WorldPaths; // the only field unmountRootfs reads
+  mountSystemTree(rootfs, '1m');
+  cleanup.mounted(rootfs);
+  mkdirSync(join(rootfs, 'tmp', 'inner'));
+  tmpfs(join(rootfs, 'tmp', 'inner'));
+  assert.ok(mountsUnder(rootfs).length >= 10, 'a real system tree');
+  assert.deepEqual(unmountRootfs(paths), []);
+  assert.deepEqual(mountsUnder(rootfs), []);
+  assert.equal(isMountPoint(rootfs), false);
+  assert.deepEqual(unmountRootfs(paths), [], 'again: nothing to do');
+
+  // Not a mount point itself, yet something mounted below it: found in the table and detached.
+  mkdirSync(join(rootfs, 'stray'));
+  tmpfs(join(rootfs, 'stray'));
+  assert.deepEqual(unmountRootfs(paths), []);
+  assert.deepEqual(mountsUnder(rootfs), []);
 });
