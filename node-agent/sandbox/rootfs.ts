@@ -6,10 +6,10 @@
 import { chmodSync, chownSync, closeSync, existsSync, lstatSync, mkdirSync, openSync, readlinkSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import * as native from '../../native/index.js';
-import type { IdMap } from '../../native/index.js';
 import { ID_RANGE } from '../config.js';
 import { isMountPoint, mountsUnder } from '../store/mount-table.js';
 import { layerPaths, type LayerPaths, type WorldPaths } from './run-paths.js';
+import { withIdmapNamespace } from './idmap-namespace.js';
 
 export interface RootMount {
   /** Store key of the Root (directory name of its layers). */
@@ -46,10 +46,6 @@ const SYSTEM_DIRS = ['usr', 'etc', 'opt', 'bin', 'sbin', 'lib', 'lib32', 'lib64'
 const DEV_NODES = ['null', 'zero', 'full', 'random', 'urandom', 'tty'];
 /** Overlay options that keep the upper layer a plain record of changes (no redirects, no metadata-only copies). */
 const OVERLAY_OPTIONS = ['redirect_dir=off', 'metacopy=off', 'index=off'];
-
-export function idMap(base: number, count: number): IdMap[] {
-  return [{ inside: 0, outside: base, count }];
-}
 
 function mkdirp(p: string, mode = 0o755): void {
   mkdirSync(p, { recursive: true, mode });
@@ -145,14 +141,7 @@ export function assembleRootfs(spec: RootfsSpec): LayerPaths[] {
   mkdirp(paths.dir, 0o711);
   mkdirp(paths.rootfs, 0o755);
   mkdirp(paths.layers, 0o700);
-  const map = idMap(spec.idBase, spec.idCount);
-  const userns = native.createUserNamespace(map, map);
-  const layers: LayerPaths[] = [];
-  try {
-    for (const r of spec.roots) layers.push((spec.mountRoot ?? mountRootLayer)(paths, r, userns, spec.idBase));
-  } finally {
-    closeSync(userns);
-  }
+  const layers = withIdmapNamespace(spec.idBase, spec.idCount, (userns) => spec.roots.map((r) => (spec.mountRoot ?? mountRootLayer)(paths, r, userns, spec.idBase)));
 
   const rf = paths.rootfs;
   mountSystemTree(rf, spec.tmpSize ?? '512m');

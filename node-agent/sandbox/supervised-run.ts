@@ -4,7 +4,8 @@
 // admits and takes an id slot before, and ends with teardownRun (teardown-run.ts) after.
 import type { NsName, SandboxSpawnOptions } from '../../native/index.js';
 import { WorldCgroup, type CgroupLayout, type CgroupLimits, type CgroupReadback } from './cgroup.js';
-import { assembleRootfs, idMap, type RootfsSpec, type RootMount } from './rootfs.js';
+import { assembleRootfs, type RootfsSpec, type RootMount } from './rootfs.js';
+import { idMap } from './idmap-namespace.js';
 import type { WorldPaths } from './run-paths.js';
 import { startWorkload, type RunningWorkload, type StartHooks } from './supervise.js';
 import { supervisorCgroupProcs } from './supervisor-cgroup.js';
