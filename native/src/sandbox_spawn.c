@@ -4,7 +4,8 @@
  * the caller has read its observation frame and written 'G' to the ack pipe.
  *
  * With a third argument (a supervisor: the shim's path and argv, and the cgroup.procs files it moves
- * itself into), the clone3 of the child is done by an intermediate process instead of the agent: it
+ * itself into), the clone3 of the child is done by an intermediate process instead of the agent (cloned
+ * with the agent's memory shared, as posix_spawn does, so only the child copies the agent): it
  * leaves the agent's session and cgroups, clones the child exactly as above (same plan, same fds, so the
  * frame and the 'G' handshake with the agent are unchanged), reports the child's pid and execs the shim
  * (native/src/shim/shim.c) holding only the child's pidfd and output pipes. The workload's parent is then
@@ -24,6 +25,8 @@
 #include <linux/sched.h>
 #include <sched.h>
 #include <signal.h>
+#include <pthread.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <stdio.h>
 #include <string.h>
@@ -159,7 +162,8 @@ static pid_t clone_into_userns(const wl_plan *p, int report_w, struct clone_args
   return r.pid;
 }
 
-/* The intermediate process (a raw clone of the agent, all signals blocked): only raw syscalls from here. */
+/* The intermediate process (sharing the agent's memory until its execve, all signals blocked: see
+ * clone_supervisor): only raw syscalls and async-signal-safe calls from here. */
 _Noreturn static void supervisor_process(wl_plan *p, shim_plan *s, int report_w, struct clone_args *child_args) {
   if (setsid() < 0) report_failure(report_w, "setsid", errno);
   char line[24];
@@ -212,10 +216,44 @@ typedef struct {
   struct clone_args *child;
 } supervisor_start;
 
-static void supervisor_entry(const void *arg) {
+static int supervisor_entry(void *arg) {
   const supervisor_start *st = arg;
   close(st->report_r);
   supervisor_process(st->p, st->s, st->report_w, st->child);
+}
+
+/* The intermediate's own stack while it shares the agent's memory, with a guard page below it. The
+ * sandbox child cloned from it runs on a copy of it up to its execve (the observation frame alone is
+ * 32 KiB), so it is generous; pages are only backed where touched. */
+#define SUPERVISOR_STACK_BYTES (1024 * 1024)
+
+/* Clones the intermediate the way posix_spawn does: CLONE_VM, so nothing of the agent's address space
+ * (~150 MB) is copied for it, and CLONE_VFORK, so the calling thread waits until it has execve'd the shim
+ * (or exited) and no longer uses that memory. It runs only raw syscalls and async-signal-safe calls
+ * (supervisor_process), on its own stack, with every signal blocked; its file descriptor table is its
+ * own (no CLONE_FILES). The sandbox child it clones is a copy, as before: it is cloned without CLONE_VM,
+ * while the agent's other threads go on. Returns the intermediate's pid (its pidfd in *pidfd) or -1 with
+ * *clone_err set. */
+static pid_t clone_supervisor(supervisor_start *st, int *pidfd, int *clone_err) {
+  size_t guard = (size_t)sysconf(_SC_PAGESIZE);
+  size_t len = guard + SUPERVISOR_STACK_BYTES;
+  char *stack = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK | MAP_NORESERVE, -1, 0);
+  if (stack == MAP_FAILED) {
+    *clone_err = errno;
+    return -1;
+  }
+  if (mprotect(stack, guard, PROT_NONE) != 0) {
+    *clone_err = errno;
+    munmap(stack, len);
+    return -1;
+  }
+  sigset_t old;
+  wl_block_all_signals(&old); /* no Node signal handler may run in the intermediate */
+  pid_t pid = clone(supervisor_entry, stack + len, CLONE_VM | CLONE_VFORK | CLONE_PIDFD | SIGCHLD, st, pidfd);
+  *clone_err = errno;
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  munmap(stack, len); /* the intermediate is the shim now, or gone: this memory is no longer its */
+  return pid;
 }
 
 /* spawnSandbox(opts, onExit, supervisor): see the file comment. onExit reports the shim's end. */
@@ -235,11 +273,9 @@ static napi_value spawn_supervised(napi_env env, napi_value *argv) {
   sandbox_clone_args(&p, &child, &child_pidfd);
 
   int shim_pidfd = -1;
-  struct clone_args args;
-  wl_pidfd_clone_args(&args, &shim_pidfd);
   supervisor_start start = {&p, &s, report[0], report[1], &child};
   int clone_err = 0;
-  pid_t shim_pid = wl_clone_blocked(&args, supervisor_entry, &start, &clone_err);
+  pid_t shim_pid = clone_supervisor(&start, &shim_pidfd, &clone_err);
   close(report[1]);
   if (shim_pid < 0) {
     close(report[0]);
