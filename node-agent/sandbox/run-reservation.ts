@@ -15,9 +15,17 @@ export interface ReservationDeps {
   idSlots: number;
 }
 
-export type RunReservation =
-  | { ok: true; reserve: WorldResources; idBase: number; idCount: number; message: string }
-  | { ok: false; wait: boolean; code: string; message: string };
+/** A yes: the resources reserved and the host id range given. */
+export interface RunAdmitted {
+  ok: true;
+  reserve: WorldResources;
+  idBase: number;
+  idCount: number;
+  message: string;
+}
+
+/** reserveRun's answer; a yes carries what the caller's record returned (`recorded`). */
+export type RunReservation<T = undefined> = (RunAdmitted & { recorded: T }) | { ok: false; wait: boolean; code: string; message: string };
 
 const WAIT_OUTCOMES = new Set(['RESOURCES_UNAVAILABLE', 'RESOURCE_STATE_UNKNOWN']);
 
@@ -25,12 +33,14 @@ const WAIT_OUTCOMES = new Set(['RESOURCES_UNAVAILABLE', 'RESOURCE_STATE_UNKNOWN'
  * Admits `holder` for `stage` and gives it an id range, in one SQLite transaction: one commit (one fsync
  * of the write-ahead log) instead of one for the reservation and one for the id range. `record`, when
  * given, runs inside that transaction after a yes, so what the caller records about the admitted run
- * commits with its reservation or not at all (a throw rolls all of it back). On any answer but yes,
- * holds nothing afterwards.
+ * commits with its reservation or not at all (a throw rolls all of it back); what it returns comes back
+ * as the yes's `recorded`. On any answer but yes, holds nothing afterwards and nothing is recorded.
  */
-export function reserveRun(d: ReservationDeps, holder: string, stage: 'agent' | 'check', requested: Partial<WorldResources>, now: Date, record?: (r: Extract<RunReservation, { ok: true }>) => void): RunReservation {
+export function reserveRun(d: ReservationDeps, holder: string, stage: 'agent' | 'check', requested: Partial<WorldResources>, now: Date): RunReservation;
+export function reserveRun<T>(d: ReservationDeps, holder: string, stage: 'agent' | 'check', requested: Partial<WorldResources>, now: Date, record: (r: RunAdmitted) => T): RunReservation<T>;
+export function reserveRun<T>(d: ReservationDeps, holder: string, stage: 'agent' | 'check', requested: Partial<WorldResources>, now: Date, record?: (r: RunAdmitted) => T): RunReservation<T | undefined> {
   return d.db
-    .transaction((): RunReservation => {
+    .transaction((): RunReservation<T | undefined> => {
       const answer = d.admission.admit(holder, stage, requested);
       if (answer.outcome !== 'ADMITTED' || !answer.reserve) return { ok: false, wait: WAIT_OUTCOMES.has(answer.outcome), code: answer.outcome, message: answer.message };
       let slot: number;
@@ -41,9 +51,8 @@ export function reserveRun(d: ReservationDeps, holder: string, stage: 'agent' | 
         if (err instanceof SlotsExhausted) return { ok: false, wait: true, code: err.code, message: err.message };
         throw err;
       }
-      const admitted = { ok: true as const, reserve: answer.reserve, idBase: slotBase(d.idBase, slot, ID_RANGE), idCount: ID_RANGE, message: answer.message };
-      record?.(admitted);
-      return admitted;
+      const admitted: RunAdmitted = { ok: true, reserve: answer.reserve, idBase: slotBase(d.idBase, slot, ID_RANGE), idCount: ID_RANGE, message: answer.message };
+      return { ...admitted, recorded: record?.(admitted) };
     })
     .immediate();
 }

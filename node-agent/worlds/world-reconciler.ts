@@ -26,7 +26,7 @@ import type { BaseEntry, World } from '../../crds/index.js';
 import { worldGate, type GateEvents, type GatePlan } from '../isolation/isolation-gate.js';
 import { AGENT_VERSION } from '../version.js';
 import { releaseRun, reserveRun, type ReservationDeps } from '../sandbox/run-reservation.js';
-import { resumeWorldRun, startWorldRun, type WorldEvent, type WorldRoot, type WorldRun, type WorldRunSpec } from './run-world.js';
+import { resumeWorldRun, startWorldRun, type WorldEvent, type WorldRoot, type WorldRun } from './run-world.js';
 import { deleteWorldRecord, generationManifest, getWorldRecord, getWorldSupervisor, putWorldRecord, setWorldSupervisor, type WorldState, type WorldSupervisor } from '../store/world-records.js';
 import { StoreError } from '../store/store-errors.js';
 import { admittedStatus, isolationMessage, refusedStatus, withEvent, withIsolation, withNetworkRefusal, type AgentWorldStatus } from './world-status.js';
@@ -179,22 +179,21 @@ export class NodeWorlds {
 
     // Admission by the node's one authority, then an id range: the same step a Check takes. The World's
     // Admitted record commits with its reservation, in one transaction.
-    let admitted: { spec: WorldRunSpec; base: BaseEntry[]; status: AgentWorldStatus } | undefined;
     const admission = reserveRun(this.reservations(), uid, 'agent', plan.requested, now, (r) => {
       const spec = applyReservation(plan.spec, r);
-      const base = spec.roots.map((root) => ({ root: root.name, generation: root.generation, digest: root.digest }));
-      admitted = { spec, base, status: admittedStatus(base, gen, now, `${r.message}; id range ${spec.idBase}-${spec.idBase + spec.idCount - 1} on node ${this.d.config.nodeName}`) };
-      this.persist(w, 'running', admitted.status);
+      const base: BaseEntry[] = spec.roots.map((root) => ({ root: root.name, generation: root.generation, digest: root.digest }));
+      const status = admittedStatus(base, gen, now, `${r.message}; id range ${spec.idBase}-${spec.idBase + spec.idCount - 1} on node ${this.d.config.nodeName}`);
+      this.persist(w, 'running', status);
+      return { spec, base, status };
     });
-    if (!admission.ok || !admitted) {
-      if (admission.ok) throw new Error(`World ${key} was admitted without its Admitted record`);
+    if (!admission.ok) {
       if (admission.wait) return this.wait(key, w, admission.code, admission.message);
       await refuse(admission.code, admission.message);
       return;
     }
     this.waiting.delete(uid);
-    const { spec, base } = admitted;
-    let status = admitted.status;
+    const { spec, base } = admission.recorded;
+    let status = admission.recorded.status;
     // Each change of the World's status is recorded in the store at once, in the order it happens, and
     // written to the API server by the World's chain of writes (applyRecord), one after another, each
     // carrying the newest record; changes made while a write waits to start share it. The run never waits

@@ -52,8 +52,12 @@ const record = (db: Database, uid: string) => putWorldRecord(db, { uid, namespac
 test('a yes is one commit: the reservation, the id range and what the caller records', (t) => {
   const { db, authority, deps, commits } = setup(t);
   const before = commits();
-  const r = reserveRun(deps, 'w1', 'agent', {}, now, () => record(db, 'w1'));
+  const r = reserveRun(deps, 'w1', 'agent', {}, now, (admitted) => {
+    record(db, 'w1');
+    return { what: 'the record', idBase: admitted.idBase };
+  });
   assert.ok(r.ok, JSON.stringify(r));
+  assert.deepEqual(r.recorded, { what: 'the record', idBase: 100_000 }, "the yes carries what the record returned, made from the yes it was given");
   assert.equal(commits() - before, 1, 'one commit, one fsync of the log');
   assert.equal(authority.reservations().length, 1);
   assert.deepEqual(slotHolders(db), ['w1']);
