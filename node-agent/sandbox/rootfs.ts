@@ -182,9 +182,18 @@ export function unmountAllUnder(dir: string): string[] {
   const all = mountsUnder(dir); // deepest first; a point with stacked mounts is listed once per mount
   if (all.length === 0) return all;
   detachEach(all.filter((m) => !all.some((o) => o !== m && m.startsWith(o.endsWith('/') ? o : `${o}/`))));
-  if (!all.some(isMountPoint)) return [];
+  if (!all.some(mountedOrUnknown)) return [];
   detachEach(mountsUnder(dir));
   return mountsUnder(dir);
+}
+
+/** True when statx says `path` is a mount point, or cannot say (then the caller asks the mount table). */
+function mountedOrUnknown(path: string): boolean {
+  try {
+    return isMountPoint(path);
+  } catch {
+    return true;
+  }
 }
 
 function detachEach(mounts: readonly string[]): void {
@@ -204,9 +213,9 @@ function detachEach(mounts: readonly string[]): void {
  * already) whatever the table shows under it goes.
  */
 export function unmountRootfs(paths: WorldPaths): string[] {
-  if (!isMountPoint(paths.rootfs)) return unmountAllUnder(paths.rootfs);
-  for (let i = 0; i < 8 && isMountPoint(paths.rootfs); i++) detachEach([paths.rootfs]);
-  return isMountPoint(paths.rootfs) ? unmountAllUnder(paths.rootfs) : [];
+  if (!mountedOrUnknown(paths.rootfs)) return unmountAllUnder(paths.rootfs);
+  for (let i = 0; i < 8 && mountedOrUnknown(paths.rootfs); i++) detachEach([paths.rootfs]);
+  return mountedOrUnknown(paths.rootfs) ? unmountAllUnder(paths.rootfs) : [];
 }
 
 /** Unmounts the overlays and idmapped lowers of every layer. Returns mounts that could not be removed. */
