@@ -2,7 +2,7 @@
 // first, to refuse deleting a directory something is mounted under, to find mount points inside a
 // Root, and to measure what a world actually has mounted). A question about one path (is something
 // mounted here?) is answered by statx instead: mountinfo is as long as the node's mount table, which
-// grows with every generation a store keeps mounted, and reading it costs milliseconds (docs/benchmarks.md).
+// grows with every generation a store keeps mounted, and each read of it costs more (docs/benchmarks.md).
 import { readFileSync } from 'node:fs';
 import * as native from '../../native/index.js';
 
