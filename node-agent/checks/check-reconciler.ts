@@ -41,7 +41,7 @@ import { refs } from '../api-refs.js';
 import type { CgroupLayout } from '../sandbox/cgroup.js';
 import type { Store } from '../store/open-store.js';
 import { checkRoutingSettled } from '../store/routing.js';
-import { payloadDir } from '../store/store-layout.js';
+import { holdPayload } from '../store/payload-holds.js';
 import { payloadLayers } from '../store/generation-stack.js';
 import { getGeneration, getRoot } from '../store/store-records.js';
 import type { RunAdmission } from '../admission/admission-authority.js';
@@ -167,8 +167,10 @@ export class NodeChecks {
     const holder = `check-${uid}`;
     let status: AgentCheckStatus = { subject };
     let reserved = false;
+    // The payloads the check reads (its bases; PRIME for a revalidation), held mounted until it is done.
+    const held: (() => void)[] = [];
     try {
-      const view = await this.checkView(c, world, subject);
+      const view = await this.checkView(c, world, subject, held);
       status = { ...status, requirementHash: view.resolved.requirementHash, verifierIdentity: view.resolved.declaredVerifier };
       // Admission by the node's one authority, then an id range: the same step a World takes.
       const reservation = reserveRun(this.reservations(), holder, 'check', {}, d.clock.now());
@@ -199,6 +201,7 @@ export class NodeChecks {
       throw err;
     } finally {
       if (reserved) releaseRun(this.reservations(), holder);
+      for (const release of held) release();
     }
   }
 
@@ -254,7 +257,7 @@ export class NodeChecks {
    * generation verifiers come from (the World's base, or PRIME now to revalidate), and per Root the base
    * payload, the verifiers it binds and the candidate's delta.
    */
-  private async checkView(c: Check, world: World, subject: string): Promise<CheckView> {
+  private async checkView(c: Check, world: World, subject: string, held: (() => void)[]): Promise<CheckView> {
     const d = this.d;
     const roots = world.spec.roots;
     const checkName = c.spec.name;
@@ -273,13 +276,17 @@ export class NodeChecks {
       const b = base.find((x) => x.root === name);
       const gen = rec && b ? getGeneration(d.store.db, rec.rootKey, b.generation) : undefined;
       if (!rec || !b || !gen) throw new Refusal('EVIDENCE_CONTEXT_MISSING', `the base generation of Root ${name} is not recorded in this node's store`);
-      const basePayload = payloadDir(d.store.layout, gen.id);
+      const baseHeld = holdPayload(d.store, gen.id);
+      held.push(baseHeld.release);
+      const basePayload = baseHeld.path;
       // Verifiers are bound from the generation the World forked (or the current PRIME to revalidate).
       let primePayload = basePayload;
       let primeGeneration = b.generation;
       if (c.spec.revalidate) {
         const routing = await checkRoutingSettled(d.store, name);
-        primePayload = routing.payloadPath;
+        const prime = holdPayload(d.store, routing.generationId); // PRIME now; it may move on while the check runs
+        held.push(prime.release);
+        primePayload = prime.path;
         primeGeneration = routing.root.generation;
       }
       sources.set(name, { rootKey: rec.rootKey, path: d.rootPath(name) ?? rec.nodePath, basePayload, baseLayers: payloadLayers(d.store.layout, gen.id), primePayload, primeGeneration });

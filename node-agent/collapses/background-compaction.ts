@@ -20,6 +20,7 @@ import { readMarker, writeMarker } from '../store/generation-marker.js';
 import { COMPACT_AT_DEPTH, compactionIdFor, effectiveStack, isStacked, removeGeneration, sealFull, stackIds } from '../store/generation-stack.js';
 import type { Store } from '../store/open-store.js';
 import { generationDir, payloadDir } from '../store/store-layout.js';
+import { withPayload } from '../store/payload-holds.js';
 import { getGeneration, getGenerationManifest, getRoot } from '../store/store-records.js';
 import { getCompaction, insertCompaction } from '../store/compaction-records.js';
 import { serializedOnStore } from '../store/store-serial.js';
@@ -156,7 +157,7 @@ async function remeasurePrime(store: Store, rootName: string): Promise<number> {
   const measured = (async (): Promise<void> => {
     let digest: string | undefined;
     try {
-      [digest] = await cleanDigests([route.payloadPath], store.dir);
+      [digest] = await withPayload(store, route.generationId, (payload) => cleanDigests([payload], store.dir)); // held: PRIME may move on meanwhile
     } catch (e) {
       store.primeMeasures.abandon(start);
       throw e;

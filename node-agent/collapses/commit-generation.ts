@@ -13,7 +13,8 @@ import { serializedOnStore } from '../store/store-serial.js';
 import { generationDir, liveLinkTarget, payloadDir, viewLinkName, viewLinkTarget } from '../store/store-layout.js';
 import { dropView, ensureView, freezeView, thawView, viewWatchKey } from '../store/owner-view.js';
 import { unpublishedEdits } from '../store/view-measure.js';
-import { deleteIntent, generationDigest, getRoot, insertGeneration, upsertRoot, type RootRecord } from '../store/store-records.js';
+import { deleteIntent, generationDigest, getGeneration, getRoot, insertGeneration, upsertRoot, type RootRecord } from '../store/store-records.js';
+import { retirePayload } from '../store/payload-holds.js';
 import { CollapseError } from './collapse-errors.js';
 import { nextLinkPath, type CollapseHooks } from './collapse-intent.js';
 import { cleanDigests } from '../store/store-walk.js';
@@ -230,6 +231,15 @@ async function commitSerialized(store: Store, items: readonly CommitItem[], opti
     if (options.intentId) deleteIntent(store.db, options.intentId);
   })();
   await step('after-db');
+  // The generations PRIME moved past: their stacks are unmounted unless a reader still holds them.
+  for (const { rootName, expectedBase } of items) {
+    const replaced = getGeneration(store.db, roots.get(rootName)!.rootKey, expectedBase.generation);
+    try {
+      if (replaced) retirePayload(store, replaced.id);
+    } catch {
+      // left mounted: the sweep after the next start's recovery unmounts it (retireIdlePayloads)
+    }
+  }
   return items.map(({ rootName, staged, expectedBase }) => ({
     root: getRoot(store.db, rootName)!,
     fromGeneration: expectedBase.generation,

@@ -10,7 +10,7 @@ import type { DecisionInput } from '../../core/collapse/decide.js';
 import { idFrom, presentId, unmeasuredId } from '../../core/collapse/identity.js';
 import { manifestDigest } from '../../core/manifest.js';
 import type { Store } from '../store/open-store.js';
-import { payloadDir } from '../store/store-layout.js';
+import { holdPayload } from '../store/payload-holds.js';
 import { getGeneration, getGenerationManifest, getRoot, type RootRecord } from '../store/store-records.js';
 import { cleanDigest } from '../store/store-walk.js';
 import { composite, primeGenerations, primeRehashSource, rootSetIds, type Part } from './composite-id.js';
@@ -74,7 +74,7 @@ export async function measureCheckpointReturn(
     const manifest = gen && getGenerationManifest(db, gen.id);
     if (!gen || !manifest || manifestDigest(manifest) !== gen.digest) candidateValid = false;
     stored.push([name, gen?.digest]);
-    witness.push([name, gen ? await cleanDigest(payloadDir(store.layout, gen.id), store.dir) : undefined]);
+    witness.push([name, gen ? await checkpointWitness(store, gen.id) : undefined]);
 
     const walked = boundary ? undefined : await walkPrime(root);
     const rehash = boundary ? boundary.prime.get(name) : walked?.digest;
@@ -120,4 +120,19 @@ export async function measureCheckpointReturn(
     },
   };
   return { input, roots, evidence: { requirementHash: null, subject: composite(recorded), verifierIdentity: null, executedVerifierIdentity: null } };
+}
+
+/** The checkpoint's payload re-hashed, held mounted while it is walked; undefined (unmeasured) when it cannot be mounted or walked. */
+async function checkpointWitness(store: Store, genId: string): Promise<string | undefined> {
+  let held: ReturnType<typeof holdPayload>;
+  try {
+    held = holdPayload(store, genId);
+  } catch {
+    return undefined;
+  }
+  try {
+    return await cleanDigest(held.path, store.dir);
+  } finally {
+    held.release();
+  }
 }

@@ -29,6 +29,7 @@ import type { StoredDelta } from '../store/candidates.js';
 import { CollapseError } from './collapse-errors.js';
 import type { CollapseHooks } from './collapse-intent.js';
 import { cleanDigest, collapseWalkDigest } from '../store/store-walk.js';
+import { holdPayload } from '../store/payload-holds.js';
 
 export interface StagedGeneration {
   rootName: string;
@@ -118,64 +119,70 @@ export async function stageGeneration(store: Store, rootName: string, candidateD
   const generationId = generationIdFor(root.rootKey, generation, digest);
 
   const stagingDir = options.stagingDir ?? join(store.layout.staging, `collapse-${randomUUID()}`);
-  const basePayload = payloadDir(store.layout, base.id);
-  // Over a published compaction of part of the base's stack when there is one (background-compaction.ts).
-  const { ids: baseIds, compacted } = effectiveStack(store.db, stackIds(readMarker(store.layout, base.id), base.id));
-  const candidateRoot = join(candidateDir, 'roots', root.rootKey);
-  const staged = { rootName, rootKey: root.rootKey, baseGeneration, baseGenerationId: base.id, baseDigest: base.digest, generation, generationId, digest, manifest, delta, stagingDir };
-  await rm(stagingDir, { recursive: true, force: true });
-  mkdirSync(stagingDir, { mode: 0o700 });
+  // The base's payload is read (its root's owner and mode; walked when a compaction fails): held mounted meanwhile.
+  const held = holdPayload(store, base.id);
+  const basePayload = held.path;
+  try {
+    // Over a published compaction of part of the base's stack when there is one (background-compaction.ts).
+    const { ids: baseIds, compacted } = effectiveStack(store.db, stackIds(readMarker(store.layout, base.id), base.id));
+    const candidateRoot = join(candidateDir, 'roots', root.rootKey);
+    const staged = { rootName, rootKey: root.rootKey, baseGeneration, baseGenerationId: base.id, baseDigest: base.digest, generation, generationId, digest, manifest, delta, stagingDir };
+    await rm(stagingDir, { recursive: true, force: true });
+    mkdirSync(stagingDir, { mode: 0o700 });
 
-  if (baseIds.length < MAX_STACK_DEPTH) {
-    const layerPath = join(stagingDir, 'layer');
-    let layer: NonNullable<StagedGeneration['layer']>;
-    let copied: number;
+    if (baseIds.length < MAX_STACK_DEPTH) {
+      const layerPath = join(stagingDir, 'layer');
+      let layer: NonNullable<StagedGeneration['layer']>;
+      let copied: number;
+      try {
+        const items = planLayer(baseManifest, manifest, [...delta.upsert.map((e) => e.path), ...delta.deleted]);
+        const top = lstatSync(basePayload);
+        const rootAttributes = manifest.root ?? { mode: top.mode & 0o7777, uid: top.uid, gid: top.gid };
+        copied = (await buildLayer(layerPath, items, rootAttributes, candidateRoot)).copied;
+        layer = { items, root: rootAttributes, overBase: compacted === undefined, ...(compacted !== undefined ? { overCompaction: compacted } : {}) };
+      } catch (e) {
+        await rm(stagingDir, { recursive: true, force: true });
+        throw new CollapseError('STAGED_UNTESTED', `building the layer of generation ${generation} of ${rootName} failed: ${String(e)}`, { cause: e });
+      }
+      await options.hooks?.afterStep?.('after-stage');
+      const mismatch = layerMismatch(layerPath, layer.items, layer.root);
+      if (mismatch !== undefined) {
+        await rm(stagingDir, { recursive: true, force: true });
+        throw new CollapseError('STAGED_UNTESTED', `the staged layer of ${rootName} is not the candidate's: ${mismatch}`);
+      }
+      await options.hooks?.afterStep?.('after-verify');
+      return { ...staged, payloadPath: layerPath, layers: [generationId, ...baseIds], layer, linked: 0, copied };
+    }
+
+    // The compaction: a full generation, each unchanged file linked from the layer that provides it.
+    const payloadPath = join(stagingDir, 'payload');
+    let counts: { linked: number; copied: number };
+    const seed = new Map<string, KnownHash>();
     try {
-      const items = planLayer(baseManifest, manifest, [...delta.upsert.map((e) => e.path), ...delta.deleted]);
-      const top = lstatSync(basePayload);
-      const rootAttributes = manifest.root ?? { mode: top.mode & 0o7777, uid: top.uid, gid: top.gid };
-      copied = (await buildLayer(layerPath, items, rootAttributes, candidateRoot)).copied;
-      layer = { items, root: rootAttributes, overBase: compacted === undefined, ...(compacted !== undefined ? { overCompaction: compacted } : {}) };
+      counts = await buildCompaction(store, payloadPath, manifest, baseIds, new Set(delta.upsert.map((e) => e.path)), candidateRoot, seed);
     } catch (e) {
       await rm(stagingDir, { recursive: true, force: true });
-      throw new CollapseError('STAGED_UNTESTED', `building the layer of generation ${generation} of ${rootName} failed: ${String(e)}`, { cause: e });
+      throw new CollapseError('STAGED_UNTESTED', `building the payload of generation ${generation} of ${rootName} failed: ${String(e)}`, { cause: e });
     }
     await options.hooks?.afterStep?.('after-stage');
-    const mismatch = layerMismatch(layerPath, layer.items, layer.root);
-    if (mismatch !== undefined) {
+
+    // Linked files are taken at the base manifest's word here (the commit boundary re-hashes PRIME, whose
+    // inodes they are, for real); the copied files, the structure, owners and modes are measured now.
+    const walk = await collapseWalkDigest(payloadPath, store.dir, seed);
+    if (walk.problems.length > 0 || walk.digest !== digest) {
       await rm(stagingDir, { recursive: true, force: true });
-      throw new CollapseError('STAGED_UNTESTED', `the staged layer of ${rootName} is not the candidate's: ${mismatch}`);
+      // Unchanged files are links to PRIME's own: a write to PRIME since capture shows up here first.
+      if ((await cleanDigest(basePayload, store.dir)) !== base.digest) {
+        throw new CollapseError('FOREIGN_WRITE', `PRIME of ${rootName} no longer has the digest of generation ${baseGeneration}`);
+      }
+      const why = walk.problems[0] ? `${walk.problems[0].code} at ${walk.problems[0].path}` : `walk digest ${walk.digest}, expected ${digest}`;
+      throw new CollapseError('STAGED_UNTESTED', `the staged payload of ${rootName} is not the candidate's: ${why}`);
     }
     await options.hooks?.afterStep?.('after-verify');
-    return { ...staged, payloadPath: layerPath, layers: [generationId, ...baseIds], layer, linked: 0, copied };
+    return { ...staged, payloadPath, ...counts };
+  } finally {
+    held.release();
   }
-
-  // The compaction: a full generation, each unchanged file linked from the layer that provides it.
-  const payloadPath = join(stagingDir, 'payload');
-  let counts: { linked: number; copied: number };
-  const seed = new Map<string, KnownHash>();
-  try {
-    counts = await buildCompaction(store, payloadPath, manifest, baseIds, new Set(delta.upsert.map((e) => e.path)), candidateRoot, seed);
-  } catch (e) {
-    await rm(stagingDir, { recursive: true, force: true });
-    throw new CollapseError('STAGED_UNTESTED', `building the payload of generation ${generation} of ${rootName} failed: ${String(e)}`, { cause: e });
-  }
-  await options.hooks?.afterStep?.('after-stage');
-
-  // Linked files are taken at the base manifest's word here (the commit boundary re-hashes PRIME, whose
-  // inodes they are, for real); the copied files, the structure, owners and modes are measured now.
-  const walk = await collapseWalkDigest(payloadPath, store.dir, seed);
-  if (walk.problems.length > 0 || walk.digest !== digest) {
-    await rm(stagingDir, { recursive: true, force: true });
-    // Unchanged files are links to PRIME's own: a write to PRIME since capture shows up here first.
-    if ((await cleanDigest(basePayload, store.dir)) !== base.digest) {
-      throw new CollapseError('FOREIGN_WRITE', `PRIME of ${rootName} no longer has the digest of generation ${baseGeneration}`);
-    }
-    const why = walk.problems[0] ? `${walk.problems[0].code} at ${walk.problems[0].path}` : `walk digest ${walk.digest}, expected ${digest}`;
-    throw new CollapseError('STAGED_UNTESTED', `the staged payload of ${rootName} is not the candidate's: ${why}`);
-  }
-  await options.hooks?.afterStep?.('after-verify');
-  return { ...staged, payloadPath, ...counts };
 }
 
 /**

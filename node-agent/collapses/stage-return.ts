@@ -11,10 +11,10 @@ import { join } from 'node:path';
 import { manifestDigest } from '../../core/manifest.js';
 import { generationIdFor } from '../../core/root-key.js';
 import type { Store } from '../store/open-store.js';
-import { payloadDir } from '../store/store-layout.js';
 import { getGeneration, getGenerationManifest, getRoot } from '../store/store-records.js';
 import { CollapseError } from './collapse-errors.js';
 import { collapseWalkDigest } from '../store/store-walk.js';
+import { withPayload } from '../store/payload-holds.js';
 import { buildCompaction, type StageOptions, type StagedGeneration } from './stage-generation.js';
 import { buildLayer } from './stage-layer.js';
 import { readMarker } from '../store/generation-marker.js';
@@ -62,14 +62,17 @@ export async function stageReturn(store: Store, rootName: string, fromGeneration
     await options.hooks?.afterStep?.('after-verify');
     return { ...staged, payloadPath, ...counts };
   }
+  const layerPath = join(stagingDir, 'layer');
   // Its own layer is empty but for its top directory (the checkpoint's root attributes): every stacked
   // generation has a layer of its own, whose directory identifies it (store-records payload_dev/ino).
-  const top = lstatSync(payloadDir(store.layout, checkpoint.id));
-  const topAttributes = manifest.root ?? { mode: top.mode & 0o7777, uid: top.uid, gid: top.gid };
-  const layerPath = join(stagingDir, 'layer');
-  await buildLayer(layerPath, [], topAttributes, '');
-  await options.hooks?.afterStep?.('after-stage');
-  const walk = await collapseWalkDigest(payloadDir(store.layout, checkpoint.id), store.dir);
+  // The checkpoint's payload is read (its root's owner and mode, its walk): held mounted meanwhile.
+  const { walk, topAttributes } = await withPayload(store, checkpoint.id, async (checkpointPayload) => {
+    const top = lstatSync(checkpointPayload);
+    const topAttributes = manifest.root ?? { mode: top.mode & 0o7777, uid: top.uid, gid: top.gid };
+    await buildLayer(layerPath, [], topAttributes, '');
+    await options.hooks?.afterStep?.('after-stage');
+    return { walk: await collapseWalkDigest(checkpointPayload, store.dir), topAttributes };
+  });
   if (walk.problems.length > 0 || walk.digest !== digest) {
     await rm(stagingDir, { recursive: true, force: true });
     throw refused();

@@ -6,7 +6,7 @@ import { isDigest } from '../../core/digest.js';
 import { baseIndexOf } from '../store/base-index.js';
 import { readCandidate } from '../store/candidates.js';
 import type { Store } from '../store/open-store.js';
-import { payloadDir } from '../store/store-layout.js';
+import { holdPayload } from '../store/payload-holds.js';
 import { getGeneration, getGenerationManifest } from '../store/store-records.js';
 import { renderDiff, type DiffFormat, type DiffLimits, type DiffResult, type DiffSource, DEFAULT_DIFF_LIMITS } from './candidate-diff.js';
 
@@ -22,19 +22,27 @@ export function candidateDiff(store: Pick<Store, 'layout' | 'db'>, digest: strin
     throw err;
   }
   const sources: DiffSource[] = [];
-  for (const [rootKey, delta] of deltas) {
-    const gen = getGeneration(store.db, rootKey, delta.baseGeneration);
-    const manifest = gen ? getGenerationManifest(store.db, gen.id) : undefined;
-    // Without the base's manifest every changed path would look added: refuse rather than mislead.
-    if (!gen || !manifest) throw new Refusal('CANDIDATE_INVALID', `the base generation ${delta.baseGeneration} of Root ${delta.root} is not recorded in this node's store`);
-    const index = baseIndexOf(manifest);
-    sources.push({
-      root: delta.root,
-      delta,
-      candidatePayload: join(candidateDir, 'roots', rootKey),
-      basePayload: payloadDir(store.layout, gen.id),
-      baseEntry: (p) => index.get(p),
-    });
+  // Each base's payload is read for the old side of a modified file: held mounted until the diff is made.
+  const held: (() => void)[] = [];
+  try {
+    for (const [rootKey, delta] of deltas) {
+      const gen = getGeneration(store.db, rootKey, delta.baseGeneration);
+      const manifest = gen ? getGenerationManifest(store.db, gen.id) : undefined;
+      // Without the base's manifest every changed path would look added: refuse rather than mislead.
+      if (!gen || !manifest) throw new Refusal('CANDIDATE_INVALID', `the base generation ${delta.baseGeneration} of Root ${delta.root} is not recorded in this node's store`);
+      const index = baseIndexOf(manifest);
+      const base = holdPayload(store, gen.id);
+      held.push(base.release);
+      sources.push({
+        root: delta.root,
+        delta,
+        candidatePayload: join(candidateDir, 'roots', rootKey),
+        basePayload: base.path,
+        baseEntry: (p) => index.get(p),
+      });
+    }
+    return renderDiff(sources, format, limits);
+  } finally {
+    for (const release of held) release();
   }
-  return renderDiff(sources, format, limits);
 }

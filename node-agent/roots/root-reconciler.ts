@@ -15,6 +15,7 @@ import { statusEqual, type StatusWriter } from '../../kube/status-writer.js';
 import { adoptRoot } from '../store/adopt-root.js';
 import type { Store } from '../store/open-store.js';
 import { checkRoutingSettled } from '../store/routing.js';
+import { withPayload } from '../store/payload-holds.js';
 import { isStoreError } from '../store/store-errors.js';
 import { bindRootObjectUid, getRoot, upsertRoot } from '../store/store-records.js';
 import { beginRelease, releaseRoot } from '../store/release-root.js';
@@ -158,7 +159,7 @@ export function makeNodeRootReconciler(d: RootReconcilerDeps): (key: string) => 
       const ids = { generation: r.generation, digest: r.digest, shortDigest: r.digest.slice(7, 19) };
       if (r.reason === 'FOREIGN_WRITE') {
         // Marked by a collapse: re-hash PRIME; the mark is lifted once its bytes are the recorded generation's again.
-        if ((await cleanDigest(routing.payloadPath, d.store.dir)) === r.digest) {
+        if ((await withPayload(d.store, routing.generationId, (payload) => cleanDigest(payload, d.store.dir))) === r.digest) {
           upsertRoot(d.store.db, { ...r, reason: null, message: null }, now);
           r = getRoot(d.store.db, name)!;
           d.logger.info('foreign write mark lifted: PRIME re-hashes to its recorded generation', { root: name });

@@ -86,7 +86,8 @@ export function mountRootLayer(paths: WorldPaths, root: RootMount, usernsFd: num
   const l = layerPaths(paths, root.rootKey);
   for (const d of [l.lower, l.upper, l.work, l.merged]) mkdirp(d, 0o700);
   // The merged root directory takes the upper root's owner and mode: give it the lower root's, mapped.
-  const top = lstatSync(root.payload);
+  // That is the topmost layer's root (every layer has one), read without the payload's own mount.
+  const top = lstatSync(root.layers?.[0] ?? root.payload);
   chownSync(l.upper, upperTopOwner(top.uid, idBase), upperTopOwner(top.gid, idBase));
   chmodSync(l.upper, top.mode & 0o7777);
   const lowers = mountLowers(l.lower, root.layers ?? [root.payload], usernsFd);

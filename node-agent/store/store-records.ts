@@ -109,6 +109,11 @@ export function getGeneration(db: Database, rootKey: string, number: number): Ge
     .get(rootKey, number) as GenerationRecord | undefined;
 }
 
+/** True when generation `id` is PRIME of a Root that is not Released: the generation its roots row names. */
+export function isPrimeGeneration(db: Database, id: string): boolean {
+  return statement(db, "SELECT 1 FROM generations g JOIN roots r ON r.root_key = g.root_key AND r.generation = g.number WHERE g.id = ? AND r.state != 'Released'").get(id) !== undefined;
+}
+
 /** The generation of `rootKey` whose payload directory is (device, inode), if any: what a mount shows. */
 export function generationByPayload(db: Database, rootKey: string, dev: string, ino: string): { number: number; digest: string } | undefined {
   return statement(db, 'SELECT number, digest FROM generations WHERE root_key = ? AND payload_dev = ? AND payload_ino = ?').get(rootKey, dev, ino) as { number: number; digest: string } | undefined;

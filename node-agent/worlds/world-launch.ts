@@ -82,7 +82,7 @@ export async function buildRunSpec(world: Pick<World, 'metadata' | 'spec'>, ctx:
   }
   const first = roots[0];
   if (!first) throw new LaunchRefused('ROOT_NOT_FOUND', 'the World names no Root');
-  const owner = lstatSync(first.payload);
+  const owner = lstatSync(first.layers?.[0] ?? first.payload); // the merged root's owner: its topmost layer's root
   const runAsUid = spec.agent.runAsUser ?? owner.uid;
   const runAsGid = spec.agent.runAsUser ?? owner.gid;
   if (runAsUid >= ID_RANGE || runAsGid >= ID_RANGE) {

@@ -55,16 +55,24 @@ export function namedStates(worlds: Obj[], collapses: Obj[], roots: Obj[], codes
   return out;
 }
 
-/** The payload directories of the store's published generations (those with a marker): each a mount. */
-function publishedPayloads(storeDir: string): Set<string> {
+/**
+ * The payload directories the store keeps mounted (node-agent/store/payload-holds.ts): every published
+ * full generation's (its seal) and each Root's PRIME (what its live link names). An older stacked payload
+ * is mounted only while a reader holds it, and nothing does once the agent has settled.
+ */
+function keptPayloads(storeDir: string): Set<string> {
   const out = new Set<string>();
   for (const id of readdirSync(join(storeDir, 'generations'))) {
     try {
-      const marker = JSON.parse(readFileSync(join(storeDir, 'generations', id, 'marker.json'), 'utf8')) as { generation?: unknown };
-      if (typeof marker.generation === 'number') out.add(join(storeDir, 'generations', id, 'payload'));
+      const marker = JSON.parse(readFileSync(join(storeDir, 'generations', id, 'marker.json'), 'utf8')) as { generation?: unknown; layers?: unknown };
+      if (typeof marker.generation === 'number' && marker.layers === undefined) out.add(join(storeDir, 'generations', id, 'payload'));
     } catch {
       /* no marker: not a published generation (storeLeftovers names a generation the database lacks) */
     }
+  }
+  for (const name of readdirSync(join(storeDir, 'live'))) {
+    if (name.endsWith('_view') || name.startsWith('.')) continue;
+    out.add(join(storeDir, 'live', readlinkSync(join(storeDir, 'live', name))));
   }
   return out;
 }
@@ -82,14 +90,14 @@ function currentViews(storeDir: string): Set<string> {
 /** Host-side leftovers of the campaign's Worlds (uids `worldUids`), with the node-agent `agentPid` running. */
 export function hostLeftovers(s: FaultStack, worldUids: string[], agentPid: number): string[] {
   const out: string[] = [];
-  // The store's own mounts are each published generation's payload (node-agent/store/generation-stack.ts):
-  // a stacked one's overlay, a full one's read-only seal; and each Root's current owner view
-  // (owner-view.ts); nothing else (a replaced view is unmounted in its collapse's exchange).
-  const published = publishedPayloads(s.storeDir);
+  // The store's own mounts are each full generation's read-only seal, each Root's PRIME (a stack's overlay
+  // or a seal), and each Root's current owner view (owner-view.ts); nothing else: an older generation's
+  // stack is unmounted once PRIME moves past it and no reader holds it, a replaced view in its exchange.
+  const kept = keptPayloads(s.storeDir);
   const views = currentViews(s.storeDir);
   const mounted = new Set(mountsBelow(s.storeDir));
-  for (const m of mounted) if (!published.has(m) && !views.has(m)) out.push(`mount left under the store: ${m}`);
-  for (const p of published) if (!mounted.has(p)) out.push(`published generation payload not mounted: ${p}`);
+  for (const m of mounted) if (!kept.has(m) && !views.has(m)) out.push(`mount left under the store: ${m}`);
+  for (const p of kept) if (!mounted.has(p)) out.push(`payload the store keeps mounted is not: ${p}`);
   for (const v of views) if (!mounted.has(v)) out.push(`the owner view the live mapping names is not mounted: ${v}`);
   const mountinfo = readFileSync('/proc/self/mountinfo', 'utf8').split('\n');
   for (const l of mountinfo) if (l.includes(' - nsfs ') && l.includes(s.scratch)) out.push(`nsfs mount left: ${l}`);

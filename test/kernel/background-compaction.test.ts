@@ -23,6 +23,7 @@ import { openStore, type Store } from '../../node-agent/store/open-store.js';
 import { checkRouting } from '../../node-agent/store/routing.js';
 import { beginRelease, releaseRoot } from '../../node-agent/store/release-root.js';
 import { layoutOf, payloadDir } from '../../node-agent/store/store-layout.js';
+import { withPayload } from '../../node-agent/store/payload-holds.js';
 import { MNT_DETACH, umount2 } from '../../native/index.js';
 import { getGeneration, getRoot } from '../../node-agent/store/store-records.js';
 import { cachedManifest } from '../../node-agent/store/manifest-cache.js';
@@ -93,7 +94,7 @@ test('a deep PRIME is compacted without moving PRIME; a candidate forked before 
   assert.deepEqual(readMarker(store.layout, next)?.layers, [next, id], 'stacked over the compaction');
   assert.equal(store.primeMeasures.counts.walked, walked, 'the compaction left PRIME measured (its links change no byte, owner or mode of PRIME): this boundary did not walk it');
   assert.equal(walkDigest(host), early.nextDigest);
-  assert.equal(walkDigest(payloadDir(store.layout, before.generationId)), before.root.digest, 'the compacted generation keeps its own stack and bytes');
+  assert.equal(await withPayload(store, before.generationId, walkDigest), before.root.digest, 'the compacted generation keeps its own stack and bytes');
   // And it is shallow from there on: one more collapse is three deep.
   const third = await collapse(store, await makeCandidate(t, store, 'project', writeOne(9)));
   assert.deepEqual(readMarker(store.layout, third)?.layers, [third, next, id]);

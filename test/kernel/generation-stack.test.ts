@@ -2,13 +2,14 @@
 // a collapse writes only what the candidate changes, the payload is a read-only overlay of the stack, the
 // stacked payload walks to exactly the digest the commit derived for it, older generations keep their
 // bytes, the stack is compacted at its depth limit, every full payload (adopted or compacted) is sealed
-// read-only, and a restarted node mounts every stack and seal again.
+// read-only, a restarted node mounts PRIME's stack and every seal again, and an older generation's stack is
+// mounted only while a reader holds it (payload-holds.ts).
 import assert from 'node:assert/strict';
 import { lstatSync, readdirSync } from 'node:fs';
 import { appendFile, chmod, chown, mkdir, readFile, rename, rm, symlink, truncate, unlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { MNT_DETACH, umount2 } from '../../native/index.js';
+import { MNT_DETACH, bindMount, umount2 } from '../../native/index.js';
 import { collapseRoot } from '../../node-agent/collapses/collapse-root.js';
 import { isCollapseError } from '../../node-agent/collapses/collapse-errors.js';
 import { readMarker } from '../../node-agent/store/generation-marker.js';
@@ -18,6 +19,8 @@ import { openStore } from '../../node-agent/store/open-store.js';
 import { checkRouting } from '../../node-agent/store/routing.js';
 import { payloadDir } from '../../node-agent/store/store-layout.js';
 import { getGeneration, getRoot } from '../../node-agent/store/store-records.js';
+import { holdPayload, withPayload } from '../../node-agent/store/payload-holds.js';
+import { recoverCollapses } from '../../node-agent/collapses/recover-collapses.js';
 import type { Store } from '../../node-agent/store/open-store.js';
 import { walkTreeSync } from '../../node-agent/store/walk-tree-sync.js';
 import { manifestDigest } from '../../core/manifest.js';
@@ -97,7 +100,7 @@ test('deltas of every kind stack to exactly the manifest the collapse recorded, 
   assert.equal(await readFile(join(host, 'src/lib/util.ts'), 'utf8'), 'back again\n');
   assert.deepEqual(readdirSync(join(host, 'docs')), ['new.md']);
   // Snapshots: every generation still walks to the digest it was published with.
-  for (const g of published) assert.equal(walkDigest(payloadDir(store.layout, g.generationId)), g.digest, `${g.generationId} kept its bytes`);
+  for (const g of published) assert.equal(await withPayload(store, g.generationId, walkDigest), g.digest, `${g.generationId} kept its bytes`);
 });
 
 test('FOREIGN_WRITE: a byte written into a layer under PRIME is found at the commit boundary', async (t) => {
@@ -163,27 +166,73 @@ test(`a return to a checkpoint ${MAX_STACK_DEPTH} layers deep compacts it: no re
   assert.equal(readMarker(store.layout, back.generationId)?.layers, undefined, 'the return is a full generation, not the checkpoint\'s stack under one more layer');
   assert.ok(mountPoints().includes(payloadDir(store.layout, back.generationId)), 'sealed like every full generation');
   assert.equal(walkDigest(host), checkpoint.digest);
-  assert.equal(walkDigest(payloadDir(store.layout, checkpoint.generationId)), checkpoint.digest, 'the checkpoint keeps its bytes');
+  assert.equal(await withPayload(store, checkpoint.generationId, walkDigest), checkpoint.digest, 'the checkpoint keeps its bytes');
   await assert.rejects(appendFile(join(store.layout.live, 'project', 'file-1'), 'foreign\n'), { code: 'EROFS' });
 });
 
-test('a restarted node mounts every payload again when the store opens: each stack, and the adopted tree\'s seal', async (t) => {
+test('a restarted node mounts PRIME\'s stack and the adopted tree\'s seal again when the store opens; an older stack when it is read', async (t) => {
   const s = await scratch(t);
   const dir = join(s.dir, 'store');
   const first = await openStore({ dir });
   const host = await adoptSample(first.store, s.dir);
   const adopted = getGeneration(first.store.db, getRoot(first.store.db, 'project')!.rootKey, 1)!;
   const published = [await collapse(t, first.store, sampleChange), await collapse(t, first.store, (next) => writeFile(join(next, 'tool'), 'v3\n'))];
-  for (const id of [adopted.id, ...published.map((g) => g.generationId)]) umount2(payloadDir(first.store.layout, id), MNT_DETACH); // what a reboot leaves
+  assert.ok(!mountPoints().includes(payloadDir(first.store.layout, published[0]!.generationId)), 'PRIME moved past the older stack: not mounted');
+  for (const id of [adopted.id, published[1]!.generationId]) umount2(payloadDir(first.store.layout, id), MNT_DETACH); // what a reboot leaves
   // An empty payload directory is never taken for PRIME.
   await assert.rejects(checkRouting(first.store, 'project'), (e) => (e as { code?: string }).code === 'LIVE_MAPPING_BROKEN');
   first.store.close();
   const again = await openTestStore(t, dir);
-  for (const g of published) assert.equal(walkDigest(payloadDir(again.layout, g.generationId)), g.digest);
+  assert.equal(walkDigest(payloadDir(again.layout, published[1]!.generationId)), published[1]!.digest, 'PRIME\'s stack is mounted again');
+  assert.ok(!mountPoints().includes(payloadDir(again.layout, published[0]!.generationId)), 'the older stack is not');
+  assert.equal(await withPayload(again, published[0]!.generationId, walkDigest), published[0]!.digest, 'read through a hold, it has its bytes');
   assert.ok(mountPoints().includes(payloadDir(again.layout, adopted.id)), 'the adopted tree is sealed again');
   await assert.rejects(writeFile(join(payloadDir(again.layout, adopted.id), 'foreign.txt'), 'x'), { code: 'EROFS' });
   await checkRouting(again, 'project');
   assert.equal(walkDigest(host), published[1]!.digest);
+});
+
+test('only PRIME\'s stack stays mounted: an older generation\'s is mounted while a reader holds it, and the table does not grow with collapses', async (t) => {
+  const s = await scratch(t);
+  const dir = join(s.dir, 'store');
+  const store = await openTestStore(t, dir);
+  const host = await adoptSample(store, s.dir);
+  const below = (): string[] => mountPoints().filter((p) => p.startsWith(`${store.dir}/`)).sort();
+  const g2 = await collapse(t, store, sampleChange);
+  const g3 = await collapse(t, store, (next) => writeFile(join(next, 'tool'), 'v3\n'));
+  const atThree = below();
+  const g4 = await collapse(t, store, (next) => writeFile(join(next, 'tool'), 'v4\n'));
+  const payload = (g: { generationId: string }): string => payloadDir(store.layout, g.generationId);
+  assert.ok(atThree.includes(payload(g3)) && !atThree.includes(payload(g2)), 'PRIME\'s stack is mounted, the one it moved past is not');
+  assert.equal(below().length, atThree.length, 'a collapse adds no mount to the node: its stack replaces PRIME\'s');
+  assert.ok(below().includes(payload(g4)) && !below().includes(payload(g3)));
+
+  // Two readers of an older generation: mounted until the last one is done.
+  const a = holdPayload(store, g2.generationId);
+  const b = holdPayload(store, g2.generationId);
+  assert.equal(a.path, payload(g2));
+  assert.equal(walkDigest(a.path), g2.digest, 'an older generation read through a hold has its bytes');
+  a.release();
+  a.release(); // a second call releases nothing more
+  assert.ok(below().includes(payload(g2)), 'still held by the other reader');
+  b.release();
+  assert.ok(!below().includes(payload(g2)), 'unmounted with its last reader');
+
+  // A reader of PRIME keeps it mounted while a collapse moves PRIME past it.
+  const reader = holdPayload(store, g4.generationId);
+  const g5 = await collapse(t, store, (next) => writeFile(join(next, 'tool'), 'v5\n'));
+  assert.ok(below().includes(payload(g4)), 'held: the collapse leaves it mounted');
+  assert.equal(walkDigest(reader.path), g4.digest);
+  reader.release();
+  assert.ok(!below().includes(payload(g4)) && below().includes(payload(g5)), 'released: only PRIME\'s stack is left');
+  assert.equal(walkDigest(host), g5.digest);
+
+  // What an agent before this one left mounted goes once recovery has settled PRIME at the next start.
+  bindMount(layerDir(store.layout, g3.generationId), payload(g3), { readonly: true, recursive: false, nosuid: true, nodev: true });
+  assert.ok(below().includes(payload(g3)));
+  assert.ok((await recoverCollapses(store)).length === 0);
+  assert.ok(!below().includes(payload(g3)), 'an idle older stack is unmounted after recovery');
+  assert.ok(below().includes(payload(g5)), 'PRIME\'s stays');
 });
 
 test('an adopted Root is sealed: its live link refuses every kind of write, and an unsealed payload is no route', async (t) => {

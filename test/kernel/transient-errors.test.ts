@@ -163,16 +163,21 @@ test('a Check whose run meets ENOENT is retried with backoff and passes; it is n
   const f = await setup();
   const away = `${f.payload}.away`;
   const seen: Record<string, unknown>[] = [];
+  let taken = false;
   const { checks, outcomes } = nodeChecks(f, (s) => {
     seen.push(s);
+    // Once the run has started, the base's payload goes away (its view was built with it in place).
+    if (s.phase === 'Running' && !taken) {
+      taken = true;
+      native.umount2(f.payload, native.MNT_DETACH); // the payload is sealed by a read-only bind mount: lift it to move the tree
+      renameSync(f.payload, away);
+    }
     // The transient condition passes once the Check has shown it: the payload comes back.
     if (s.reason === 'CHECK_RETRYING' && existsSync(away)) {
       renameSync(away, f.payload);
       native.bindMount(f.payload, f.payload, { readonly: true, recursive: false, nosuid: true, nodev: true }); // sealed again
     }
   });
-  native.umount2(f.payload, native.MNT_DETACH); // the payload is sealed by a read-only bind mount: lift it to move the tree
-  renameSync(f.payload, away);
   checks.runner.start();
   try {
     checks.runner.enqueue('ns/c1');
