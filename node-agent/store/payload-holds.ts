@@ -73,8 +73,8 @@ export const isPayloadHeld = (store: StoreRef, genId: string): boolean => holds.
  */
 export function retirePayload(store: StoreRef, genId: string, mounted?: ReadonlySet<string>): boolean {
   const path = payloadDir(store.layout, genId);
-  if (holds.has(path) || !(mounted ? mounted.has(path) : isMountPoint(path))) return false;
-  if (!isStacked(readMarker(store.layout, genId)) || isPrimeGeneration(store.db, genId)) return false;
+  if (holds.has(path) || !(mounted ? mounted.has(path) : isMountPoint(path)) || isPrimeGeneration(store.db, genId)) return false;
+  if (!isStacked(readMarker(store.layout, genId))) return false;
   native.umount2(path, native.MNT_DETACH);
   return true;
 }
