@@ -1,6 +1,7 @@
 // The user namespace an idmapped mount maps a run's lowers through: one per id range, made on first use
 // and kept for the agent's lifetime. Making one clones the agent (its whole address space to copy) and
-// writes two maps, ~3 ms of every World's launch on this project's test VM (docs/benchmarks.md). A kept
+// writes two maps on every launch; keeping it took node-level start → workload running from 20–27 ms to
+// 18–21 ms medians on this project's test VM (docs/benchmarks.md, "Two fewer clones…"). A kept
 // namespace has no process in it and holds nothing but its maps; it is reached only through the agent's
 // own descriptor (O_CLOEXEC, never handed to a sandbox or the shim), so it maps a later run's lowers
 // exactly as a new one would. The ranges are the admission's id slots, few and fixed by configuration;

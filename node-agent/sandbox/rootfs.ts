@@ -209,14 +209,16 @@ function detachEach(mounts: readonly string[]): void {
 
 /**
  * Unmounts everything under the rootfs. Returns mounts that could not be removed. The rootfs is a tmpfs
- * with every other mount of the sandbox inside it (mountSystemTree), so when it is a mount point it is
- * detached with all of them, without reading the mount table; otherwise (never mounted, or detached
- * already) whatever the table shows under it goes.
+ * with every other mount of the sandbox inside it (mountSystemTree), so when it is a mount point one
+ * detach takes all of them, without reading the mount table. Whatever is left (a mount stacked on the
+ * same point, a rootfs never mounted or detached already with something under it) goes by the table.
  */
 export function unmountRootfs(paths: WorldPaths): string[] {
-  if (!mountedOrUnknown(paths.rootfs)) return unmountAllUnder(paths.rootfs);
-  for (let i = 0; i < 8 && mountedOrUnknown(paths.rootfs); i++) detachEach([paths.rootfs]);
-  return mountedOrUnknown(paths.rootfs) ? unmountAllUnder(paths.rootfs) : [];
+  if (mountedOrUnknown(paths.rootfs)) {
+    detachEach([paths.rootfs]);
+    if (!mountedOrUnknown(paths.rootfs)) return [];
+  }
+  return unmountAllUnder(paths.rootfs);
 }
 
 /** Unmounts the overlays and idmapped lowers of every layer. Returns mounts that could not be removed. */

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { bindMount, mountTmpfs } from '../../native/index.js';
 import { mountSystemTree, unmountAllUnder, unmountRootfs } from '../../node-agent/sandbox/rootfs.js';
 import type { WorldPaths } from '../../node-agent/sandbox/run-paths.js';
-import { isMountPoint, mountsUnder } from '../../node-agent/store/mount-table.js';
+import { isMountPoint, mountPoints, mountsUnder } from '../../node-agent/store/mount-table.js';
 import { Cleanup } from './native-fixtures.js';
 
 const cleanup = new Cleanup();
@@ -72,4 +72,12 @@ test('unmountRootfs: a mounted root filesystem goes with everything inside it; u
   tmpfs(join(rootfs, 'stray'));
   assert.deepEqual(unmountRootfs(paths), []);
   assert.deepEqual(mountsUnder(rootfs), []);
+
+  // A mount stacked on the root filesystem's own point: the one detach leaves the one below, and that goes too.
+  mountSystemTree(rootfs, '1m');
+  tmpfs(rootfs);
+  assert.equal(mountPoints().filter((m) => m === rootfs).length, 2, 'two mounts stacked on the rootfs');
+  assert.deepEqual(unmountRootfs(paths), []);
+  assert.deepEqual(mountsUnder(rootfs), []);
+  assert.equal(isMountPoint(rootfs), false);
 });
