@@ -21,6 +21,7 @@ import { payloadDir } from '../../node-agent/store/store-layout.js';
 import { getGeneration, getRoot } from '../../node-agent/store/store-records.js';
 import { holdPayload, withPayload } from '../../node-agent/store/payload-holds.js';
 import { recoverCollapses } from '../../node-agent/collapses/recover-collapses.js';
+import { candidateDiff } from '../../node-agent/content/world-diff.js';
 import type { Store } from '../../node-agent/store/open-store.js';
 import { walkTreeSync } from '../../node-agent/store/walk-tree-sync.js';
 import { manifestDigest } from '../../core/manifest.js';
@@ -233,6 +234,20 @@ test('only PRIME\'s stack stays mounted: an older generation\'s is mounted while
   assert.ok((await recoverCollapses(store)).length === 0);
   assert.ok(!below().includes(payload(g3)), 'an idle older stack is unmounted after recovery');
   assert.ok(below().includes(payload(g5)), 'PRIME\'s stays');
+});
+
+test('a World\'s diff over a base PRIME has moved past reads that base through a hold, and leaves it unmounted', async (t) => {
+  const s = await scratch(t);
+  const store = await openTestStore(t, join(s.dir, 'store'));
+  await adoptSample(store, s.dir);
+  const g2 = await collapse(t, store, sampleChange); // README.md: '# sample, changed'
+  const made = await makeCandidate(t, store, 'project', (next) => writeFile(join(next, 'README.md'), 'third\n'));
+  await collapse(t, store, (next) => writeFile(join(next, 'tool'), 'v3\n'));
+  const payload = payloadDir(store.layout, g2.generationId);
+  assert.ok(!mountPoints().includes(payload), 'the candidate\'s base is no longer PRIME: its stack is not mounted');
+  const patch = candidateDiff(store, made.candidate.digest, 'patch').text;
+  assert.match(patch, /--- a\/project\/README\.md\n\+\+\+ b\/project\/README\.md\n@@ -1 \+1 @@\n-# sample, changed\n\+third\n/, 'the old side is read from the base');
+  assert.ok(!mountPoints().includes(payload), 'released after the diff');
 });
 
 test('an adopted Root is sealed: its live link refuses every kind of write, and an unsealed payload is no route', async (t) => {
