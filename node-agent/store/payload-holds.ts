@@ -26,9 +26,9 @@ const holds = new Map<string, number>();
 
 /**
  * Mounts a generation's payload if it is not mounted, and keeps it mounted until the returned release is
- * called (once; later calls do nothing). A payload that cannot be mounted throws what mounting threw (an
- * errno, which the caller's retry treats as transient) and holds nothing: no reader may find an empty
- * directory in its place.
+ * called. The release acts once (later calls do nothing) and never throws, so it can run in a `finally`.
+ * A payload that cannot be mounted throws what mounting threw (an errno, which the caller's retry treats
+ * as transient) and holds nothing: no reader may find an empty directory in its place.
  */
 export function holdPayload(store: StoreRef, genId: string): { path: string; release: () => void } {
   const path = payloadDir(store.layout, genId);
@@ -41,7 +41,11 @@ export function holdPayload(store: StoreRef, genId: string): { path: string; rel
     if (left > 0) holds.set(path, left);
     else {
       holds.delete(path);
-      retirePayload(store, genId);
+      try {
+        retirePayload(store, genId);
+      } catch {
+        // left mounted (the store closed meanwhile, an unmount failed): retireIdlePayloads at the next start
+      }
     }
   };
   try {
