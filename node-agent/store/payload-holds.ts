@@ -67,9 +67,6 @@ export async function withPayload<T>(store: StoreRef, genId: string, fn: (path: 
   }
 }
 
-/** True when some reader of this process holds the generation's payload. */
-export const isPayloadHeld = (store: StoreRef, genId: string): boolean => holds.has(payloadDir(store.layout, genId));
-
 /**
  * Unmounts a stacked generation's payload that is neither PRIME nor held (a collapse moved PRIME past it,
  * its last reader is done); true when it was unmounted. A full generation's seal stays. Lazily: a process
