@@ -14,13 +14,13 @@ import { generationDir, liveLinkTarget, payloadDir, viewLinkName, viewLinkTarget
 import { dropView, ensureView, freezeView, thawView, viewWatchKey } from '../store/owner-view.js';
 import { unpublishedEdits } from '../store/view-measure.js';
 import { deleteIntent, generationDigest, getGeneration, getRoot, insertGeneration, upsertRoot, type RootRecord } from '../store/store-records.js';
-import { retirePayload } from '../store/payload-holds.js';
+import { retirePayload, retireReplaced } from '../store/payload-holds.js';
 import { CollapseError } from './collapse-errors.js';
 import { nextLinkPath, type CollapseHooks } from './collapse-intent.js';
 import { cleanDigests } from '../store/store-walk.js';
 import type { MeasureStart, PrimeSource } from '../store/prime-measures.js';
 import { exchangeLiveMapping, removeNextMapping } from './exchange-live.js';
-import { identityDir, layerDir, mountPayload, removeGeneration, stackDirs } from '../store/generation-stack.js';
+import { identityDir, layerDir, mountPayload, removeGeneration, sealFull, stackDirs } from '../store/generation-stack.js';
 import { layerMismatch } from './stage-layer.js';
 import type { StagedGeneration } from './stage-generation.js';
 
@@ -115,6 +115,9 @@ async function commitSerialized(store: Store, items: readonly CommitItem[], opti
       await fsyncDirectory(genDir);
       await step('after-layer-publish');
       mountPayload(store.layout, staged.generationId, staged.layers ? { layers: staged.layers } : undefined); // a stack, or a compaction's seal
+      // The full tree at the bottom of a stack is sealed while PRIME reads it (payload-holds.ts): a return to
+      // a checkpoint may stack over one that no longer was.
+      if (staged.layers) sealFull(store.layout, staged.layers[staged.layers.length - 1]!);
     }
     await Promise.all([fsyncDirectory(store.layout.staging), fsyncDirectory(store.layout.generations)]);
     await step('after-marker-sync');
@@ -231,13 +234,14 @@ async function commitSerialized(store: Store, items: readonly CommitItem[], opti
     if (options.intentId) deleteIntent(store.db, options.intentId);
   })();
   await step('after-db');
-  // The generations PRIME moved past: their stacks are unmounted unless a reader still holds them.
+  // The generations PRIME moved past, and the full trees under them: unmounted unless PRIME still reads them
+  // or a reader holds them.
   for (const { rootName, expectedBase } of items) {
     const replaced = getGeneration(store.db, roots.get(rootName)!.rootKey, expectedBase.generation);
     try {
-      if (replaced) retirePayload(store, replaced.id);
+      if (replaced) retireReplaced(store, replaced.id);
     } catch {
-      // left mounted: the sweep after the next start's recovery unmounts it (retireIdlePayloads)
+      // left mounted: the sweep after the next start's recovery unmounts it (settlePayloads)
     }
   }
   return items.map(({ rootName, staged, expectedBase }) => ({
@@ -258,6 +262,7 @@ async function undoBeforeExchange(store: Store, staged: readonly StagedGeneratio
   for (const s of staged) {
     await rm(nextLinkPath(store.layout, s.rootKey), { force: true });
     await removeGeneration(store.layout, s.generationId);
+    if (s.layers) retirePayload(store, s.layers[s.layers.length - 1]!); // sealed for this commit, unless PRIME reads it
     await rm(s.stagingDir, { recursive: true, force: true });
   }
   await fsyncDirectory(store.dir);

@@ -15,7 +15,7 @@ import { readMarker } from '../store/generation-marker.js';
 import type { Store } from '../store/open-store.js';
 import { errnoCode } from '../store/store-errors.js';
 import { liveLinkPath, liveLinkTarget, payloadDir } from '../store/store-layout.js';
-import { retireIdlePayloads } from '../store/payload-holds.js';
+import { settlePayloads } from '../store/payload-holds.js';
 import { identityDir, isReadOnlyMount, isStacked, mountPayload, removeGeneration } from '../store/generation-stack.js';
 import { deleteIntent, getGeneration, getRoot, insertGeneration, listIntents, upsertRoot } from '../store/store-records.js';
 import { asSetIntent, COLLAPSE_INTENT_KIND, nextLinkPath, type CollapseIntent, type CollapseSetIntent } from './collapse-intent.js';
@@ -38,7 +38,7 @@ export async function recoverCollapses(store: Store): Promise<CollapseRecoveryOu
   }
   removeNextMapping(store.layout);
   reconcileViews(store, { relink: true }); // each Root's view, now that PRIME is settled
-  retireIdlePayloads(store); // and the stacks of generations PRIME moved past, which nothing holds yet
+  settlePayloads(store); // and what PRIME reads mounted, what it moved past (and nothing holds yet) not
   return outcomes;
 }
 

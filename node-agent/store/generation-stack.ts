@@ -23,7 +23,7 @@ import { isMountPoint, mountPoints } from './mount-table.js';
 import { StoreError } from './store-errors.js';
 import type { Store } from './open-store.js';
 import { generationDir, payloadDir, type StoreLayout } from './store-layout.js';
-import { isPrimeGeneration, listGenerationIds } from './store-records.js';
+import { listGenerationIds } from './store-records.js';
 import { getCompaction, listCompactions } from './compaction-records.js';
 
 /** At most this many layers under a payload: the next collapse compacts into a full generation instead. */
@@ -157,41 +157,6 @@ function unmountPayload(l: StoreLayout, genId: string): void {
 export async function removeGeneration(l: StoreLayout, genId: string): Promise<void> {
   unmountPayload(l, genId);
   await rm(generationDir(l, genId), { recursive: true, force: true });
-}
-
-/**
- * Mounts what the store keeps mounted and is not (after the node restarted, or the first open after an
- * upgrade): every full generation's seal, and the stack of each Root's PRIME. Any other stacked payload is
- * mounted only while a reader holds it (payload-holds.ts). A payload that cannot be mounted refuses to
- * open the store by name: no reader may find an empty or writable payload.
- */
-export function remountPayloads(store: Pick<Store, 'db' | 'layout'>): number {
-  const mounted = new Set(mountPoints());
-  let count = 0;
-  for (const id of listGenerationIds(store.db)) {
-    const target = payloadDir(store.layout, id);
-    if (mounted.has(target)) continue;
-    const marker = readMarker(store.layout, id);
-    if (isStacked(marker) && !isPrimeGeneration(store.db, id)) continue;
-    try {
-      mountPayload(store.layout, id, marker, mounted);
-    } catch (e) {
-      throw new StoreError('LIVE_MAPPING_BROKEN', `the payload of generation ${id} cannot be mounted: ${String(e)}`, { cause: e });
-    }
-    count++;
-  }
-  // Every published compaction is sealed too (a stack over one reads it as its bottom).
-  for (const c of listCompactions(store.db)) {
-    const id = compactionIdFor(c.generationId);
-    if (mounted.has(payloadDir(store.layout, id))) continue;
-    try {
-      sealFull(store.layout, id, mounted);
-    } catch (e) {
-      throw new StoreError('LIVE_MAPPING_BROKEN', `the compaction of generation ${c.generationId} cannot be sealed: ${String(e)}`, { cause: e });
-    }
-    count++;
-  }
-  return count;
 }
 
 /**

@@ -3,7 +3,8 @@
 import type { Database } from 'better-sqlite3';
 import { existsSync } from 'node:fs';
 import { mkdir, realpath } from 'node:fs/promises';
-import { remountPayloads, sweepCompactionLeftovers } from './generation-stack.js';
+import { sweepCompactionLeftovers } from './generation-stack.js';
+import { remountPayloads } from './payload-holds.js';
 import { reconcileViews } from './owner-view.js';
 import { listIntents } from './store-records.js';
 import { recoverAdoptions, type RecoveryOutcome } from './recover-adoptions.js';

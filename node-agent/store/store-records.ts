@@ -109,6 +109,12 @@ export function getGeneration(db: Database, rootKey: string, number: number): Ge
     .get(rootKey, number) as GenerationRecord | undefined;
 }
 
+/** The id of PRIME's generation of the Root `rootKey`, unless the Root is Released or not recorded. */
+export function primeGenerationId(db: Database, rootKey: string): string | undefined {
+  const row = statement(db, "SELECT g.id FROM roots r JOIN generations g ON g.root_key = r.root_key AND g.number = r.generation WHERE r.root_key = ? AND r.state != 'Released'").get(rootKey) as { id: string } | undefined;
+  return row?.id;
+}
+
 /** True when generation `id` is PRIME of a Root that is not Released: the generation its roots row names. */
 export function isPrimeGeneration(db: Database, id: string): boolean {
   return statement(db, "SELECT 1 FROM generations g JOIN roots r ON r.root_key = g.root_key AND r.generation = g.number WHERE g.id = ? AND r.state != 'Released'").get(id) !== undefined;

@@ -56,23 +56,37 @@ export function namedStates(worlds: Obj[], collapses: Obj[], roots: Obj[], codes
 }
 
 /**
- * The payload directories the store keeps mounted (node-agent/store/payload-holds.ts): every published
- * full generation's (its seal) and each Root's PRIME (what its live link names). An older stacked payload
- * is mounted only while a reader holds it, and nothing does once the agent has settled.
+ * The payload directories the store keeps mounted (node-agent/store/payload-holds.ts), worked out here from
+ * the store's files and rows: each Root's PRIME (what its live link names: a stack's overlay, or a seal)
+ * and, under a stacked PRIME, the seals of the full trees it reads: the bottom its marker names, and a
+ * published compaction of a generation in its stack (the topmost such, as the next collapse stacks over
+ * it). Nothing else: no reader holds a payload once the agent has settled.
  */
 function keptPayloads(storeDir: string): Set<string> {
-  const out = new Set<string>();
-  for (const id of readdirSync(join(storeDir, 'generations'))) {
-    try {
-      const marker = JSON.parse(readFileSync(join(storeDir, 'generations', id, 'marker.json'), 'utf8')) as { generation?: unknown; layers?: unknown };
-      if (typeof marker.generation === 'number' && marker.layers === undefined) out.add(join(storeDir, 'generations', id, 'payload'));
-    } catch {
-      /* no marker: not a published generation (storeLeftovers names a generation the database lacks) */
-    }
+  const db = new Database(join(storeDir, 'state.db'), { readonly: true, fileMustExist: true });
+  let compacted: Set<string>;
+  try {
+    compacted = new Set(publishedCompactions(db));
+  } finally {
+    db.close();
   }
+  const payload = (id: string): string => join(storeDir, 'generations', id, 'payload');
+  const out = new Set<string>();
   for (const name of readdirSync(join(storeDir, 'live'))) {
     if (name.endsWith('_view') || name.startsWith('.')) continue;
-    out.add(join(storeDir, 'live', readlinkSync(join(storeDir, 'live', name))));
+    const prime = join(storeDir, 'live', readlinkSync(join(storeDir, 'live', name)));
+    out.add(prime);
+    const id = prime.split('/').at(-2)!;
+    let layers: string[] | undefined;
+    try {
+      layers = (JSON.parse(readFileSync(join(storeDir, 'generations', id, 'marker.json'), 'utf8')) as { layers?: string[] }).layers;
+    } catch {
+      continue; // no marker: primeProblems names a PRIME that is not a published generation
+    }
+    if (layers === undefined) continue;
+    out.add(payload(layers[layers.length - 1]!));
+    const over = layers.slice(0, -1).find((g) => !g.endsWith('.full') && compacted.has(`${g}.full`));
+    if (over !== undefined) out.add(payload(`${over}.full`));
   }
   return out;
 }
@@ -90,9 +104,9 @@ function currentViews(storeDir: string): Set<string> {
 /** Host-side leftovers of the campaign's Worlds (uids `worldUids`), with the node-agent `agentPid` running. */
 export function hostLeftovers(s: FaultStack, worldUids: string[], agentPid: number): string[] {
   const out: string[] = [];
-  // The store's own mounts are each full generation's read-only seal, each Root's PRIME (a stack's overlay
-  // or a seal), and each Root's current owner view (owner-view.ts); nothing else: an older generation's
-  // stack is unmounted once PRIME moves past it and no reader holds it, a replaced view in its exchange.
+  // The store's own mounts are each Root's PRIME (a stack's overlay or a seal), the seals of the full trees
+  // under it, and each Root's current owner view (owner-view.ts); nothing else: an older generation's
+  // payload is unmounted once PRIME no longer reads it and no reader holds it, a replaced view in its exchange.
   const kept = keptPayloads(s.storeDir);
   const views = currentViews(s.storeDir);
   const mounted = new Set(mountsBelow(s.storeDir));

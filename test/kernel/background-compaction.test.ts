@@ -23,7 +23,7 @@ import { openStore, type Store } from '../../node-agent/store/open-store.js';
 import { checkRouting } from '../../node-agent/store/routing.js';
 import { beginRelease, releaseRoot } from '../../node-agent/store/release-root.js';
 import { layoutOf, payloadDir } from '../../node-agent/store/store-layout.js';
-import { withPayload } from '../../node-agent/store/payload-holds.js';
+import { holdPayload, withPayload } from '../../node-agent/store/payload-holds.js';
 import { MNT_DETACH, umount2 } from '../../native/index.js';
 import { getGeneration, getRoot } from '../../node-agent/store/store-records.js';
 import { cachedManifest } from '../../node-agent/store/manifest-cache.js';
@@ -95,6 +95,15 @@ test('a deep PRIME is compacted without moving PRIME; a candidate forked before 
   assert.equal(store.primeMeasures.counts.walked, walked, 'the compaction left PRIME measured (its links change no byte, owner or mode of PRIME): this boundary did not walk it');
   assert.equal(walkDigest(host), early.nextDigest);
   assert.equal(await withPayload(store, before.generationId, walkDigest), before.root.digest, 'the compacted generation keeps its own stack and bytes');
+  // PRIME now reads the compaction, not the adopted tree below the old stack: that seal goes, the compaction's stays.
+  const adopted = payloadDir(store.layout, getGeneration(store.db, after.root.rootKey, 1)!.id);
+  assert.ok(mountPoints().includes(payloadDir(store.layout, id)) && !mountPoints().includes(adopted), 'only the seal PRIME reads is mounted');
+  const held = holdPayload(store, getGeneration(store.db, after.root.rootKey, 1)!.id);
+  assert.ok(mountPoints().includes(adopted), 'a reader\'s hold seals it again');
+  await assert.rejects(appendFile(join(adopted, 'README.md'), 'x'), { code: 'EROFS' });
+  assert.equal(walkDigest(adopted), getGeneration(store.db, after.root.rootKey, 1)!.digest, 'with the bytes it was adopted with');
+  held.release();
+  assert.ok(!mountPoints().includes(adopted), 'and its release unseals it');
   // And it is shallow from there on: one more collapse is three deep.
   const third = await collapse(store, await makeCandidate(t, store, 'project', writeOne(9)));
   assert.deepEqual(readMarker(store.layout, third)?.layers, [third, next, id]);

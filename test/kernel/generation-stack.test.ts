@@ -234,6 +234,12 @@ test('only PRIME\'s stack stays mounted: an older generation\'s is mounted while
   assert.ok((await recoverCollapses(store)).length === 0);
   assert.ok(!below().includes(payload(g3)), 'an idle older stack is unmounted after recovery');
   assert.ok(below().includes(payload(g5)), 'PRIME\'s stays');
+  // And a seal PRIME reads that is missing (the adopted tree at the bottom of its stack) is made again.
+  const adopted = payloadDir(store.layout, getGeneration(store.db, getRoot(store.db, 'project')!.rootKey, 1)!.id);
+  umount2(adopted, MNT_DETACH);
+  await recoverCollapses(store);
+  assert.ok(below().includes(adopted), 'the bottom of PRIME\'s stack is sealed again');
+  await assert.rejects(writeFile(join(adopted, 'foreign.txt'), 'x'), { code: 'EROFS' });
 });
 
 test('a World\'s diff over a base PRIME has moved past reads that base through a hold, and leaves it unmounted', async (t) => {
