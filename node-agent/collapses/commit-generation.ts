@@ -14,7 +14,7 @@ import { generationDir, liveLinkTarget, payloadDir, viewLinkName, viewLinkTarget
 import { dropView, ensureView, freezeView, thawView, viewWatchKey } from '../store/owner-view.js';
 import { unpublishedEdits } from '../store/view-measure.js';
 import { deleteIntent, generationDigest, getGeneration, getRoot, insertGeneration, upsertRoot, type RootRecord } from '../store/store-records.js';
-import { retirePayload, retireReplaced } from '../store/payload-holds.js';
+import { retirePayload, retireReplaced, sealPrimeReads } from '../store/payload-holds.js';
 import { CollapseError } from './collapse-errors.js';
 import { nextLinkPath, type CollapseHooks } from './collapse-intent.js';
 import { cleanDigests } from '../store/store-walk.js';
@@ -234,14 +234,17 @@ async function commitSerialized(store: Store, items: readonly CommitItem[], opti
     if (options.intentId) deleteIntent(store.db, options.intentId);
   })();
   await step('after-db');
-  // The generations PRIME moved past, and the full trees under them: unmounted unless PRIME still reads them
-  // or a reader holds them.
+  // What the new PRIME reads sealed (a reader's release may have unsealed its bottom since it was sealed
+  // above, while PRIME was still the old one); the generations PRIME moved past, and the full trees under
+  // them, unmounted unless PRIME still reads them or a reader holds them.
   for (const { rootName, expectedBase } of items) {
-    const replaced = getGeneration(store.db, roots.get(rootName)!.rootKey, expectedBase.generation);
+    const { rootKey } = roots.get(rootName)!;
+    const replaced = getGeneration(store.db, rootKey, expectedBase.generation);
     try {
+      sealPrimeReads(store, rootKey);
       if (replaced) retireReplaced(store, replaced.id);
     } catch {
-      // left mounted: the sweep after the next start's recovery unmounts it (settlePayloads)
+      // left as it is: the sweep after the next start's recovery settles it (settlePayloads)
     }
   }
   return items.map(({ rootName, staged, expectedBase }) => ({

@@ -86,6 +86,11 @@ export function primeSeals(store: StoreRef, rootKey: string): Set<string> {
   return new Set([layers[layers.length - 1]!, effectiveStack(store.db, layers).ids.at(-1)!]);
 }
 
+/** Seals each full tree PRIME of `rootKey` reads that is not sealed (primeSeals); throws what sealing threw. */
+export function sealPrimeReads(store: StoreRef, rootKey: string): void {
+  for (const id of primeSeals(store, rootKey)) sealFull(store.layout, id);
+}
+
 /**
  * Unmounts a payload that neither PRIME reads nor a reader holds (a collapse moved PRIME past it, its last
  * reader is done); true when it was unmounted. Lazily: a process inside it keeps what it reads. A payload
@@ -116,9 +121,7 @@ export function retireReplaced(store: StoreRef, replacedId: string): void {
  * unmounted. A seal PRIME reads that cannot be made throws: no route may read an unsealed bottom.
  */
 export function settlePayloads(store: StoreRef): number {
-  for (const root of listRoots(store.db)) {
-    if (root.state !== 'Released') for (const id of primeSeals(store, root.rootKey)) sealFull(store.layout, id);
-  }
+  for (const root of listRoots(store.db)) if (root.state !== 'Released') sealPrimeReads(store, root.rootKey);
   const mounted = new Set(mountPoints());
   let count = 0;
   const ids = [...listGenerationIds(store.db), ...listCompactions(store.db).map((c) => compactionIdFor(c.generationId))];
