@@ -56,39 +56,37 @@ export function namedStates(worlds: Obj[], collapses: Obj[], roots: Obj[], codes
 }
 
 /**
- * The payload directories the store keeps mounted (node-agent/store/payload-holds.ts), worked out here from
- * the store's files and rows: each Root's PRIME (what its live link names: a stack's overlay, or a seal)
- * and, under a stacked PRIME, the seals of the full trees it reads: the bottom its marker names, and a
- * published compaction of a generation in its stack (the topmost such, as the next collapse stacks over
- * it). Nothing else: no reader holds a payload once the agent has settled.
+ * The payload directories the store keeps mounted (node-agent/store/payload-holds.ts), worked out from the
+ * store's files alone (the agent is running; its database is not opened here): `required` holds each
+ * Root's PRIME (what its live link names: a stack's overlay, or a seal) and, under a stacked PRIME, the
+ * seal of the bottom its marker names. `allowed` adds the seal of a compaction of a generation in PRIME's
+ * stack (a generations/<id>.full with a marker: published, or sealed and being walked before its row).
+ * Nothing else: no reader holds a payload once the agent has settled.
  */
-function keptPayloads(storeDir: string): Set<string> {
-  const db = new Database(join(storeDir, 'state.db'), { readonly: true, fileMustExist: true });
-  let compacted: Set<string>;
-  try {
-    compacted = new Set(publishedCompactions(db));
-  } finally {
-    db.close();
-  }
+function keptPayloads(storeDir: string): { required: Set<string>; allowed: Set<string> } {
   const payload = (id: string): string => join(storeDir, 'generations', id, 'payload');
-  const out = new Set<string>();
+  const required = new Set<string>();
+  const allowed = new Set<string>();
   for (const name of readdirSync(join(storeDir, 'live'))) {
     if (name.endsWith('_view') || name.startsWith('.')) continue;
     const prime = join(storeDir, 'live', readlinkSync(join(storeDir, 'live', name)));
-    out.add(prime);
-    const id = prime.split('/').at(-2)!;
-    let layers: string[] | undefined;
-    try {
-      layers = (JSON.parse(readFileSync(join(storeDir, 'generations', id, 'marker.json'), 'utf8')) as { layers?: string[] }).layers;
-    } catch {
-      continue; // no marker: primeProblems names a PRIME that is not a published generation
-    }
-    if (layers === undefined) continue;
-    out.add(payload(layers[layers.length - 1]!));
-    const over = layers.slice(0, -1).find((g) => !g.endsWith('.full') && compacted.has(`${g}.full`));
-    if (over !== undefined) out.add(payload(`${over}.full`));
+    required.add(prime);
+    const layers = markerOf(storeDir, prime.split('/').at(-2)!)?.layers;
+    if (layers === undefined) continue; // full, or no marker (primeProblems names a PRIME that is not a published generation)
+    required.add(payload(layers[layers.length - 1]!));
+    const over = layers.slice(0, -1).find((g) => !g.endsWith('.full') && markerOf(storeDir, `${g}.full`) !== undefined);
+    if (over !== undefined) allowed.add(payload(`${over}.full`));
   }
-  return out;
+  for (const p of required) allowed.add(p);
+  return { required, allowed };
+}
+
+function markerOf(storeDir: string, id: string): { layers?: string[] } | undefined {
+  try {
+    return JSON.parse(readFileSync(join(storeDir, 'generations', id, 'marker.json'), 'utf8')) as { layers?: string[] };
+  } catch {
+    return undefined;
+  }
 }
 
 /** The merged directories of the owners' views the live mapping names (live/<root key>_view): each a mount. */
@@ -110,8 +108,8 @@ export function hostLeftovers(s: FaultStack, worldUids: string[], agentPid: numb
   const kept = keptPayloads(s.storeDir);
   const views = currentViews(s.storeDir);
   const mounted = new Set(mountsBelow(s.storeDir));
-  for (const m of mounted) if (!kept.has(m) && !views.has(m)) out.push(`mount left under the store: ${m}`);
-  for (const p of kept) if (!mounted.has(p)) out.push(`payload the store keeps mounted is not: ${p}`);
+  for (const m of mounted) if (!kept.allowed.has(m) && !views.has(m)) out.push(`mount left under the store: ${m}`);
+  for (const p of kept.required) if (!mounted.has(p)) out.push(`payload the store keeps mounted is not: ${p}`);
   for (const v of views) if (!mounted.has(v)) out.push(`the owner view the live mapping names is not mounted: ${v}`);
   const mountinfo = readFileSync('/proc/self/mountinfo', 'utf8').split('\n');
   for (const l of mountinfo) if (l.includes(' - nsfs ') && l.includes(s.scratch)) out.push(`nsfs mount left: ${l}`);
