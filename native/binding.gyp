@@ -24,6 +24,7 @@
         "src/sandbox_child.c",
         "src/sandbox_observe.c",
         "src/sandbox_spawn.c",
+        "src/sandbox_wire.c",
         "src/sandbox_creds.c",
         "src/sandbox_enter.c",
         "src/sandbox_process.c",
@@ -40,7 +41,14 @@
     {
       "target_name": "worldline_shim",
       "type": "executable",
-      "sources": ["src/shim/shim.c"],
+      "sources": [
+        "src/shim/shim.c",
+        "src/shim/launch.c",
+        "src/sandbox_wire.c",
+        "src/sandbox_child.c",
+        "src/sandbox_creds.c",
+        "src/sandbox_observe.c"
+      ],
       "defines": ["_GNU_SOURCE"],
       "cflags": ["-std=gnu11", "-Wall", "-Wextra", "-Werror", "-Wno-unused-parameter"]
     }

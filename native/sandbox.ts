@@ -6,7 +6,8 @@
 //
 // Without a supervisor the child's parent is the Node main thread (the thread that called spawnSandbox):
 // with PR_SET_PDEATHSIG(SIGKILL) it dies with the caller. With one (spawnSupervisedSandbox) its parent is
-// a per-world shim (native/src/shim/shim.c) that has left the caller's session and cgroups: the world
+// a per-world shim (native/src/shim/) that has left the caller's session and cgroups and cloned the child
+// from its own small address space, so the child never holds a copy of the caller's memory: the world
 // outlives the caller, and dies only with its shim. Call either from the main thread only.
 import { closeSync, existsSync, writeSync } from 'node:fs';
 import { constants as osConstants } from 'node:os';

@@ -1,10 +1,13 @@
-/* The child of spawnSandbox, from clone3 to execve. It runs in a copy of a multi-threaded process, so it
- * uses only async-signal-safe calls and raw syscalls (glibc's setuid family would try to signal threads
- * that do not exist here); it never allocates. Each failure writes an error record (stage + errno) to the
+/* The child of spawnSandbox, from clone3 to execve. A supervised spawn clones it from the shim (a small
+ * single-threaded process); an unsupervised one from the agent, so it may run in a copy of a
+ * multi-threaded process and uses only async-signal-safe calls and raw syscalls (glibc's setuid family
+ * would try to signal threads that do not exist here); it never allocates. Each failure writes an error record (stage + errno) to the
  * observation pipe and exits 126; a missing go-ahead exits 125; a failed execve exits 127. */
-#include "sandbox.h"
+#include "sandbox_child.h"
 
 #include <fcntl.h>
+#include <linux/sched.h>
+#include <signal.h>
 #include <net/if.h>
 #include <sched.h>
 #include <string.h>
@@ -12,6 +15,14 @@
 #include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
+
+void wl_sandbox_clone_args(const wl_plan *p, struct clone_args *args, int *pidfd) {
+  memset(args, 0, sizeof *args);
+  args->flags = (p->userns_fd >= 0 ? 0 : CLONE_NEWUSER) | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS |
+                CLONE_PIDFD | (p->new_network ? CLONE_NEWNET : 0);
+  args->pidfd = (uint64_t)(uintptr_t)pidfd;
+  args->exit_signal = SIGCHLD;
+}
 
 static int obs_fd = -1;
 

@@ -3,7 +3,7 @@
  * no capabilities, stdio, and the exec over the candidate paths. Each runs in a copy of a multi-threaded
  * process, so only async-signal-safe calls and raw syscalls; a failure writes an error record (stage +
  * errno) on fail_fd and exits 126 (127 for execve). */
-#include "sandbox.h"
+#include "sandbox_child.h"
 
 #include <fcntl.h>
 #include <linux/capability.h>

@@ -18,7 +18,7 @@
  * the frame buffer.
  *
  * An error record is a single line "WLERR1 <stage> <errno>\n". Async-signal-safe; stack buffers only. */
-#include "sandbox.h"
+#include "sandbox_child.h"
 
 #include <fcntl.h>
 #include <string.h>

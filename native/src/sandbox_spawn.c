@@ -4,21 +4,20 @@
  * the caller has read its observation frame and written 'G' to the ack pipe.
  *
  * With a third argument (a supervisor: the shim's path and argv, and the cgroup.procs files it moves
- * itself into), the clone3 of the child is done by an intermediate process instead of the agent (cloned
- * with the agent's memory shared, as posix_spawn does, so only the child copies the agent): it
- * leaves the agent's session and cgroups, clones the child exactly as above (same plan, same fds, so the
- * frame and the 'G' handshake with the agent are unchanged), reports the child's pid and execs the shim
- * (native/src/shim/shim.c) holding only the child's pidfd and output pipes. The workload's parent is then
- * the shim, not the agent: the agent may die and the world runs on.
+ * itself into), the agent clones neither the child nor a copy of itself. An intermediate process, cloned
+ * with the agent's memory shared as posix_spawn does, leaves the agent's session and cgroups, puts the
+ * plan (a sealed memfd, sandbox_wire.c) and the child's descriptors in their slots and execs the shim
+ * (native/src/shim/). The shim clones the child exactly as above from its own small address space
+ * (launch.c), so the child never holds a copy of the agent's memory, and reports the child's pid; the
+ * frame and the 'G' handshake with the agent are unchanged. The workload's parent is then the shim, not
+ * the agent: the agent may die and the world runs on.
  *
  * With opts.userns (an fd of a user namespace made by createUserNamespace), the child is cloned into that
  * namespace instead of a new one, so several sandboxes share one set of mapped identities (the private
  * evaluator's principals) while each keeps its own mount, PID, IPC, UTS, cgroup and network namespaces,
  * owned by it. Only a supervised spawn can: joining a user namespace takes a single-threaded caller, and
- * gives up the caller's privileges outside it. So the intermediate process, made a child subreaper, forks
- * a joiner that setns()es into the namespace, clones the child and exits at once; the child is then
- * reparented to the intermediate, which opens a pidfd of it and becomes the shim as above, still outside
- * the namespace with the agent's privileges. The namespace's maps are not written again. */
+ * gives up the caller's privileges outside it, so the shim does it through a joiner (launch.c). The
+ * namespace's maps are not written again. */
 #include "sandbox.h"
 
 #include <fcntl.h>
@@ -32,16 +31,6 @@
 #include <string.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
-
-/* The clone3 arguments of the sandboxed child, the same whether it is cloned by the addon or by a
- * supervisor: one set of namespaces, a pidfd into *pidfd, SIGCHLD to its parent. */
-static void sandbox_clone_args(const wl_plan *p, struct clone_args *args, int *pidfd) {
-  memset(args, 0, sizeof *args);
-  args->flags = (p->userns_fd >= 0 ? 0 : CLONE_NEWUSER) | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS |
-                CLONE_PIDFD | (p->new_network ? CLONE_NEWNET : 0);
-  args->pidfd = (uint64_t)(uintptr_t)pidfd;
-  args->exit_signal = SIGCHLD;
-}
 
 /* Writes the maps and joins the cgroups; returns 0 or an errno with *what naming the file. */
 static int configure_child(const wl_plan *p, pid_t pid, char *what, size_t what_size) {
@@ -80,13 +69,6 @@ static napi_value handle_object(napi_env env, wl_plan *p, pid_t pid, int pidfd) 
   return o;
 }
 
-/* What the intermediate process reports to the agent: the child's pid, or the errno of the step that failed. */
-typedef struct {
-  int32_t pid;
-  int32_t err;
-  char stage[56];
-} shim_report;
-
 typedef struct {
   char *path;
   char **argv;
@@ -115,8 +97,8 @@ static bool shim_plan_build(napi_env env, napi_value o, shim_plan *s) {
   return wl_string_array(env, v, "supervisor.cgroupProcs", &s->cgroup_procs, NULL);
 }
 
-static void report_failure(int fd, const char *stage, int err) {
-  shim_report r;
+_Noreturn static void report_failure(int fd, const char *stage, int err) {
+  wl_launch_report r;
   memset(&r, 0, sizeof r);
   r.pid = -1;
   r.err = err;
@@ -125,114 +107,67 @@ static void report_failure(int fd, const char *stage, int err) {
   _exit(126);
 }
 
-/* In the intermediate process: the child cloned inside p->userns_fd by a joiner (see the file comment),
- * reparented to us once the joiner has been reaped. Returns its pid; a failure is reported and exits. */
-static pid_t clone_into_userns(const wl_plan *p, int report_w, struct clone_args *child_args) {
-  if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) < 0) report_failure(report_w, "subreaper", errno);
-  int link[2];
-  if (pipe2(link, O_CLOEXEC) < 0) report_failure(report_w, "pipe2", errno);
-  pid_t joiner = (pid_t)syscall(SYS_clone, SIGCHLD, NULL, NULL, NULL, NULL);
-  if (joiner < 0) report_failure(report_w, "clone", errno);
-  if (joiner == 0) {
-    close(link[0]);
-    if (syscall(SYS_setns, p->userns_fd, CLONE_NEWUSER) < 0) report_failure(link[1], "setns_user", errno);
-    pid_t pid = (pid_t)syscall(SYS_clone3, child_args, sizeof *child_args);
-    if (pid == 0) wl_sandbox_child(p);
-    if (pid < 0) report_failure(link[1], "clone3", errno);
-    shim_report r;
-    memset(&r, 0, sizeof r);
-    r.pid = pid;
-    if (WL_RETRY(write(link[1], &r, sizeof r)) != (ssize_t)sizeof r) kill(pid, SIGKILL);
-    _exit(0);
-  }
-  close(link[1]);
-  shim_report r;
-  memset(&r, 0, sizeof r);
-  ssize_t n = WL_RETRY(read(link[0], &r, sizeof r));
-  close(link[0]);
-  int status = 0;
-  while (waitpid(joiner, &status, __WALL) < 0 && errno == EINTR) {
-  }
-  /* Now reaped, the joiner's child (if any) is ours. */
-  if (n != (ssize_t)sizeof r) report_failure(report_w, "joiner", EPIPE);
-  if (r.err != 0 || r.pid <= 0) {
-    r.stage[sizeof r.stage - 1] = '\0';
-    report_failure(report_w, r.err != 0 ? r.stage : "joiner", r.err != 0 ? r.err : EPIPE);
-  }
-  return r.pid;
-}
-
 /* The intermediate process (sharing the agent's memory until its execve, all signals blocked: see
- * clone_supervisor): only raw syscalls and async-signal-safe calls from here. */
-_Noreturn static void supervisor_process(wl_plan *p, shim_plan *s, int report_w, struct clone_args *child_args) {
+ * clone_supervisor): only raw syscalls and async-signal-safe calls from here. It execs the shim with
+ * every descriptor the shim and the child need in its slot (sandbox_child.h), 0-2 /dev/null, nothing
+ * else; the shim clones the child and reports (launch.c). */
+_Noreturn static void supervisor_process(const wl_plan *p, shim_plan *s, int report_w, int plan_fd) {
   if (setsid() < 0) report_failure(report_w, "setsid", errno);
   char line[24];
   wl_pid_line(line, (long)syscall(SYS_getpid));
   const char *failed;
   int err = wl_write_cgroup_procs(s->cgroup_procs, line, &failed);
   if (err != 0) report_failure(report_w, "supervisor cgroup", err);
-  int pidfd;
-  pid_t pid;
-  if (p->userns_fd >= 0) {
-    pid = clone_into_userns(p, report_w, child_args);
-    pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
-    if (pidfd < 0) {
-      int err = errno;
-      kill(pid, SIGKILL);
-      report_failure(report_w, "pidfd_open", err);
-    }
-  } else {
-    pid = (pid_t)syscall(SYS_clone3, child_args, sizeof *child_args);
-    if (pid == 0) wl_sandbox_child(p);
-    if (pid < 0) report_failure(report_w, "clone3", errno);
-    pidfd = *(int *)(uintptr_t)child_args->pidfd;
+  int src[WL_SLOT_END];
+  for (int i = 0; i < WL_SLOT_END; i++) src[i] = -1;
+  src[WL_SLOT_PLAN] = plan_fd;
+  src[WL_SLOT_REPORT] = report_w;
+  src[WL_SLOT_NULL] = p->null_fd;
+  src[WL_SLOT_SYNC_R] = p->sync_r;
+  src[WL_SLOT_OBS_W] = p->obs_w;
+  src[WL_SLOT_ACK_R] = p->ack_r;
+  src[WL_SLOT_OUT_W] = p->out_w;
+  src[WL_SLOT_ERR_W] = p->err_w;
+  src[WL_SLOT_OUT_R] = p->out_r;
+  src[WL_SLOT_ERR_R] = p->err_r;
+  src[WL_SLOT_STDOUT] = p->stdout_fd;
+  src[WL_SLOT_STDERR] = p->stderr_fd;
+  src[WL_SLOT_USERNS] = p->userns_fd;
+  /* Out of the way first (the agent's numbers may be any of the slots), then into place. */
+  for (int i = WL_SLOT_PLAN; i < WL_SLOT_END; i++)
+    if (src[i] >= 0 && (src[i] = fcntl(src[i], F_DUPFD, 64)) < 0) report_failure(report_w, "fcntl", errno);
+  for (int i = 0; i < WL_SLOT_END; i++) {
+    int from = i < WL_SLOT_PLAN ? src[WL_SLOT_NULL] : src[i];
+    if (from < 0) close(i);
+    else if (dup2(from, i) < 0) report_failure(src[WL_SLOT_REPORT], "dup2", errno);
   }
-  shim_report r;
-  memset(&r, 0, sizeof r);
-  r.pid = pid;
-  if (WL_RETRY(write(report_w, &r, sizeof r)) != (ssize_t)sizeof r) {
-    syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
-    _exit(126);
-  }
-  /* fds for the shim: 0-2 /dev/null, 3 the child's pidfd, 4 and 5 its output pipes; nothing else. */
-  int src[4] = {p->null_fd, pidfd, p->out_r, p->err_r};
-  for (int i = 0; i < 4; i++)
-    if (src[i] >= 0) src[i] = fcntl(src[i], F_DUPFD, 64);
-  for (int i = 0; i < 3; i++) dup2(src[0], i);
-  for (int i = 1; i < 4; i++) {
-    if (src[i] >= 0) dup2(src[i], 2 + i);
-    else close(2 + i);
-  }
-  syscall(SYS_close_range, 6U, ~0U, 0U);
+  syscall(SYS_close_range, (unsigned)WL_SLOT_END, ~0U, 0U);
   execve(s->path, s->argv, s->envp);
-  syscall(SYS_pidfd_send_signal, 3, SIGKILL, NULL, 0);
-  _exit(127);
+  report_failure(WL_SLOT_REPORT, "execve", errno);
 }
 
 typedef struct {
-  wl_plan *p;
+  const wl_plan *p;
   shim_plan *s;
   int report_r, report_w;
-  struct clone_args *child;
+  int plan_fd;
 } supervisor_start;
 
 static int supervisor_entry(void *arg) {
   const supervisor_start *st = arg;
   close(st->report_r);
-  supervisor_process(st->p, st->s, st->report_w, st->child);
+  supervisor_process(st->p, st->s, st->report_w, st->plan_fd);
 }
 
-/* The intermediate's own stack while it shares the agent's memory, with a guard page below it. The
- * sandbox child cloned from it runs on a copy of it up to its execve (the observation frame alone is
- * 32 KiB), so it is generous; pages are only backed where touched. */
-#define SUPERVISOR_STACK_BYTES (1024 * 1024)
+/* The intermediate's own stack while it shares the agent's memory, with a guard page below it. It only
+ * moves descriptors and execs; pages are only backed where touched. */
+#define SUPERVISOR_STACK_BYTES (256 * 1024)
 
 /* Clones the intermediate the way posix_spawn does: CLONE_VM, so nothing of the agent's address space
  * (~150 MB) is copied for it, and CLONE_VFORK, so the calling thread waits until it has execve'd the shim
  * (or exited) and no longer uses that memory. It runs only raw syscalls and async-signal-safe calls
  * (supervisor_process), on its own stack, with every signal blocked; its file descriptor table is its
- * own (no CLONE_FILES). The sandbox child it clones is a copy, as before: it is cloned without CLONE_VM,
- * while the agent's other threads go on. Returns the intermediate's pid (its pidfd in *pidfd) or -1 with
+ * own (no CLONE_FILES). Returns the intermediate's pid (its pidfd in *pidfd) or -1 with
  * *clone_err set. */
 static pid_t clone_supervisor(supervisor_start *st, int *pidfd, int *clone_err) {
   size_t guard = (size_t)sysconf(_SC_PAGESIZE);
@@ -268,15 +203,20 @@ static napi_value spawn_supervised(napi_env env, napi_value *argv) {
   int report[2];
   if (pipe2(report, O_CLOEXEC) < 0) return wl_throw_errno(env, errno, "pipe2", NULL);
 
-  int child_pidfd = -1;
-  struct clone_args child;
-  sandbox_clone_args(&p, &child, &child_pidfd);
+  int plan_fd = wl_wire_encode(&p);
+  if (plan_fd < 0) {
+    err = errno;
+    close(report[0]);
+    close(report[1]);
+    return wl_throw_errno(env, err, "memfd_create", NULL);
+  }
 
   int shim_pidfd = -1;
-  supervisor_start start = {&p, &s, report[0], report[1], &child};
+  supervisor_start start = {&p, &s, report[0], report[1], plan_fd};
   int clone_err = 0;
   pid_t shim_pid = clone_supervisor(&start, &shim_pidfd, &clone_err);
   close(report[1]);
+  close(plan_fd);
   if (shim_pid < 0) {
     close(report[0]);
     return wl_throw_errno(env, clone_err, "clone3", NULL);
@@ -286,7 +226,7 @@ static napi_value spawn_supervised(napi_env env, napi_value *argv) {
   wl_close_fd(&p.out_r);
   wl_close_fd(&p.err_r);
 
-  shim_report r;
+  wl_launch_report r;
   memset(&r, 0, sizeof r);
   ssize_t n = WL_RETRY(read(report[0], &r, sizeof r));
   close(report[0]);
@@ -354,7 +294,7 @@ static napi_value js_spawn_sandbox(napi_env env, napi_callback_info info) {
 
   int pidfd = -1;
   struct clone_args args;
-  sandbox_clone_args(&p, &args, &pidfd);
+  wl_sandbox_clone_args(&p, &args, &pidfd);
 
   int clone_err = 0;
   pid_t pid = wl_clone_blocked(&args, sandbox_child, &p, &clone_err);

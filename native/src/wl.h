@@ -25,15 +25,7 @@ static inline void wl_closep(int *fd) {
 #define WL_AUTOFREE __attribute__((cleanup(wl_freep)))
 #define WL_AUTOCLOSE __attribute__((cleanup(wl_closep)))
 
-/* Retry a syscall expression while it fails with EINTR. */
-#define WL_RETRY(expr)                                                                                     \
-  ({                                                                                                       \
-    __typeof__(expr) wl_r_;                                                                                \
-    do {                                                                                                   \
-      wl_r_ = (expr);                                                                                      \
-    } while (wl_r_ == -1 && errno == EINTR);                                                               \
-    wl_r_;                                                                                                 \
-  })
+#include "wl_sys.h" /* WL_RETRY */
 
 /* ---- errors (errors.c) ---- */
 /* Throws an Error like Node's fs errors: message "CODE: strerror, syscall 'path'", code "ENOENT",

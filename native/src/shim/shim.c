@@ -1,15 +1,16 @@
-/* worldline-shim: the per-world supervisor that outlives the node-agent. The addon's supervisor process
- * (sandbox_spawn.c) clones the sandboxed workload and then execs this program with:
- *   fd 0-2  /dev/null (none of the agent's stdio is kept)
- *   fd 3    a pidfd of the workload (its child: waitid works on it)
- *   fd 4    the read end of the workload's stdout pipe (or closed)
- *   fd 5    the read end of the workload's stderr pipe (or closed)
+/* worldline-shim: the per-world supervisor that outlives the node-agent. The addon's intermediate process
+ * (sandbox_spawn.c) execs this program with the sandbox plan and the child's descriptors in their slots
+ * (sandbox_child.h), every signal blocked, and
  *   argv    worldline-shim <output-log> <output-limit-bytes> <wall-time-ms> <exit-file>
+ * It first clones the sandboxed workload from its own small address space and reports its pid to the agent
+ * (launch.c), which keeps: fd 0-2 /dev/null, fd 3 a pidfd of the workload (its child: waitid works on it),
+ * fd 4 and 5 the read ends of its stdout and stderr pipes (or closed).
  * It copies the workload's output into the log up to the limit (so a dead agent never SIGPIPEs the
  * workload), kills it at the wall time or when the output limit is passed, reaps it, and writes its real
  * end durably (temp file, fsync, rename, fsync of the directory) as one JSON line:
  *   {"code":7,"signal":0,"reason":"Completed","outputBytes":12}
- * then exits 0. Exit 2 means it could not start (bad arguments); the agent then finds no exit file. */
+ * then exits 0. Exit 2 means bad arguments and 126 a launch that failed (both reported to the agent, and
+ * no workload runs); the agent then finds no exit file. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -27,6 +28,8 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "launch.h"
 
 #ifndef P_PIDFD
 #define P_PIDFD 3
@@ -100,10 +103,12 @@ static int write_exit(const char *path, int code, int sig, const char *reason, u
 
 int main(int argc, char **argv) {
   uint64_t limit = 0, wall_ms = 0;
-  if (argc != 5 || !parse_u64(argv[2], &limit) || !parse_u64(argv[3], &wall_ms) || !fd_open(PIDFD)) {
-    fprintf(stderr, "usage: worldline-shim <output-log> <output-limit-bytes> <wall-time-ms> <exit-file> (fd 3: the workload's pidfd)\n");
+  if (argc != 5 || !parse_u64(argv[2], &limit) || !parse_u64(argv[3], &wall_ms) || !fd_open(3)) {
+    fprintf(stderr, "usage: worldline-shim <output-log> <output-limit-bytes> <wall-time-ms> <exit-file> (fd 3: the sandbox plan)\n");
+    if (fd_open(4)) shim_report_failure("shim arguments", EINVAL);
     return 2;
   }
+  shim_launch();
   /* The mask and ignored signals come from the agent through exec: start clean, but a hangup or an
    * interrupt aimed at the agent's terminal or group is not for us. */
   sigset_t none;
