@@ -20,6 +20,7 @@
         "src/fsmount.c",
         "src/idmap.c",
         "src/userns.c",
+        "src/mount_template.c",
         "src/sandbox_plan.c",
         "src/sandbox_child.c",
         "src/sandbox_observe.c",

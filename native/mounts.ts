@@ -107,6 +107,16 @@ export function mountTmpfs(target: string, opts: TmpfsOptions): void {
 }
 
 /**
+ * A mount namespace holding only a read-only tmpfs root with an empty /root and a proc at /proc
+ * (native/src/mount_template.c), for spawnSupervisedSandbox's `mountTemplate`. `base` is any existing
+ * directory: the template's tmpfs is mounted over it in a private copy of the caller's namespace, which
+ * is then left. The caller owns the fd (O_CLOEXEC).
+ */
+export function createMountTemplate(base: string): number {
+  return binding.createMountTemplate(v.absolutePath('base', base));
+}
+
+/**
  * A user namespace fd carrying the given maps (for idmapped mounts). Host id 0 is refused in any outside
  * range. The caller closes the fd.
  */

@@ -68,6 +68,7 @@ export function validateSandboxOptions(opts: SandboxSpawnOptions): SandboxSpawnO
   if (opts.stdoutFd !== undefined) out.stdoutFd = v.fd('opts.stdoutFd', opts.stdoutFd);
   if (opts.stderrFd !== undefined) out.stderrFd = v.fd('opts.stderrFd', opts.stderrFd);
   if (opts.userns !== undefined) out.userns = v.fd('opts.userns', opts.userns);
+  if (opts.mountTemplate !== undefined) out.mountTemplate = v.fd('opts.mountTemplate', opts.mountTemplate);
   if (opts.probePaths !== undefined) {
     const probes = v.stringArray('opts.probePaths', opts.probePaths, probePath);
     if (probes.length > MAX_PROBE_PATHS) throw v.valueError('opts.probePaths', `at most ${MAX_PROBE_PATHS} paths`);
@@ -84,6 +85,7 @@ export function spawnSandbox(opts: SandboxSpawnOptions, onExit: (r: SandboxExit)
   const checked = validateSandboxOptions(opts);
   if (typeof onExit !== 'function') throw new TypeError('The "onExit" argument must be a function');
   if (checked.userns !== undefined) throw v.valueError('opts.userns', 'joining a user namespace takes a supervised spawn');
+  if (checked.mountTemplate !== undefined) throw v.valueError('opts.mountTemplate', 'a mount template takes a supervised spawn');
   return binding.spawnSandbox(checked, onExit);
 }
 

@@ -109,6 +109,12 @@ export interface SandboxSpawnOptions {
    * expects them to be). Supervised spawns only.
    */
   userns?: number;
+  /**
+   * An fd of a mount namespace made by createMountTemplate: the child's mount namespace is copied from a
+   * private copy of it, with the rootfs tree moved in, instead of from the caller's whole mount table.
+   * Supervised spawns only.
+   */
+  mountTemplate?: number;
   /** Absolute paths whose existence the child reports in its frame (`paths`), as the workload sees them. At most 16. */
   probePaths?: string[];
 }
@@ -245,6 +251,7 @@ export interface NativeBinding {
   mountOverlay(target: string, lower: string[], upper: string, work: string, extra: string[], attrFlags: number): void;
   fsMount(fstype: string, source: string, target: string, options: string[], attrFlags: number): void;
   createUserNamespace(uidMap: IdMap[], gidMap: IdMap[]): number;
+  createMountTemplate(base: string): number;
   spawnSandbox(opts: SandboxSpawnOptions, onExit: (r: SandboxExit) => void, supervisor?: SupervisorOptions): SandboxHandle;
   pidfdOpen(pid: number): number;
   pidfdSendSignal(pidfd: number, signo: number): boolean;

@@ -7,7 +7,7 @@ static napi_value init(napi_env env, napi_value exports) {
             wl_register_fsync(env, exports) && wl_register_loop(env, exports) && wl_register_xattr(env, exports) &&
             wl_register_mount(env, exports) && wl_register_mount_tree(env, exports) &&
             wl_register_overlay(env, exports) && wl_register_fsmount(env, exports) &&
-            wl_register_userns(env, exports) && wl_register_sandbox(env, exports) &&
+            wl_register_userns(env, exports) && wl_register_mount_template(env, exports) && wl_register_sandbox(env, exports) &&
             wl_register_netns(env, exports) && wl_register_enter(env, exports) &&
             wl_register_fanotify(env, exports);
   return ok ? exports : NULL;

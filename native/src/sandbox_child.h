@@ -39,6 +39,9 @@ typedef struct {
   /* An existing user namespace the child is cloned into (caller-provided, not owned); -1: a new one,
    * whose maps the parent writes. */
   int userns_fd;
+  /* A mount namespace the child's is copied from instead of its parent's (createMountTemplate; the caller's,
+   * not owned); -1: the parent's. Supervised spawns only (launch.c). */
+  int mnt_template_fd;
 } wl_plan;
 
 static inline void wl_close_fd(int *fd) {
@@ -87,6 +90,7 @@ enum {
   WL_SLOT_STDOUT,
   WL_SLOT_STDERR,
   WL_SLOT_USERNS,
+  WL_SLOT_MNT_TEMPLATE,
   WL_SLOT_END
 };
 

@@ -86,7 +86,7 @@ bool wl_plan_build(napi_env env, napi_value o, wl_plan *p) {
   p->stdout_fd = p->stderr_fd = -1;
   p->sync_r = p->sync_w = p->obs_r = p->obs_w = p->ack_r = p->ack_w = -1;
   p->out_r = p->out_w = p->err_r = p->err_w = p->null_fd = -1;
-  p->userns_fd = -1;
+  p->userns_fd = p->mnt_template_fd = -1;
 
   napi_value v;
   bool present;
@@ -104,7 +104,7 @@ bool wl_plan_build(napi_env env, napi_value o, wl_plan *p) {
   if (!wl_prop(env, o, "uidMap", &v, &present) || !wl_idmap_text(env, v, "uidMap", &p->uid_map)) return false;
   if (!wl_prop(env, o, "gidMap", &v, &present) || !wl_idmap_text(env, v, "gidMap", &p->gid_map)) return false;
   if (!get_optional_fd(env, o, "stdoutFd", &p->stdout_fd) || !get_optional_fd(env, o, "stderrFd", &p->stderr_fd) ||
-      !get_optional_fd(env, o, "userns", &p->userns_fd))
+      !get_optional_fd(env, o, "userns", &p->userns_fd) || !get_optional_fd(env, o, "mountTemplate", &p->mnt_template_fd))
     return false;
   if (!wl_prop(env, o, "probePaths", &v, &present)) return false;
   if (present) {

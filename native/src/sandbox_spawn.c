@@ -133,6 +133,7 @@ _Noreturn static void supervisor_process(const wl_plan *p, shim_plan *s, int rep
   src[WL_SLOT_STDOUT] = p->stdout_fd;
   src[WL_SLOT_STDERR] = p->stderr_fd;
   src[WL_SLOT_USERNS] = p->userns_fd;
+  src[WL_SLOT_MNT_TEMPLATE] = p->mnt_template_fd;
   /* Out of the way first (the agent's numbers may be any of the slots), then into place. */
   for (int i = WL_SLOT_PLAN; i < WL_SLOT_END; i++)
     if (src[i] >= 0 && (src[i] = fcntl(src[i], F_DUPFD, 64)) < 0) report_failure(report_w, "fcntl", errno);
@@ -288,6 +289,7 @@ static napi_value js_spawn_sandbox(napi_env env, napi_callback_info info) {
   wl_plan p __attribute__((cleanup(wl_plan_free)));
   if (!wl_plan_build(env, argv[0], &p)) return NULL;
   if (p.userns_fd >= 0) return wl_throw_arg(env, "ERR_INVALID_ARG_VALUE", "joining a user namespace takes a supervised spawn");
+  if (p.mnt_template_fd >= 0) return wl_throw_arg(env, "ERR_INVALID_ARG_VALUE", "a mount template takes a supervised spawn");
   const char *failed_call;
   int err = wl_plan_open_fds(&p, &failed_call);
   if (err != 0) return wl_throw_errno(env, err, failed_call, NULL);

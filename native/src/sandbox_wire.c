@@ -56,7 +56,7 @@ static uint32_t present_slots(const wl_plan *p) {
       [WL_SLOT_NULL] = p->null_fd,     [WL_SLOT_SYNC_R] = p->sync_r, [WL_SLOT_OBS_W] = p->obs_w,
       [WL_SLOT_ACK_R] = p->ack_r,      [WL_SLOT_OUT_W] = p->out_w,   [WL_SLOT_ERR_W] = p->err_w,
       [WL_SLOT_OUT_R] = p->out_r,      [WL_SLOT_ERR_R] = p->err_r,   [WL_SLOT_STDOUT] = p->stdout_fd,
-      [WL_SLOT_STDERR] = p->stderr_fd, [WL_SLOT_USERNS] = p->userns_fd};
+      [WL_SLOT_STDERR] = p->stderr_fd, [WL_SLOT_USERNS] = p->userns_fd, [WL_SLOT_MNT_TEMPLATE] = p->mnt_template_fd};
   uint32_t present = 1u << WL_SLOT_PLAN | 1u << WL_SLOT_REPORT;
   for (int slot = WL_SLOT_NULL; slot < WL_SLOT_END; slot++)
     if (fds[slot] >= 0) present |= 1u << slot;
@@ -166,6 +166,7 @@ int wl_wire_decode(int fd, wl_plan *p, char **out) {
   p->stdout_fd = SLOT(WL_SLOT_STDOUT);
   p->stderr_fd = SLOT(WL_SLOT_STDERR);
   p->userns_fd = SLOT(WL_SLOT_USERNS);
+  p->mnt_template_fd = SLOT(WL_SLOT_MNT_TEMPLATE);
 #undef SLOT
   p->sync_w = p->obs_r = p->ack_w = -1; /* the agent's ends */
   if (p->null_fd < 0 || p->sync_r < 0 || p->obs_w < 0 || p->ack_r < 0) return EINVAL;

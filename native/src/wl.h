@@ -82,6 +82,7 @@ bool wl_fs_attach(napi_env env, int fsfd, const char *target, uint32_t attr_flag
 /* Copies the filesystem's last logged message (the read(2) side of an fs context) into buf. */
 void wl_fs_log(int fsfd, char *buf, size_t size);
 bool wl_register_userns(napi_env env, napi_value exports);
+bool wl_register_mount_template(napi_env env, napi_value exports);
 bool wl_register_sandbox(napi_env env, napi_value exports);
 bool wl_register_netns(napi_env env, napi_value exports);
 bool wl_register_enter(napi_env env, napi_value exports);

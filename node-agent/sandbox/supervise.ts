@@ -15,6 +15,7 @@ import type { SandboxExit, SandboxObservation, SandboxSpawnOptions } from '../..
 import type { WorldCgroup } from './cgroup.js';
 import { exitFileFor, openRecordedProcess, processStartTime, readSupervisorExit, type SupervisorRef } from './supervisor-record.js';
 import { observationHooks } from './observation-hooks.js';
+import { agentMountTemplate } from './mount-template.js';
 
 export type ExitReason = 'Completed' | 'WallTimeExceeded' | 'OutputLimitExceeded' | 'OOMKilled' | 'Signaled';
 
@@ -97,6 +98,7 @@ export async function startWorkload(spec: WorkloadSpec, agentNs: Record<native.N
       newNetwork: spec.newNetwork,
       cgroupProcs: spec.cgroup.procsFiles(),
       ...(spec.userns !== undefined ? { userns: spec.userns } : {}),
+      mountTemplate: agentMountTemplate(spec.rootfs),
       ...(spec.probePaths !== undefined ? { probePaths: spec.probePaths } : {}),
     },
     (e) => exited(e),

@@ -6,18 +6,22 @@
  *
  * The clone is the one the addon makes (wl_sandbox_clone_args, wl_sandbox_child): same namespaces, same
  * handshake with the agent, which still writes the child's maps and cgroup files and gives the go-ahead.
- * Into an existing user namespace the child is cloned by a joiner, as the intermediate did before: the
- * shim, a child subreaper, forks a process that setns()es into it, clones the child and exits; the child
- * is then the shim's, which opens a pidfd of it and stays outside the namespace. */
+ * With a mount template or into an existing user namespace the child is cloned by a joiner: the shim, a
+ * child subreaper, forks a process that enters what the child is to be cloned from (joiner_enter), clones
+ * the child and exits; the child is then the shim's, which opens a pidfd of it and stays in the agent's
+ * namespaces. With a template the child's mount namespace is a copy of a private copy of it holding the
+ * World's root filesystem (three mounts and the World's tree), not of every mount on the node. */
 #include "launch.h"
 
 #include "../sandbox_child.h"
 
 #include <fcntl.h>
 #include <linux/sched.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -38,9 +42,35 @@ _Noreturn void shim_launch_fail(const char *stage, int err) {
   _exit(126);
 }
 
-/* The child cloned inside p->userns_fd by a joiner, reparented to us once the joiner has been reaped.
+_Noreturn static void joiner_fail(int link, const char *stage, int err) {
+  report(link, -1, stage, err);
+  _exit(126);
+}
+
+/* Where a private copy of the mount template holds the World's root filesystem (mount_template.c). */
+#define TEMPLATE_ROOTFS "/root"
+
+/* The joiner's own steps before it clones the child (it is a fork of the shim: p is its copy). With a mount
+ * template: the World's root filesystem cloned as a detached tree while still in the agent's namespace,
+ * then a private copy of the template entered and the tree moved onto its /root, which becomes the
+ * child's rootfs. With a user namespace: that namespace joined, last (it gives up our privileges outside
+ * it). A failure is reported on `link` and exits. */
+static void joiner_enter(wl_plan *p, int link) {
+  if (p->mnt_template_fd >= 0) {
+    int tree = (int)syscall(SYS_open_tree, AT_FDCWD, p->rootfs, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
+    if (tree < 0) joiner_fail(link, "open_tree", errno);
+    if (syscall(SYS_setns, p->mnt_template_fd, CLONE_NEWNS) < 0) joiner_fail(link, "setns_mnt", errno);
+    if (unshare(CLONE_NEWNS) < 0) joiner_fail(link, "unshare_mnt", errno);
+    if (syscall(SYS_move_mount, tree, "", AT_FDCWD, TEMPLATE_ROOTFS, MOVE_MOUNT_F_EMPTY_PATH) < 0) joiner_fail(link, "move_mount", errno);
+    close(tree);
+    p->rootfs = (char *)TEMPLATE_ROOTFS;
+  }
+  if (p->userns_fd >= 0 && syscall(SYS_setns, p->userns_fd, CLONE_NEWUSER) < 0) joiner_fail(link, "setns_user", errno);
+}
+
+/* The child cloned by a joiner (see the file comment), reparented to us once the joiner has been reaped.
  * Returns its pid; a failure is reported and exits. */
-static pid_t clone_into_userns(const wl_plan *p, struct clone_args *child_args) {
+static pid_t clone_by_joiner(wl_plan *p, struct clone_args *child_args) {
   if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) < 0) shim_launch_fail("subreaper", errno);
   int link[2];
   if (pipe2(link, O_CLOEXEC) < 0) shim_launch_fail("pipe2", errno);
@@ -48,20 +78,11 @@ static pid_t clone_into_userns(const wl_plan *p, struct clone_args *child_args) 
   if (joiner < 0) shim_launch_fail("clone", errno);
   if (joiner == 0) {
     close(link[0]);
-    if (syscall(SYS_setns, p->userns_fd, CLONE_NEWUSER) < 0) {
-      report(link[1], -1, "setns_user", errno);
-      _exit(126);
-    }
+    joiner_enter(p, link[1]);
     pid_t pid = (pid_t)syscall(SYS_clone3, child_args, sizeof *child_args);
     if (pid == 0) wl_sandbox_child(p);
-    if (pid < 0) {
-      report(link[1], -1, "clone3", errno);
-      _exit(126);
-    }
-    wl_launch_report r;
-    memset(&r, 0, sizeof r);
-    r.pid = pid;
-    if (WL_RETRY(write(link[1], &r, sizeof r)) != (ssize_t)sizeof r) kill(pid, SIGKILL);
+    if (pid < 0) joiner_fail(link[1], "clone3", errno);
+    if (!report(link[1], pid, NULL, 0)) kill(pid, SIGKILL);
     _exit(0);
   }
   close(link[1]);
@@ -103,8 +124,8 @@ void shim_launch(void) {
   struct clone_args args;
   wl_sandbox_clone_args(&p, &args, &pidfd);
   pid_t pid;
-  if (p.userns_fd >= 0) {
-    pid = clone_into_userns(&p, &args);
+  if (p.userns_fd >= 0 || p.mnt_template_fd >= 0) {
+    pid = clone_by_joiner(&p, &args);
     pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
     if (pidfd < 0) {
       err = errno;
