@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { spawnSync } from 'node:child_process';
-import { closeSync } from 'node:fs';
+import { closeSync, openSync } from 'node:fs';
 import { createMountTemplate, spawnSupervisedSandbox, shimPath, SandboxChannel, type SandboxSpawnOptions } from '../../native/index.js';
 import { buildRootfs, Cleanup, sandboxOptions } from './native-fixtures.js';
 
@@ -127,5 +127,10 @@ test('with the template, the workload sees its own root filesystem and its own /
 test('a mount template is for supervised spawns only, and an fd that is not one fails the launch by name', async () => {
   const { spawnSandbox } = await import('../../native/index.js');
   assert.throws(() => spawnSandbox(sandboxOptions(rootfs, 'true', { mountTemplate: template }), () => undefined), /a mount template takes a supervised spawn/);
-  assert.throws(() => supervised(sandboxOptions(rootfs, 'true', { mountTemplate: 0 })), (err: NodeJS.ErrnoException) => err.syscall === 'setns_mnt' && err.code === 'EINVAL');
+  const notANamespace = openSync('/dev/null', 'r');
+  try {
+    assert.throws(() => supervised(sandboxOptions(rootfs, 'true', { mountTemplate: notANamespace })), (err: NodeJS.ErrnoException) => err.syscall === 'setns_mnt' && err.code === 'EINVAL');
+  } finally {
+    closeSync(notANamespace);
+  }
 });
