@@ -40,12 +40,25 @@ function supervised(opts: SandboxSpawnOptions, shimArgs?: string[]) {
   return { handle, channel: new SandboxChannel(handle), done, out, exitFile };
 }
 
+/** Lets a spawned sandbox run to its end; returns the shim's exit record. */
+async function runToEnd(s: ReturnType<typeof supervised>, beforeGo: () => void = () => undefined): Promise<{ code: number; reason: string }> {
+  try {
+    await s.channel.observe(20_000);
+    beforeGo();
+    s.channel.go();
+    await s.channel.started(20_000);
+  } finally {
+    s.channel.close();
+  }
+  await s.done;
+  return JSON.parse(readFileSync(s.exitFile, 'utf8'));
+}
+
 const vmKb = (status: string): number => Number(/^VmSize:\s+(\d+) kB$/m.exec(status)?.[1] ?? NaN);
 
 test('the sandboxed child is cloned from the shim: before its go-ahead it holds none of the agent\'s memory', async () => {
   const s = supervised(sandboxOptions(rootfs, 'true', { argv: ['/bin/true'], mountTemplate: template }));
-  try {
-    await s.channel.observe(20_000);
+  const end = await runToEnd(s, () => {
     const exe = readlinkSync(`/proc/${s.handle.pid}/exe`);
     const childVm = vmKb(readFileSync(`/proc/${s.handle.pid}/status`, 'utf8'));
     const maps = readFileSync(`/proc/${s.handle.pid}/maps`, 'utf8');
@@ -53,27 +66,13 @@ test('the sandboxed child is cloned from the shim: before its go-ahead it holds 
     assert.equal(exe, realpathSync(shimPath()), 'the child is a clone of the shim, not of the agent (node)');
     assert.ok(!maps.includes('worldline_native.node') && !maps.includes(realpathSync(process.execPath)), 'nothing of the agent is mapped in the child');
     assert.ok(childVm < 32 * 1024 && childVm * 20 < ownVm, `the child's address space (${childVm} kB) is the shim's, not a copy of the agent's (${ownVm} kB)`);
-    s.channel.go();
-    await s.channel.started(20_000);
-  } finally {
-    s.channel.close();
-  }
-  await s.done;
-  assert.equal(JSON.parse(readFileSync(s.exitFile, 'utf8')).reason, 'Completed');
+  });
+  assert.equal(end.reason, 'Completed');
 });
 
 test('the workload inherits only its stdio: none of the slots the plan and the handshake travelled in', async () => {
   const s = supervised(sandboxOptions(rootfs, 'exec ls /proc/self/fd', { mountTemplate: template }));
-  try {
-    await s.channel.observe(20_000);
-    s.channel.go();
-    await s.channel.started(20_000);
-  } finally {
-    s.channel.close();
-  }
-  await s.done;
-  const end = JSON.parse(readFileSync(s.exitFile, 'utf8'));
-  assert.equal(end.code, 0);
+  assert.equal((await runToEnd(s)).code, 0);
   // 0-2 are the workload's stdio; 3 is the directory ls itself opened to list.
   assert.deepEqual(readFileSync(s.out, 'utf8').trim().split('\n'), ['0', '1', '2', '3']);
 });
@@ -107,15 +106,7 @@ test('the mount template holds a read-only tmpfs root with an empty /root and a 
 
 test('with the template, the workload sees its own root filesystem and its own /proc, and nothing of the template', async () => {
   const s = supervised(sandboxOptions(rootfs, 'echo pid=$$; cat /proc/self/mountinfo', { mountTemplate: template }));
-  try {
-    await s.channel.observe(20_000);
-    s.channel.go();
-    await s.channel.started(20_000);
-  } finally {
-    s.channel.close();
-  }
-  await s.done;
-  assert.equal(JSON.parse(readFileSync(s.exitFile, 'utf8')).code, 0);
+  assert.equal((await runToEnd(s)).code, 0);
   const [pidLine, ...mounts] = readFileSync(s.out, 'utf8').trim().split('\n');
   assert.equal(pidLine, 'pid=1', 'its own pid namespace');
   const points = mounts.map((l) => l.split(' ')[4]);
