@@ -51,7 +51,8 @@
         "src/sandbox_observe.c"
       ],
       "defines": ["_GNU_SOURCE"],
-      "cflags": ["-std=gnu11", "-Wall", "-Wextra", "-Werror", "-Wno-unused-parameter"]
+      "cflags": ["-std=gnu11", "-Wall", "-Wextra", "-Werror", "-Wno-unused-parameter"],
+      "ldflags": ["-static"]
     }
   ]
 }
