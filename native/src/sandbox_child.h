@@ -102,6 +102,9 @@ typedef struct {
   char stage[56];
 } wl_launch_report;
 
+/* The descriptor each slot carries for p (-1 where the plan has none; the plan and report slots are the
+ * caller's). Async-signal-safe: the intermediate calls it. */
+void wl_plan_slot_fds(const wl_plan *p, int fds[WL_SLOT_END]);
 /* Writes what the child needs of p (strings, ids, which slots are present) into a new sealed memfd;
  * returns it (O_CLOEXEC) or -1 with errno. Called by the agent before the intermediate is cloned. */
 int wl_wire_encode(const wl_plan *p);

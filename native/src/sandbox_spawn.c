@@ -119,21 +119,9 @@ _Noreturn static void supervisor_process(const wl_plan *p, shim_plan *s, int rep
   int err = wl_write_cgroup_procs(s->cgroup_procs, line, &failed);
   if (err != 0) report_failure(report_w, "supervisor cgroup", err);
   int src[WL_SLOT_END];
-  for (int i = 0; i < WL_SLOT_END; i++) src[i] = -1;
+  wl_plan_slot_fds(p, src);
   src[WL_SLOT_PLAN] = plan_fd;
   src[WL_SLOT_REPORT] = report_w;
-  src[WL_SLOT_NULL] = p->null_fd;
-  src[WL_SLOT_SYNC_R] = p->sync_r;
-  src[WL_SLOT_OBS_W] = p->obs_w;
-  src[WL_SLOT_ACK_R] = p->ack_r;
-  src[WL_SLOT_OUT_W] = p->out_w;
-  src[WL_SLOT_ERR_W] = p->err_w;
-  src[WL_SLOT_OUT_R] = p->out_r;
-  src[WL_SLOT_ERR_R] = p->err_r;
-  src[WL_SLOT_STDOUT] = p->stdout_fd;
-  src[WL_SLOT_STDERR] = p->stderr_fd;
-  src[WL_SLOT_USERNS] = p->userns_fd;
-  src[WL_SLOT_MNT_TEMPLATE] = p->mnt_template_fd;
   /* Out of the way first (the agent's numbers may be any of the slots), then into place. */
   for (int i = WL_SLOT_PLAN; i < WL_SLOT_END; i++)
     if (src[i] >= 0 && (src[i] = fcntl(src[i], F_DUPFD, 64)) < 0) report_failure(report_w, "fcntl", errno);

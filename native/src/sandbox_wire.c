@@ -9,6 +9,7 @@
 #include "sandbox_child.h"
 
 #include <fcntl.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -51,12 +52,29 @@ static void put_strv(wire_out *w, char *const *v) {
   for (uint32_t i = 0; i < n; i++) put_str(w, v[i]);
 }
 
+/* Which field of the plan each descriptor slot carries: the one table the intermediate (placing them),
+ * the encoder (naming which are present) and the decoder (pointing the shim's plan at them) read. */
+static const struct {
+  int slot;
+  size_t field;
+} SLOT_FIELDS[] = {
+    {WL_SLOT_NULL, offsetof(wl_plan, null_fd)},     {WL_SLOT_SYNC_R, offsetof(wl_plan, sync_r)},
+    {WL_SLOT_OBS_W, offsetof(wl_plan, obs_w)},      {WL_SLOT_ACK_R, offsetof(wl_plan, ack_r)},
+    {WL_SLOT_OUT_W, offsetof(wl_plan, out_w)},      {WL_SLOT_ERR_W, offsetof(wl_plan, err_w)},
+    {WL_SLOT_OUT_R, offsetof(wl_plan, out_r)},      {WL_SLOT_ERR_R, offsetof(wl_plan, err_r)},
+    {WL_SLOT_STDOUT, offsetof(wl_plan, stdout_fd)}, {WL_SLOT_STDERR, offsetof(wl_plan, stderr_fd)},
+    {WL_SLOT_USERNS, offsetof(wl_plan, userns_fd)}, {WL_SLOT_MNT_TEMPLATE, offsetof(wl_plan, mnt_template_fd)},
+};
+#define SLOT_FIELD(p, i) ((int *)((char *)(p) + SLOT_FIELDS[i].field))
+
+void wl_plan_slot_fds(const wl_plan *p, int fds[WL_SLOT_END]) {
+  for (int i = 0; i < WL_SLOT_END; i++) fds[i] = -1;
+  for (size_t i = 0; i < sizeof SLOT_FIELDS / sizeof SLOT_FIELDS[0]; i++) fds[SLOT_FIELDS[i].slot] = *SLOT_FIELD(p, i);
+}
+
 static uint32_t present_slots(const wl_plan *p) {
-  const int fds[WL_SLOT_END] = {
-      [WL_SLOT_NULL] = p->null_fd,     [WL_SLOT_SYNC_R] = p->sync_r, [WL_SLOT_OBS_W] = p->obs_w,
-      [WL_SLOT_ACK_R] = p->ack_r,      [WL_SLOT_OUT_W] = p->out_w,   [WL_SLOT_ERR_W] = p->err_w,
-      [WL_SLOT_OUT_R] = p->out_r,      [WL_SLOT_ERR_R] = p->err_r,   [WL_SLOT_STDOUT] = p->stdout_fd,
-      [WL_SLOT_STDERR] = p->stderr_fd, [WL_SLOT_USERNS] = p->userns_fd, [WL_SLOT_MNT_TEMPLATE] = p->mnt_template_fd};
+  int fds[WL_SLOT_END];
+  wl_plan_slot_fds(p, fds);
   uint32_t present = 1u << WL_SLOT_PLAN | 1u << WL_SLOT_REPORT;
   for (int slot = WL_SLOT_NULL; slot < WL_SLOT_END; slot++)
     if (fds[slot] >= 0) present |= 1u << slot;
@@ -154,20 +172,8 @@ int wl_wire_decode(int fd, wl_plan *p, char **out) {
     return EINVAL;
   p->new_network = (flags & WIRE_NEW_NETWORK) != 0;
   p->cap_last_cap = (int)cap;
-#define SLOT(s) ((present & (1u << (s))) != 0 ? (s) : -1)
-  p->null_fd = SLOT(WL_SLOT_NULL);
-  p->sync_r = SLOT(WL_SLOT_SYNC_R);
-  p->obs_w = SLOT(WL_SLOT_OBS_W);
-  p->ack_r = SLOT(WL_SLOT_ACK_R);
-  p->out_w = SLOT(WL_SLOT_OUT_W);
-  p->err_w = SLOT(WL_SLOT_ERR_W);
-  p->out_r = SLOT(WL_SLOT_OUT_R);
-  p->err_r = SLOT(WL_SLOT_ERR_R);
-  p->stdout_fd = SLOT(WL_SLOT_STDOUT);
-  p->stderr_fd = SLOT(WL_SLOT_STDERR);
-  p->userns_fd = SLOT(WL_SLOT_USERNS);
-  p->mnt_template_fd = SLOT(WL_SLOT_MNT_TEMPLATE);
-#undef SLOT
+  for (size_t i = 0; i < sizeof SLOT_FIELDS / sizeof SLOT_FIELDS[0]; i++)
+    *SLOT_FIELD(p, i) = (present & (1u << SLOT_FIELDS[i].slot)) != 0 ? SLOT_FIELDS[i].slot : -1;
   p->sync_w = p->obs_r = p->ack_w = -1; /* the agent's ends */
   if (p->null_fd < 0 || p->sync_r < 0 || p->obs_w < 0 || p->ack_r < 0) return EINVAL;
   return 0;
