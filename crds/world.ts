@@ -200,7 +200,7 @@ export const WorldStatusSchema = z
     phase: z
       .enum(WORLD_PHASES)
       .optional()
-      .describe('Pending, Admitted, Running, Captured, Collapsed, Refused (a named outcome in reason) or Failed.'),
+      .describe('Pending, Admitted, Running, Captured, Collapsed, Refused (a named outcome in reason) or Failed. A launch shorter than a quarter second goes from Pending to Running in one status write (Admitted then shows only as a condition).'),
     nodeName: z.string().max(253).optional().describe('Node the World is bound to (the node of its Roots). Node-agents select Worlds by this field.'),
     base: listType(z.array(BaseEntrySchema).max(16), 'map', ['root']).optional().describe('Generations the world was forked from, one per Root.'),
     candidate: CandidateSchema.optional(),

@@ -42,6 +42,8 @@ export interface AgentConfig {
   trustPolicy?: string;
   /** How long an authorized Collapse waits for the controller's grant (when the trust policy pins a grant signer for this node). */
   grantWaitSeconds: number;
+  /** How long a World's launch holds its status writes (worlds/world-reconciler.ts; 0: each step is written as it happens). */
+  launchStatusHoldMs: number;
   /** Watch the store's filesystem so collapses re-hash PRIME only when a change was observed (default true). */
   primeWatcher: boolean;
   /** Compact a Root's PRIME in the background once its stack is this deep (default 16; 0: never, only inline at MAX_STACK_DEPTH). */
@@ -68,6 +70,9 @@ export const USAGE = `usage: worldline-node-agent --node-name NAME [--store DIR]
                            the collapse onto 32 layers compacts inline instead (PRIME is still
                            measured in the background after an adoption and at start)
   --grant-wait-seconds N   how long an authorized Collapse waits for that grant before GRANT_MISSING (default 30)
+  --launch-status-hold-ms N  how long a World's launch holds its status writes: one write then carries every
+                           step up to its workload running (default 250, at most 60000; 0: each step is
+                           written as it happens)
   --link-tls-dir DIR       serve Worlds' logs and diffs to the controller over TLS with ca.crt, tls.crt and
                            tls.key from DIR (env WORLDLINE_LINK_TLS_DIR); without it nothing is served
   --view-bind HOST:PORT    where that server listens (default 0.0.0.0:9443; env WORLDLINE_VIEW_BIND)
@@ -79,6 +84,9 @@ function int(name: string, raw: string, min: number, max: number): number {
   if (!Number.isInteger(n) || n < min || n > max) throw new Error(`--${name} must be an integer in [${min}, ${max}], got "${raw}"\n${USAGE}`);
   return n;
 }
+
+/** How long a World's launch holds its status writes by default (--launch-status-hold-ms): a slower launch shows Admitted. */
+export const LAUNCH_HOLD_MS = 250;
 
 export const ID_RANGE = 65536;
 
@@ -122,6 +130,7 @@ export function parseAgentConfig(argv: readonly string[], env: NodeJS.ProcessEnv
       'receipts-export': { type: 'string' },
       'trust-policy': { type: 'string' },
       'grant-wait-seconds': { type: 'string' },
+      'launch-status-hold-ms': { type: 'string' },
       'prime-watcher': { type: 'string' },
       'compact-at-depth': { type: 'string' },
       'cgroup-root': { type: 'string' },
@@ -155,11 +164,13 @@ export function parseAgentConfig(argv: readonly string[], env: NodeJS.ProcessEnv
   const watcherFlag = values['prime-watcher'] ?? (env.WORLDLINE_PRIME_WATCHER || 'on');
   if (watcherFlag !== 'on' && watcherFlag !== 'off') throw new Error(`--prime-watcher must be on or off, got "${watcherFlag}"\n${USAGE}`);
   const grantWaitSeconds = int('grant-wait-seconds', values['grant-wait-seconds'] ?? '30', 1, 600);
+  const launchStatusHoldMs = int('launch-status-hold-ms', values['launch-status-hold-ms'] ?? String(LAUNCH_HOLD_MS), 0, 60_000);
   const compactAtDepth = int('compact-at-depth', values['compact-at-depth'] ?? (env.WORLDLINE_COMPACT_AT_DEPTH || String(COMPACT_AT_DEPTH)), 0, MAX_STACK_DEPTH);
   if (compactAtDepth === 1) throw new Error(`--compact-at-depth must be 0 (off) or 2 to ${MAX_STACK_DEPTH}: a stack of one layer is a full generation already\n${USAGE}`);
   return {
     ...(trustPolicy !== undefined ? { trustPolicy } : {}),
     grantWaitSeconds,
+    launchStatusHoldMs,
     primeWatcher: watcherFlag === 'on',
     compactAtDepth,
     ...(kubeconfig ? { kubeconfig } : {}),

@@ -36,6 +36,8 @@ import { Refusal } from '../core/errors.js';
 import { startNodeCollapses } from './collapses/node-collapses.js';
 import { isStoreError } from './store/store-errors.js';
 import { sweepRunLeftovers } from './worlds/leftover-sweep.js';
+import { RunDiskPool } from './sandbox/disk-pool.js';
+import { DISK_TEMPLATES_NAME } from './sandbox/disk-image.js';
 import { NodeWorlds } from './worlds/world-reconciler.js';
 import type { RunAdmission } from './admission/admission-authority.js';
 import { AdmissionAuthority, checkResourcesOf } from './admission/admission-authority.js';
@@ -120,7 +122,7 @@ function nodeAdmission(cfg: AgentConfig, store: Store, agentMetrics: AgentMetric
   const policyLoad = loadAdmissionPolicy(cfg.admissionRaw, { storeDir: store.dir });
   for (const note of policyLoad.notes) logger.info('admission default', { note });
   if (policyLoad.ok) {
-    const authority = new AdmissionAuthority({ db: store.db, ...policyLoad.policy, observe: () => observeNode({ procDir: cfg.observeProcDir, storeDir: store.dir, runDirs: [store.layout.worlds, join(store.dir, 'checks')] }), clock: store.now, metrics: agentMetrics });
+    const authority = new AdmissionAuthority({ db: store.db, ...policyLoad.policy, observe: () => observeNode({ procDir: cfg.observeProcDir, storeDir: store.dir, runDirs: [store.layout.worlds, join(store.dir, 'checks'), store.layout.diskPool] }), clock: store.now, metrics: agentMetrics });
     // Worlds recorded running outlived the previous agent: their reservations stay until the world
     // reconciler re-attaches and finishes them (or cleans up one no supervisor started). Every other
     // reservation ended with that agent (the same holders keep their id ranges: leftover-sweep.ts).
@@ -214,6 +216,7 @@ async function main(): Promise<void> {
   const wake: { runner?: ControllerRunner } = {};
 
   const evidence = new EvidenceStore(store.dir);
+  const disks = new RunDiskPool(store.layout.diskPool, join(store.layout.worlds, DISK_TEMPLATES_NAME), (err) => logger.warn('could not make a run disk ahead; the next launch of its size makes its own', { error: err.message }));
   const statements = new StatementSigner(loadOrCreateSigningKey(receiptPaths(store).keyDir), evidence);
   const controllerGrants = new ControllerGrants({ nodeName: cfg.nodeName, now: () => clock.now(), evidence, waitMs: cfg.grantWaitSeconds * 1000, ...(cfg.trustPolicy ? { trustPolicyPath: cfg.trustPolicy } : {}) });
   const grants = lazyGrantStore(store.layout.grants);
@@ -224,7 +227,7 @@ async function main(): Promise<void> {
     store,
     kubeConfig: kc,
     config: cfg,
-    launch: { store, kubeConfig: kc, config: cfg, cgroups, agentNs: native.nsIds('self'), policyNetwork: (names) => governingPolicy(policies.list(), names)?.spec.network },
+    launch: { store, kubeConfig: kc, config: cfg, cgroups, agentNs: native.nsIds('self'), disks, policyNetwork: (names) => governingPolicy(policies.list(), names)?.spec.network },
     status,
     events,
     deleter,
@@ -242,10 +245,15 @@ async function main(): Promise<void> {
       const producers = worldProducers({ kubeConfig: kc, store, world, network: plan.network.policy, base, lowers });
       const ref = `worlds/${world.namespace}/${world.name}`;
       // Signed only when the observation is about the base the plan forked (else the World is refused anyway).
-      const attest = (observation: IsolationObservation, decision: IsolationDecision): Attestations | undefined =>
-        observation.subject === baseSubject(base)
-          ? { observation: statements.sign(worldBaseSubject(ref, base), PREDICATE_TYPES.isolationObservation, observation), decision: statements.sign(observationSubject(ref, observation), PREDICATE_TYPES.isolationDecision, decision) }
-          : undefined;
+      const attest = (observation: IsolationObservation, decision: IsolationDecision): Attestations | undefined => {
+        if (observation.subject !== baseSubject(base)) return undefined;
+        // Both stored together: one directory fsync for the two, before the go-ahead.
+        const [signedObservation, signedDecision] = statements.signAll([
+          { subject: worldBaseSubject(ref, base), predicateType: PREDICATE_TYPES.isolationObservation, predicate: observation },
+          { subject: observationSubject(ref, observation), predicateType: PREDICATE_TYPES.isolationDecision, predicate: decision },
+        ]);
+        return signedObservation && signedDecision ? { observation: signedObservation, decision: signedDecision } : undefined;
+      };
       return { policy: agentPolicyRecord(governing, view), request: agentRequestRecord(view), producers, attest, ...(envelope !== undefined ? { waiver: (decision: IsolationDecision) => waivers.spend(envelope, world, decision) } : {}) };
     },
     requeue: (key) => wake.runner?.enqueue(key),
@@ -316,6 +324,7 @@ async function main(): Promise<void> {
     // Worlds run on under their supervisors; the next agent re-attaches (a rolling upgrade ends none).
     const detached = nodeWorlds.detachAll();
     if (detached.length > 0) logger.info('left running worlds to their supervisors', { worlds: detached });
+    disks.close(); // the run disks made ahead and not taken
     await heartbeat.stop();
     await view?.close();
     await events.flush();

@@ -6,7 +6,7 @@
 // cannot make its verifier read without bound; any failure ends the session for good, and a session
 // that failed answers nothing more.
 import { closeSync, constants, fstatSync, fsyncSync, linkSync, mkdirSync, openSync, readSync, unlinkSync, writeSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { sha256Hex } from '../../core/digest.js';
 import { fsyncPath } from '../../native/index.js';
@@ -63,6 +63,22 @@ export class EvidenceStore {
 
   /** Stores `bytes` (durably: file and directory fsynced) and returns its digest; an existing object must hash to its name. */
   put(bytes: Uint8Array): string {
+    return this.putAll([bytes])[0] as string;
+  }
+
+  /**
+   * Stores each of `objects` as put does, and returns their digests in order: each file is written and
+   * fsynced and linked in place, and the directory is fsynced once for all of them. Nothing returns
+   * before every object is durable.
+   */
+  putAll(objects: readonly Uint8Array[]): string[] {
+    const digests = objects.map((bytes) => this.link(bytes));
+    if (objects.length > 0) fsyncPath(this.dir);
+    return digests;
+  }
+
+  /** Writes and fsyncs one object under a temporary name and links it in place (the directory is the caller's to fsync). */
+  private link(bytes: Uint8Array): string {
     const hex = sha256Hex(bytes);
     const digest = `sha256:${hex}`;
     const final = this.path(hex);
@@ -91,7 +107,6 @@ export class EvidenceStore {
     } finally {
       unlinkSync(tmp);
     }
-    fsyncPath(dirname(final));
     return digest;
   }
 

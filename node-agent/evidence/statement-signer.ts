@@ -17,14 +17,23 @@ export interface SignedStatement {
 export class StatementSigner {
   constructor(
     private readonly key: Pick<SigningKey, 'sign' | 'keyId'>,
-    private readonly store: Pick<EvidenceStore, 'put'>,
+    private readonly store: Pick<EvidenceStore, 'putAll'>,
   ) {}
 
   sign(subject: Subject, predicateType: PredicateType, predicate: unknown): SignedStatement {
-    const payload = statementBytes(subject, predicateType, predicate);
-    const sig = Buffer.from(this.key.sign(pae(IN_TOTO_PAYLOAD_TYPE, payload)));
-    const env: Envelope = { payloadType: IN_TOTO_PAYLOAD_TYPE, payload: payload.toString('base64'), signatures: [{ keyid: this.key.keyId, sig: sig.toString('base64') }] };
-    const envelope = JSON.stringify(env);
-    return { envelope, digest: this.store.put(Buffer.from(envelope)) };
+    const [signed] = this.signAll([{ subject, predicateType, predicate }]);
+    return signed as SignedStatement;
+  }
+
+  /** Signs each statement and stores them together (one directory fsync for all): their envelopes and digests, in order. */
+  signAll(statements: readonly { subject: Subject; predicateType: PredicateType; predicate: unknown }[]): SignedStatement[] {
+    const envelopes = statements.map(({ subject, predicateType, predicate }) => {
+      const payload = statementBytes(subject, predicateType, predicate);
+      const sig = Buffer.from(this.key.sign(pae(IN_TOTO_PAYLOAD_TYPE, payload)));
+      const env: Envelope = { payloadType: IN_TOTO_PAYLOAD_TYPE, payload: payload.toString('base64'), signatures: [{ keyid: this.key.keyId, sig: sig.toString('base64') }] };
+      return JSON.stringify(env);
+    });
+    const digests = this.store.putAll(envelopes.map((e) => Buffer.from(e)));
+    return envelopes.map((envelope, i) => ({ envelope, digest: digests[i] as string }));
   }
 }

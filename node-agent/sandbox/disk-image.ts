@@ -71,9 +71,19 @@ export async function mountRunDisk(paths: WorldPaths, requestedBytes: number): P
     throw new DiskError('EPHEMERAL_STORAGE_UNAVAILABLE', `ephemeral storage of ${requestedBytes} bytes is below the smallest run disk of ${MIN_EPHEMERAL_STORAGE_BYTES} bytes`);
   }
   mkdirSync(paths.dir, { recursive: true, mode: 0o711 });
-  const image = diskImagePath(paths);
+  const device = await makeDisk(paths.dir, paths.layers, bytes, diskTemplatesDir(paths));
+  return readBackDisk(paths, bytes, device);
+}
+
+/**
+ * Makes a disk of `bytes` (whole blocks) in `dir` (<dir>/disk.img, a sparse copy of the size's template in
+ * `templates`), attaches it to a loop device and mounts it at `mountPoint` (made here, which must not exist);
+ * returns the device. Throws DiskError; what exists by then is the caller's to remove.
+ */
+export async function makeDisk(dir: string, mountPoint: string, bytes: number, templates: string): Promise<string> {
+  const image = join(dir, DISK_IMAGE_NAME);
   for (let attempt = 1; ; attempt++) {
-    const template = await diskTemplate(diskTemplatesDir(paths), bytes);
+    const template = await diskTemplate(templates, bytes);
     try {
       // O_EXCL: an image left from before is a leftover for the teardown, never reused.
       native.copySparse(template, image);
@@ -85,15 +95,15 @@ export async function mountRunDisk(paths: WorldPaths, requestedBytes: number): P
     }
   }
   const device = attachLoop(image);
-  mkdirSync(paths.layers, { mode: 0o700 });
+  mkdirSync(mountPoint, { mode: 0o700 });
   try {
     // noinit_itable: the image is sparse, its unwritten inode tables already read as zeros.
-    native.mount(device, paths.layers, 'ext4', native.MS_NODEV | native.MS_NOSUID, 'minixdf,noinit_itable,errors=remount-ro');
+    native.mount(device, mountPoint, 'ext4', native.MS_NODEV | native.MS_NOSUID, 'minixdf,noinit_itable,errors=remount-ro');
   } catch (err) {
-    throw new DiskError('EPHEMERAL_STORAGE_UNAVAILABLE', `mounting ${device} (${image}) at ${paths.layers}: ${(err as Error).message}`);
+    throw new DiskError('EPHEMERAL_STORAGE_UNAVAILABLE', `mounting ${device} (${image}) at ${mountPoint}: ${(err as Error).message}`);
   }
-  chmodSync(paths.layers, 0o700);
-  return readBackDisk(paths, bytes, device);
+  chmodSync(mountPoint, 0o700);
+  return device;
 }
 
 /** The mounted disk's size from statfs; anything but `bytes` (or a disk not mounted there) is EPHEMERAL_STORAGE_LIMIT_MISMATCH. */

@@ -73,6 +73,8 @@ export interface RunningWorkload {
   observation: SandboxObservation;
   /** The world's supervisor: what a later agent needs to find it again. */
   supervisor: SupervisorRef;
+  /** Resolves when the workload has replaced the sandbox's child (its execve returned), or could not (never rejects). */
+  started: Promise<void>;
   /** Resolves when the workload and every process of its world have ended. */
   done: Promise<WorkloadEnd>;
   /** Kills the whole world now (idempotent). */
@@ -166,7 +168,7 @@ export async function startWorkload(spec: WorkloadSpec, agentNs: Record<native.N
   // Whoever awaits `done` sees its failure; until someone does, a rejection must not count as unhandled
   // (Node ends the process for that, and with it every World on the node).
   done.catch(() => undefined);
-  return { pid: handle.pid, observation, supervisor: { pid: supervisorPid, startTime: supervisorStart, startedAt }, done, kill };
+  return { pid: handle.pid, observation, supervisor: { pid: supervisorPid, startTime: supervisorStart, startedAt }, started: startedOk, done, kill };
 }
 
 /** The workload's end from the shim's exit record: a kill the agent asked for, then OOM, name the reason. */

@@ -13,6 +13,8 @@ export interface StoreLayout {
   views: string;
   staging: string;
   worlds: string;
+  /** Run disks made ahead of Worlds' launches (sandbox/disk-pool.ts), one directory each. */
+  diskPool: string;
   candidates: string;
   database: string;
   /** The single-use grant store (node-agent/evidence/grant-store.ts), provisioned with the store. */
@@ -27,6 +29,7 @@ export function layoutOf(dir: string): StoreLayout {
     views: join(dir, 'views'),
     staging: join(dir, 'staging'),
     worlds: join(dir, 'worlds'),
+    diskPool: join(dir, 'disk-pool'),
     candidates: join(dir, 'candidates'),
     database: join(dir, 'state.db'),
     grants: join(dir, 'grants.db'),

@@ -15,6 +15,7 @@ import { dirname, join, relative } from 'node:path';
 import { sweepPrivateRunCgroups } from '../private-evaluator/run-examiner.js';
 import { WorldCgroup, type CgroupLayout } from '../sandbox/cgroup.js';
 import { detachLoop, loopsUnder } from '../sandbox/disk-loop.js';
+import { sweepDiskPool } from '../sandbox/disk-pool.js';
 import { releaseSlotsExcept, slotHolders } from '../sandbox/id-slots.js';
 import { worldPaths } from '../sandbox/run-paths.js';
 import { teardownRun, throwTeardownErrors } from '../sandbox/teardown-run.js';
@@ -31,6 +32,8 @@ export interface SweepResult {
   checks: string[];
   /** Loop devices detached because their image was gone (store-relative image paths). */
   loops: string[];
+  /** Run disks the previous agent had made ahead (sandbox/disk-pool.ts), never taken by a run. */
+  disks: string[];
   /** Id range holders released. */
   slots: string[];
   /** Runs whose teardown failed (a mount that will not go, say): logged, and their id ranges kept. */
@@ -40,7 +43,7 @@ export interface SweepResult {
 const CHECK_HOLDER = 'check-';
 
 export async function sweepRunLeftovers(store: Store, cgroups: CgroupLayout): Promise<SweepResult> {
-  const out: SweepResult = { worlds: [], checks: [], loops: [], slots: [], failed: [] };
+  const out: SweepResult = { worlds: [], checks: [], loops: [], disks: [], slots: [], failed: [] };
   const keep = new Set(runningWorlds(store.db));
   const attempt = async (run: string, holder: string, fn: () => Promise<void>): Promise<boolean> => {
     try {
@@ -72,6 +75,11 @@ export async function sweepRunLeftovers(store: Store, cgroups: CgroupLayout): Pr
       if (left.length > 0) throw new Error(`cgroups of private run ${runId} remain: ${left.join(', ')}`);
     };
     if (await attempt(`check ${runId}`, `${CHECK_HOLDER}${runId}`, swept)) out.checks.push(runId);
+  }
+  try {
+    out.disks = sweepDiskPool(store.layout.diskPool);
+  } catch (err) {
+    out.failed.push({ run: 'run disks made ahead', error: (err as Error).message });
   }
   for (const dir of [store.layout.worlds, checksDir]) {
     for (const loop of loopsUnder(dir)) {

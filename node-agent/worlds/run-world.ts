@@ -7,7 +7,8 @@ import type { Manifest } from '../../core/manifest.js';
 import type { SandboxObservation } from '../../native/index.js';
 import { WorldCgroup, type CgroupReadback } from '../sandbox/cgroup.js';
 import type { SupervisorRef } from '../sandbox/supervisor-record.js';
-import { mountRunDisk, runDiskUsage, type DiskReadback, type DiskUsage } from '../sandbox/disk-image.js';
+import { diskBytes, mountRunDisk, runDiskUsage, type DiskReadback, type DiskUsage } from '../sandbox/disk-image.js';
+import type { RunDiskPool } from '../sandbox/disk-pool.js';
 import { baseIndexOf } from '../store/base-index.js';
 import { captureLayer } from '../store/capture-layer.js';
 import { storeCandidate, type Candidate, type RootChange } from '../store/candidates.js';
@@ -45,6 +46,8 @@ export interface WorldRunSpec extends SupervisedRunSpec {
   candidatesDir: string;
   /** Times the fork (the copy-on-write view) and the capture into the agent's histograms. */
   timers?: Pick<AgentMetrics, 'timeFork' | 'timeCapture'>;
+  /** Run disks made ahead: the run takes one of its size when one is ready, and one is made for the next run once its workload runs. */
+  disks?: Pick<RunDiskPool, 'take' | 'refill'>;
 }
 
 export type WorldEvent =
@@ -79,14 +82,20 @@ export function startWorldRun(spec: WorldRunSpec, report: (e: WorldEvent) => Pro
       cgroup = made.cgroup;
       await report({ type: 'cgroup', readback: made.readback });
       // The upper layers' own filesystem of the reserved size (disk-image.ts), read back before anything runs.
-      if (spec.ephemeralStorageBytes !== undefined) await report({ type: 'disk', readback: await mountRunDisk(spec.paths, spec.ephemeralStorageBytes) });
+      const diskSize = spec.ephemeralStorageBytes !== undefined ? diskBytes(spec.ephemeralStorageBytes) : undefined;
+      if (diskSize !== undefined) await report({ type: 'disk', readback: spec.disks?.take(spec.paths, diskSize) ?? (await mountRunDisk(spec.paths, diskSize)) });
       const forked = spec.timers?.timeFork();
       const layers = runRootfs(spec, spec.paths, spec.roots.map((r) => ({ rootKey: r.rootKey, payload: r.payload, ...(r.layers ? { layers: r.layers } : {}), path: r.path })), spec.credential ? { credential: spec.credential } : {});
       forked?.();
       workload = await startRun(spec, spec.paths, cgroup, made.readback, spec.paths.output);
       observation = workload.observation;
       if (killRequested) workload.kill(killRequested);
+      // What the agent does next (the Running record and its write, the next run's disk) waits for the
+      // workload's execve: it would otherwise take the node's CPU from the workload's start.
+      await workload.started;
       await report({ type: 'running', observation, pid: workload.pid, supervisor: workload.supervisor, cgroupProcs: cgroup.procsFiles() });
+      // The next run of this size finds its disk made (disk-pool.ts: made while this one's workload runs).
+      if (diskSize !== undefined) spec.disks?.refill(diskSize);
       end = await workload.done;
       await finishRun(spec, end, layers.map((l) => l.upper), report, observation);
     } catch (err) {

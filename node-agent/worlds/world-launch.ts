@@ -24,6 +24,7 @@ import type { WorldRoot, WorldRunSpec } from './run-world.js';
 import { generationManifest } from '../store/world-records.js';
 import { worldPaths } from '../sandbox/run-paths.js';
 import { diskBytes, MIN_EPHEMERAL_STORAGE_BYTES } from '../sandbox/disk-image.js';
+import type { RunDiskPool } from '../sandbox/disk-pool.js';
 
 export class LaunchRefused extends Refusal {
   constructor(code: string, message: string) {
@@ -41,6 +42,8 @@ export interface LaunchContext {
   rootPaths: (rootName: string) => string | undefined;
   /** The network the Policy governing these Roots gives Worlds that set no spec.network (none without a Policy). */
   policyNetwork?: (roots: string[]) => WorldSpec['network'];
+  /** Run disks made ahead (sandbox/disk-pool.ts); without it every launch makes its own. */
+  disks?: Pick<RunDiskPool, 'take' | 'refill'>;
 }
 
 const BASE_ENV = ['PATH=/usr/local/bin:/usr/bin:/bin', 'LANG=C.UTF-8'];
@@ -156,6 +159,7 @@ export async function buildRunSpec(world: Pick<World, 'metadata' | 'spec'>, ctx:
     cgroups: ctx.cgroups,
     agentNs: ctx.agentNs,
     candidatesDir: ctx.store.layout.candidates,
+    ...(ctx.disks ? { disks: ctx.disks } : {}),
   };
   return {
     spec: runSpec,

@@ -75,6 +75,8 @@ export class NodeWorlds {
   private readonly endings = new Map<string, { code: string; message: string }>();
   /** Each World's status writes, one at a time, the newest record each (status-steps.ts). */
   private readonly latest = latestWrites();
+  /** Launches holding their World's status writes (uid → the release): see launch(). */
+  private readonly launching = new Map<string, () => void>();
   constructor(private readonly d: WorldReconcilerDeps) {}
 
   private reservations(): ReservationDeps {
@@ -120,6 +122,7 @@ export class NodeWorlds {
    */
   private applyRecord(key: string, w: World): Promise<void> {
     const uid = w.metadata?.uid ?? '';
+    if (this.launching.has(uid)) return Promise.resolve(); // its launch writes it (launch())
     return this.latest(uid, async () => {
       const rec = getWorldRecord(this.d.store.db, uid);
       if (!rec) return;
@@ -203,8 +206,22 @@ export class NodeWorlds {
       this.persist(w, state, status);
       void this.write(key, w);
     };
-    void this.write(key, w);
-    this.d.events.normal(w, 'ADMITTED', status.message ?? '');
+    // The launch holds the World's status writes until its workload runs or it fails (or
+    // --launch-status-hold-ms pass, default LAUNCH_HOLD_MS): every change is recorded in the store at once, and one write then carries them all. A launch
+    // takes tens of milliseconds; writing Admitted, then each step, then Running cost two or three API
+    // writes (and the watch events of each) for states nobody could act on, taken from the same CPU.
+    const admittedMessage = status.message ?? '';
+    const release = (): void => {
+      if (this.launching.get(uid) !== release) return;
+      this.launching.delete(uid);
+      clearTimeout(holdTimer);
+      this.d.events.normal(w, 'ADMITTED', admittedMessage);
+      void this.write(key, w);
+    };
+    const holdTimer = setTimeout(release, this.d.config.launchStatusHoldMs);
+    holdTimer.unref();
+    this.launching.set(uid, release);
+    if (this.d.config.launchStatusHoldMs === 0) release();
 
     const iso = this.d.isolationPlan(w, plan, base);
     let cgroup: CgroupReadback | undefined;
@@ -233,10 +250,15 @@ export class NodeWorlds {
           this.persist(w, 'running', status);
           setWorldSupervisor(this.d.store.db, uid, sup);
         })();
+        release();
         void this.write(key, w);
         return Promise.resolve();
       }
       status = withEvent(status, e, ctxNow());
+      if (e.type === 'failed' || e.type === 'exited' || e.type === 'captured') release();
+      // The cgroup's and the disk's readbacks are recorded with the next change, the isolation decision
+      // (or the failure) just before the go-ahead: one store commit, one fsync, instead of three.
+      if (e.type === 'cgroup' || e.type === 'disk') return Promise.resolve();
       send(e.type === 'captured' ? (status.phase === 'Captured' ? 'captured' : 'failed') : e.type === 'failed' ? 'failed' : 'running');
       if (e.type === 'captured') this.d.events.normal(w, status.phase ?? 'Captured', status.message ?? '');
       if (e.type === 'failed') this.d.events.warning(w, e.code, e.message);
@@ -257,7 +279,10 @@ export class NodeWorlds {
       },
     };
     const run = startWorldRun({ ...spec, ...(this.d.metrics ? { timers: this.d.metrics } : {}), gate: (cg) => worldGate({ ...iso, rootPaths: spec.roots.map((r) => r.path), credentialPaths: plan.credentialPaths, envNames: plan.envNames, network: plan.network, agentNs: spec.agentNs, worldUid: uid, wallTimeArmed: true, outputLimitArmed: true, backendVersion: AGENT_VERSION }, cg, events, this.d.metrics, this.d.logger) }, report);
-    this.track(key, uid, run, () => refusalWrites.cancel());
+    this.track(key, uid, run, () => {
+      refusalWrites.cancel();
+      release();
+    });
     return;
   }
 

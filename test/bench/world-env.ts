@@ -43,6 +43,7 @@ const AGENT_CONFIG: AgentConfig = {
   observeProcDir: '/proc',
   cgroupRoot: '/sys/fs/cgroup',
   grantWaitSeconds: 30,
+  launchStatusHoldMs: 250,
   primeWatcher: true,
   compactAtDepth: 16,
   idSlots: 1,

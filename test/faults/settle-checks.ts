@@ -18,6 +18,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
+import { MAX_DISK_TEMPLATES } from '../../node-agent/sandbox/disk-image.js';
 import { collapseWalk } from '../../node-agent/store/store-walk.js';
 import type { ControllerProcess } from '../support/controller-process.js';
 import type { FaultStack } from '../support/fault-stack.js';
@@ -108,7 +109,13 @@ export function hostLeftovers(s: FaultStack, worldUids: string[], agentPid: numb
   const kept = keptPayloads(s.storeDir);
   const views = currentViews(s.storeDir);
   const mounted = new Set(mountsBelow(s.storeDir));
-  for (const m of mounted) if (!kept.allowed.has(m) && !views.has(m)) out.push(`mount left under the store: ${m}`);
+  // And the run disks the agent keeps made ahead (sandbox/disk-pool.ts): at most one per size it keeps a
+  // template of, each its entry's filesystem at <store>/disk-pool/<entry>/mnt on a loop device of its image.
+  const pool = join(s.storeDir, 'disk-pool');
+  const poolEntries = existsSync(pool) ? readdirSync(pool) : [];
+  if (poolEntries.length > MAX_DISK_TEMPLATES) out.push(`more run disks made ahead than sizes kept: ${poolEntries.join(', ')}`);
+  const poolMount = (m: string): boolean => poolEntries.some((e) => m === join(pool, e, 'mnt'));
+  for (const m of mounted) if (!kept.allowed.has(m) && !views.has(m) && !poolMount(m)) out.push(`mount left under the store: ${m}`);
   for (const p of kept.required) if (!mounted.has(p)) out.push(`payload the store keeps mounted is not: ${p}`);
   for (const v of views) if (!mounted.has(v)) out.push(`the owner view the live mapping names is not mounted: ${v}`);
   const mountinfo = readFileSync('/proc/self/mountinfo', 'utf8').split('\n');
@@ -135,7 +142,7 @@ export function hostLeftovers(s: FaultStack, worldUids: string[], agentPid: numb
   for (const dev of readdirSync('/sys/block').filter((d) => d.startsWith('loop'))) {
     try {
       const backing = readFileSync(join('/sys/block', dev, 'loop', 'backing_file'), 'utf8').trim();
-      if (backing.startsWith(s.scratch)) out.push(`loop device left: /dev/${dev} on ${backing}`);
+      if (backing.startsWith(s.scratch) && !poolEntries.some((e) => backing === join(pool, e, 'disk.img'))) out.push(`loop device left: /dev/${dev} on ${backing}`);
     } catch {
       /* not attached */
     }

@@ -110,4 +110,35 @@ describe('isolation observations bound by their producers', () => {
     assert.equal(r.status.isolation.observation.complete, false);
     assert.ok((r.status.isolation.observation.notes as string[]).some((n) => /^not measured: the subject, from the generations mounted as the World's lower layers: the lower layer of Root prod .* is no generation of it the store knows/.test(n)), JSON.stringify(r.status.isolation.observation.notes));
   });
+
+  // The launch holds the World's status writes (worlds/world-reconciler.ts, --launch-status-hold-ms): held
+  // at its gate longer than the hold, a World shows Admitted; under a hold longer than the pause, nothing of
+  // the agent's shows until the go-ahead, and then one write carries the steps.
+  test('a launch held at its gate past the status hold (default 250 ms) shows Admitted while it waits', async () => {
+    const r = await pausedRun('held-past', async () => {
+      const w = await s.waitFor('World held-past shows Admitted while paused at its gate', async () => {
+        const got = await s.get('world', 'held-past');
+        return got?.status?.phase === 'Admitted' ? got : undefined;
+      }, 10_000);
+      assert.equal(condition(w, 'Admitted')?.status, 'True');
+      assert.equal(condition(w, 'Isolated'), undefined, 'the gate has not decided yet');
+    });
+    assert.equal(r.status.phase, 'Captured', describeRun(r));
+  });
+
+  test('under a hold longer than the wait at the gate, the agent writes nothing until the go-ahead; then Admitted and Isolated arrive together', async () => {
+    await s.restartAgent({ agentArgs: ['--launch-status-hold-ms', '60000'], env: { [GATE_PAUSE_ENV]: '1' } });
+    const r = await pausedRun('held-long', async () => {
+      await new Promise((done) => setTimeout(done, 1500));
+      const w = await s.get('world', 'held-long');
+      assert.equal(w?.status?.admission, undefined, `admitted and paused for 1.5 s, the World shows no admission yet: ${JSON.stringify(w?.status)}`);
+      assert.notEqual(w?.status?.phase, 'Admitted');
+      assert.equal(condition(w, 'Admitted'), undefined);
+    });
+    assert.equal(r.status.phase, 'Captured', describeRun(r));
+    assert.equal(r.status.admission.outcome, 'ADMITTED', 'the record of each held step is written');
+    assert.equal(condition(r.world, 'Admitted')?.status, 'True');
+    assert.equal(condition(r.world, 'Isolated')?.status, 'True');
+    assert.equal(r.status.isolation.decision.outcome, 'reported-sufficient');
+  });
 });

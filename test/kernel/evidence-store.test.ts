@@ -25,6 +25,21 @@ test('put is idempotent and names the bytes; read verifies them', (t) => {
   assert.deepEqual(s.session({ maxObjects: 4, maxBytes: 1024 }).read(d), Buffer.from('statement one'));
 });
 
+test('putAll stores each object as put does and answers their digests in order; an altered one among them is refused', (t) => {
+  const s = fixture(t);
+  const digests = s.putAll([Buffer.from('the observation'), Buffer.from('the decision'), Buffer.from('the observation')]);
+  assert.deepEqual(digests, [`sha256:${sha256Hex('the observation')}`, `sha256:${sha256Hex('the decision')}`, `sha256:${sha256Hex('the observation')}`]);
+  const read = s.session({ maxObjects: 4, maxBytes: 1024 });
+  assert.deepEqual(read.read(digests[1] as string), Buffer.from('the decision'));
+  assert.deepEqual(read.read(digests[0] as string), Buffer.from('the observation'));
+  assert.deepEqual(s.putAll([]), []);
+  // The decision's file altered in place: storing it again with another object refuses it by name.
+  const decision = join(s.dir, sha256Hex('the decision'));
+  chmodSync(decision, 0o600);
+  writeFileSync(decision, 'the decisioN');
+  assert.equal(codeOf(() => s.putAll([Buffer.from('another'), Buffer.from('the decision')])), 'EVIDENCE_CORRUPT');
+});
+
 test('an object whose bytes changed is refused on read, and a put of the true bytes refuses to trust it', (t) => {
   const s = fixture(t);
   const d = s.put(Buffer.from('the original'));

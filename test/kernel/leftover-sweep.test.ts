@@ -15,6 +15,7 @@ import { join } from 'node:path';
 import * as native from '../../native/index.js';
 import { detectCgroups, WorldCgroup } from '../../node-agent/sandbox/cgroup.js';
 import { mountRunDisk } from '../../node-agent/sandbox/disk-image.js';
+import { RunDiskPool } from '../../node-agent/sandbox/disk-pool.js';
 import { detachLoop, listLoops } from '../../node-agent/sandbox/disk-loop.js';
 import { acquireSlot, slotHolders } from '../../node-agent/sandbox/id-slots.js';
 import { worldPaths, type WorldPaths } from '../../node-agent/sandbox/run-paths.js';
@@ -93,8 +94,19 @@ test('a finished World, a Check run and an unrecorded World left mid-teardown ar
     for (const f of role.procsFiles()) writeFileSync(f, String(roleChild.pid));
     assert.deepEqual(role.pids(), [roleChild.pid]);
 
+    // A run disk the agent had made ahead and no run took (disk-pool.ts): mounted and attached, as a kill leaves it.
+    const pool = new RunDiskPool(store.layout.diskPool, join(store.layout.worlds, '.disk-templates'));
+    pool.refill(16 * MiB);
+    for (let i = 0; i < 500 && pool.size === 0; i++) await new Promise((r) => setTimeout(r, 10));
+    assert.equal(pool.size, 1);
+    const [poolDevice] = listLoops().filter((l) => l.backingFile.startsWith(`${store.layout.diskPool}/`)).map((l) => l.device);
+    assert.ok(poolDevice);
+
     const swept = await sweepRunLeftovers(store, layout);
     assert.deepEqual(swept.failed, []);
+    assert.equal(swept.disks.length, 1, 'the disk made ahead is swept');
+    assert.equal(attached(poolDevice), false, 'its loop device is detached');
+    assert.deepEqual(mountsUnder(store.layout.diskPool), [], 'its mount is gone');
     assert.deepEqual(swept.worlds.sort(), [finishedUid, orphanUid].sort());
     assert.deepEqual(swept.checks, [checkUid]);
     assert.deepEqual(swept.slots.sort(), [finishedUid, `check-${checkUid}`].sort());
@@ -122,7 +134,7 @@ test('a finished World, a Check run and an unrecorded World left mid-teardown ar
 
     // A second start finds nothing more to do.
     const again = await sweepRunLeftovers(store, layout);
-    assert.deepEqual(again, { worlds: [], checks: [], loops: [], slots: [], failed: [] });
+    assert.deepEqual(again, { worlds: [], checks: [], loops: [], disks: [], slots: [], failed: [] });
   } finally {
     store.close();
   }
