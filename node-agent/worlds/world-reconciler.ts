@@ -207,9 +207,10 @@ export class NodeWorlds {
       void this.write(key, w);
     };
     // The launch holds the World's status writes until its workload runs or it fails (or
-    // --launch-status-hold-ms pass, default LAUNCH_HOLD_MS): every change is recorded in the store at once, and one write then carries them all. A launch
-    // takes tens of milliseconds; writing Admitted, then each step, then Running cost two or three API
-    // writes (and the watch events of each) for states nobody could act on, taken from the same CPU.
+    // --launch-status-hold-ms pass, default LAUNCH_HOLD_MS): every change is recorded in the store at
+    // once, and one write then carries them all. A launch takes tens of milliseconds; writing Admitted,
+    // then each step, then Running cost two or three API writes (and the watch events of each) for states
+    // nobody could act on, taken from the CPU the launch needs where they share a machine.
     const admittedMessage = status.message ?? '';
     const release = (): void => {
       if (this.launching.get(uid) !== release) return;
