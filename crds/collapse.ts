@@ -56,7 +56,9 @@ export const CollapseStatusSchema = z
       .optional()
       .describe(
         'Waiting (for its World: WORLD_NOT_FOUND, WORLD_NOT_BOUND), Queued (behind older Collapses of the same Roots, see queuePosition), ' +
-          'Rebasing (spec.rebase: waiting for the checks of the rebased candidate), Preparing, Authorized, Committed or Denied (see reason and decision.reasons).',
+          'Rebasing (spec.rebase: waiting for the checks of the rebased candidate), Preparing, Authorized, Committed or Denied (see reason and decision.reasons). ' +
+          'The node-agent holds Preparing and Authorized for --collapse-status-hold-ms (default 250 ms): a quicker collapse goes from its binding straight to Committed or Denied; ' +
+          'they are written at once when the controller\'s grant is required.',
       ),
     queuePosition: z
       .int()

@@ -44,6 +44,8 @@ export interface AgentConfig {
   grantWaitSeconds: number;
   /** How long a World's launch holds its status writes (worlds/world-reconciler.ts; 0: each step is written as it happens). */
   launchStatusHoldMs: number;
+  /** How long a Collapse holds its progress statuses, Preparing and Authorized (collapses/progress-hold.ts; 0: written as they happen). */
+  collapseStatusHoldMs: number;
   /** Watch the store's filesystem so collapses re-hash PRIME only when a change was observed (default true). */
   primeWatcher: boolean;
   /** Compact a Root's PRIME in the background once its stack is this deep (default 16; 0: never, only inline at MAX_STACK_DEPTH). */
@@ -73,6 +75,10 @@ export const USAGE = `usage: worldline-node-agent --node-name NAME [--store DIR]
   --launch-status-hold-ms N  how long a World's launch holds its status writes: one write then carries every
                            step up to its workload running (default 250, at most 60000; 0: each step is
                            written as it happens)
+  --collapse-status-hold-ms N  how long a Collapse holds its Preparing and Authorized statuses: one that
+                           finishes sooner writes only its final status (default 250, at most 60000; 0:
+                           each is written as it happens; never held while the controller's grant is
+                           required)
   --link-tls-dir DIR       serve Worlds' logs and diffs to the controller over TLS with ca.crt, tls.crt and
                            tls.key from DIR (env WORLDLINE_LINK_TLS_DIR); without it nothing is served
   --view-bind HOST:PORT    where that server listens (default 0.0.0.0:9443; env WORLDLINE_VIEW_BIND)
@@ -87,6 +93,8 @@ function int(name: string, raw: string, min: number, max: number): number {
 
 /** How long a World's launch holds its status writes by default (--launch-status-hold-ms): a slower launch shows Admitted. */
 export const LAUNCH_HOLD_MS = 250;
+/** How long a Collapse holds its progress statuses by default (--collapse-status-hold-ms): a slower one shows them. */
+export const COLLAPSE_HOLD_MS = 250;
 
 export const ID_RANGE = 65536;
 
@@ -131,6 +139,7 @@ export function parseAgentConfig(argv: readonly string[], env: NodeJS.ProcessEnv
       'trust-policy': { type: 'string' },
       'grant-wait-seconds': { type: 'string' },
       'launch-status-hold-ms': { type: 'string' },
+      'collapse-status-hold-ms': { type: 'string' },
       'prime-watcher': { type: 'string' },
       'compact-at-depth': { type: 'string' },
       'cgroup-root': { type: 'string' },
@@ -165,12 +174,14 @@ export function parseAgentConfig(argv: readonly string[], env: NodeJS.ProcessEnv
   if (watcherFlag !== 'on' && watcherFlag !== 'off') throw new Error(`--prime-watcher must be on or off, got "${watcherFlag}"\n${USAGE}`);
   const grantWaitSeconds = int('grant-wait-seconds', values['grant-wait-seconds'] ?? '30', 1, 600);
   const launchStatusHoldMs = int('launch-status-hold-ms', values['launch-status-hold-ms'] ?? String(LAUNCH_HOLD_MS), 0, 60_000);
+  const collapseStatusHoldMs = int('collapse-status-hold-ms', values['collapse-status-hold-ms'] ?? String(COLLAPSE_HOLD_MS), 0, 60_000);
   const compactAtDepth = int('compact-at-depth', values['compact-at-depth'] ?? (env.WORLDLINE_COMPACT_AT_DEPTH || String(COMPACT_AT_DEPTH)), 0, MAX_STACK_DEPTH);
   if (compactAtDepth === 1) throw new Error(`--compact-at-depth must be 0 (off) or 2 to ${MAX_STACK_DEPTH}: a stack of one layer is a full generation already\n${USAGE}`);
   return {
     ...(trustPolicy !== undefined ? { trustPolicy } : {}),
     grantWaitSeconds,
     launchStatusHoldMs,
+    collapseStatusHoldMs,
     primeWatcher: watcherFlag === 'on',
     compactAtDepth,
     ...(kubeconfig ? { kubeconfig } : {}),

@@ -302,7 +302,7 @@ async function main(): Promise<void> {
   const heartbeat = new Heartbeat({ kubeConfig: kc, namespace: cfg.namespace, nodeName: cfg.nodeName, identity: `${cfg.nodeName}-${process.pid}`, clock, logger, ...(viewAddress ? { annotations: () => ({ [VIEW_ADDRESS_ANNOTATION]: viewAddress }) } : {}) });
 
   // Collapse (issue 5): run this node's Collapses once, with receipts in <store>/receipts/ledger.jsonl.
-  const collapses = startNodeCollapses({ kubeConfig: kc, store, worlds, roots: (name) => roots.get(name), policies, status, refusals, events, clock, nodeName: cfg.nodeName, logger, metrics, requeueRoot: (name) => rootRunner.enqueue(name), requeueWorld: (key) => worldRunner.enqueue(key), agentMetrics, checkResources: () => admission.checkResources(), grants, grantRevoked: (id) => grantRevoked(cfg.trustPolicy, id), statements, controllerGrants, ...(cfg.receiptsExport ? { receiptsExport: cfg.receiptsExport } : {}) });
+  const collapses = startNodeCollapses({ kubeConfig: kc, store, worlds, roots: (name) => roots.get(name), policies, status, refusals, events, clock, nodeName: cfg.nodeName, logger, metrics, requeueRoot: (name) => rootRunner.enqueue(name), requeueWorld: (key) => worldRunner.enqueue(key), agentMetrics, checkResources: () => admission.checkResources(), grants, grantRevoked: (id) => grantRevoked(cfg.trustPolicy, id), statements, controllerGrants, progressHoldMs: cfg.collapseStatusHoldMs, ...(cfg.receiptsExport ? { receiptsExport: cfg.receiptsExport } : {}) });
   for (const r of listRoots(store.db)) if (r.state === 'Ready') compactor.request(r.name);
   void collapses.start().catch((err: unknown) => logger.error('collapse reconciler failed to start', { error: (err as Error).message }));
   ownerEdits.start();

@@ -58,11 +58,14 @@ import { evaluationsFor } from '../store/evaluation-records.js';
 import type { StatementSigner } from '../evidence/statement-signer.js';
 import { PREDICATE_TYPES, receiptSubject } from '../../core/evidence/statement.js';
 import type { ReceiptBody } from '../../core/receipts/receipt.js';
+import { ProgressHold } from './progress-hold.js';
 
 /** How often a Queued or Rebasing Collapse looks again (a finishing Collapse also wakes those behind it). */
 const WAIT_POLL_MS = 1_000;
 /** How often an authorized Collapse looks for the controller's grant on its status. */
 const GRANT_POLL_MS = 25;
+/** A status the agent writes on a Collapse. */
+type ProgressStatus = Omit<AgentCollapseStatus, 'transaction'> & { transaction?: AgentCollapseStatus['transaction'] };
 
 /** The part of a Policy the collapse reads: which Roots it governs (and its age), its checks and their isolation. */
 export type CollapsePolicyView = PolicyChecksView & GoverningCandidate;
@@ -109,6 +112,8 @@ export interface CollapseReconcilerDeps {
   statements?: StatementSigner;
   /** The controller's grants: when required, an authorized Collapse waits for one and spends it instead of its own. */
   controllerGrants?: ControllerGrants;
+  /** How long a collapse holds its progress statuses (progress-hold.ts, --collapse-status-hold-ms; 0: written at once). */
+  progressHoldMs: number;
 }
 
 /** A refusal before the decision or at the commit boundary: the reasons and a message. */
@@ -149,6 +154,8 @@ export function makeNodeCollapseReconciler(d: CollapseReconcilerDeps): (key: str
 class NodeCollapseReconciler {
   private readonly db: Store['db'];
   private readonly hooks: CollapseStepHooks;
+  /** The progress writes of the collapse running now (run()). */
+  private progress: ProgressHold<ProgressStatus> | undefined;
   /** One collapse at a time on this node (settle() relies on it); the runner has one worker as well. */
   private chain: Promise<unknown> = Promise.resolve();
 
@@ -185,7 +192,7 @@ class NodeCollapseReconciler {
     return { committed, result: moved.map(({ r, now }) => ({ root: r.name, fromGeneration: r.fromGeneration, toGeneration: now!.generation, digest: now!.digest })) };
   }
 
-  private async applyStatus(c: Collapse, s: Omit<AgentCollapseStatus, 'transaction'> & { transaction?: AgentCollapseStatus['transaction'] }): Promise<void> {
+  private async applyStatus(c: Collapse, s: ProgressStatus): Promise<void> {
     // Into the informer at once (as the World reconciler's writes): no reconcile re-applies it before the echo.
     this.d.informer.observeWrite(await this.d.status.applyOwnedStatus<Collapse>(refs.Collapse, c, s, { keys: OWNED_KEYS, conditionTypes: OWNED_CONDITIONS }));
   }
@@ -272,6 +279,7 @@ class NodeCollapseReconciler {
       const started = t.data.startedAt ? Date.parse(t.data.startedAt) : NaN;
       this.d.agentMetrics?.collapse(t.data.mode ?? 'Candidate', t.state, t.data.status.reason, Number.isFinite(started) ? Math.max(0, (this.d.clock.now().getTime() - started) / 1000) : 0);
     }
+    await this.progress?.end(); // the final status supersedes a held one, and follows one under way
     await this.applyStatus(c, t.data.status);
     for (const e of this.pending()) if (e.key !== this.objectName(c)) this.d.requeueCollapse?.(e.key);
     if (t.state === 'COMMITTED') this.d.events.normal(c, 'Committed', t.data.status.message ?? '');
@@ -377,7 +385,24 @@ class NodeCollapseReconciler {
     };
   }
 
+  /**
+   * The one transaction of a Collapse, its progress statuses held (progress-hold.ts): a quick collapse
+   * writes only its final status. Not held when the controller's grant is required, which answers the
+   * Authorized status.
+   */
   private async run(c: Collapse, uid: string, pre: { rebase?: RebaseRecord; denied?: { reasons: string[]; message: string } } = {}): Promise<void> {
+    const holdMs = this.d.controllerGrants?.required() ? 0 : this.d.progressHoldMs;
+    const progress = new ProgressHold<ProgressStatus>((s) => this.applyStatus(c, s), holdMs, (e) => this.d.logger.warn('could not write a collapse\'s progress status', { collapse: this.objectName(c), error: e.message }));
+    this.progress = progress;
+    try {
+      await this.transact(c, uid, pre);
+    } finally {
+      await progress.end();
+      if (this.progress === progress) this.progress = undefined;
+    }
+  }
+
+  private async transact(c: Collapse, uid: string, pre: { rebase?: RebaseRecord; denied?: { reasons: string[]; message: string } }): Promise<void> {
     const ns = c.metadata.namespace ?? '';
     const world = this.d.world(`${ns}/${c.spec.worldRef}`);
     const id = randomUUID();
@@ -396,7 +421,7 @@ class NodeCollapseReconciler {
       },
     };
     putTransaction(this.db, t, this.d.clock.now());
-    await this.applyStatus(c, t.data.status);
+    await this.progress?.note(t.data.status);
     await this.hooks.at('after-prepared');
 
     const wrec = world?.metadata.uid ? getWorldRecord(this.db, world.metadata.uid) : undefined;
@@ -430,7 +455,7 @@ class NodeCollapseReconciler {
     const what = mode === 'Candidate' ? 'promoting the candidate into' : 'returning to the checkpoint';
     t = { ...t, state: authorized.state, data: { ...t.data, status: { ...t.data.status, phase: 'Authorized', transaction: { id, state: authorized.state }, decision: { authorized: true, reasons: [] }, reason: 'AUTHORIZED', message: `authorized; ${what} Root(s) ${names}` } } };
     putTransaction(this.db, t, this.d.clock.now());
-    await this.applyStatus(c, t.data.status);
+    await this.progress?.note(t.data.status);
     await this.hooks.at('after-authorized');
     // The authorization as a single-use grant, spent at the boundary right before the exchange: the
     // controller's, after it verified the evidence graph, when the trust policy pins a grant signer for
@@ -438,6 +463,7 @@ class NodeCollapseReconciler {
     let grant: CollapseGrant;
     let verifiedRuns: VerifiedRun[] | undefined;
     if (this.d.controllerGrants?.required()) {
+      await this.progress?.release(); // the controller answers the Authorized status
       const got = await this.controllerGrant(c, uid, id, world.metadata.uid ?? '', mode, m.evidence.subject, m.input.obligation);
       if ('refused' in got) return this.finish(c, this.deny(c, t, [got.refused.reason], got.refused.message));
       grant = got.verified.grant;

@@ -52,6 +52,8 @@ export interface NodeCollapsesOptions {
   statements?: StatementSigner;
   /** The controller's grants (when the trust policy pins a grant signer for this node). */
   controllerGrants?: ControllerGrants;
+  /** How long a Collapse holds its progress statuses (--collapse-status-hold-ms). */
+  progressHoldMs: number;
 }
 
 /**
@@ -99,6 +101,7 @@ export function startNodeCollapses(o: NodeCollapsesOptions): { start(): Promise<
     ...(o.statements ? { statements: o.statements } : {}),
     ...(o.controllerGrants ? { controllerGrants: o.controllerGrants } : {}),
     hooks: collapseStepHooks(),
+    progressHoldMs: o.progressHoldMs,
     ...(o.agentMetrics ? { agentMetrics: o.agentMetrics } : {}),
   });
   const runner = new ControllerRunner({ kind: 'NodeCollapse', reconcile, workers: 1, ...(o.metrics ? { metrics: o.metrics } : {}), logger: o.logger });

@@ -219,8 +219,11 @@ export interface StackCollapseResult {
   totalMs: number;
   totalP90Ms: number;
   boundMs: number;
+  /** Medians over the collapses that showed the phase (a quick collapse holds it: progress-hold.ts), and how many did. */
   preparingMs: number;
+  preparingShown: number;
   authorizedMs: number;
+  authorizedShown: number;
   cpMs: number;
   sha256sumMs: number;
   apiCreateMs: number;
@@ -238,8 +241,10 @@ export function stackCollapseResult(files: number, s: StackCollapseSamples): Sta
     totalMs: median(s.totalMs),
     totalP90Ms: percentile(s.totalMs, 90),
     boundMs: median(s.boundMs),
-    preparingMs: median(s.preparingMs),
-    authorizedMs: median(s.authorizedMs),
+    preparingMs: median(s.preparingMs.filter(Number.isFinite)),
+    preparingShown: s.preparingMs.filter(Number.isFinite).length,
+    authorizedMs: median(s.authorizedMs.filter(Number.isFinite)),
+    authorizedShown: s.authorizedMs.filter(Number.isFinite).length,
     cpMs: median(s.cpMs),
     sha256sumMs: median(s.sha256sumMs),
     apiCreateMs: median(s.apiCreateMs),

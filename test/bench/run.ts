@@ -95,6 +95,8 @@ async function controller(): Promise<void> {
 }
 
 const ms = (x: number): string => x.toFixed(x < 10 ? 2 : 1);
+/** A step's median over the runs that showed it, and how many did; "held" when none did (a quick collapse writes only its final status). */
+const shown = (x: number, n: number, runs: number): string => (n === 0 ? 'held' : n === runs ? ms(x) : `${ms(x)} (${n}/${runs})`);
 const times = (x: number): string => `${x.toFixed(2)}×`;
 const verdict = (met: boolean): string => (met ? 'target met' : 'target NOT met');
 
@@ -245,8 +247,8 @@ async function collapseOnStack(): Promise<void> {
       'Committed': ms(r.totalMs),
       'Committed p90': ms(r.totalP90Ms),
       '→ bound': ms(r.boundMs),
-      '→ Preparing': ms(r.preparingMs),
-      '→ Authorized': ms(r.authorizedMs),
+      '→ Preparing': shown(r.preparingMs, r.preparingShown, r.runs),
+      '→ Authorized': shown(r.authorizedMs, r.authorizedShown, r.runs),
       'cp -a 10 files': ms(r.cpMs),
       'sha256sum 10': ms(r.sha256sumMs),
       'API create': ms(r.apiCreateMs),

@@ -44,6 +44,7 @@ const AGENT_CONFIG: AgentConfig = {
   cgroupRoot: '/sys/fs/cgroup',
   grantWaitSeconds: 30,
   launchStatusHoldMs: 250,
+  collapseStatusHoldMs: 250,
   primeWatcher: true,
   compactAtDepth: 16,
   idSlots: 1,

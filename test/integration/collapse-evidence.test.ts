@@ -255,9 +255,8 @@ describe('collapse evidence on a real stack', () => {
     try {
       await s.apply(collapseManifest('supersede-col', 'supersede-w'));
       await s.waitFor('the collapse paused after it was authorized', async () => existsSync(flag), 60_000);
-      // The decision at prepare authorized it on the passing run.
-      const authorized = await s.get('collapse', 'supersede-col', 'default');
-      assert.equal(authorized?.status.phase, 'Authorized', JSON.stringify(authorized?.status));
+      // The decision at prepare authorized it on the passing run (shown once the collapse's hold passed).
+      await s.waitFor('the paused collapse shows Authorized', async () => (await s.get('collapse', 'supersede-col', 'default'))?.status?.phase === 'Authorized', 10_000);
       // Between the two decisions a newer run of the same check, on the same bytes, fails.
       writeFileSync(marker, 'fail\n', { mode: 0o644 });
       await s.apply(JSON.stringify({ apiVersion: 'worldline.dev/v1alpha1', kind: 'Check', metadata: { name: 'supersede-w-rerun', namespace: 'default' }, spec: { worldRef: 'supersede-w', name: 'verify' } }));
