@@ -1,10 +1,12 @@
 // Benchmark: the node-level collapse path, no Kubernetes. On a scratch node store (world-env.ts), a World
 // over a Root of N files makes the same 10-file change as the stack benchmark and is captured (untimed);
-// then, timed apart: the re-hash of PRIME the node-agent makes to decide (rehashPrime, as the collapse
-// reconciler's prepare step does: a walk, or the PRIME watcher's word when it saw nothing since the last
-// one; WORLDLINE_PRIME_WATCHER=off walks every time), and collapseRoot — intent, stage the next generation (and walk it and
-// the base), walk PRIME and the staged payload again at the commit boundary, exchange, database — which
-// is what moves PRIME. The collapse decision itself (run by the agent at prepare and, through collapseRoot's
+// then, timed apart, the two things the node-agent's prepare step computes before it decides: the
+// re-hash of PRIME (rehashPrime: a walk, or the PRIME watcher's word when it saw nothing since the last
+// one; WORLDLINE_PRIME_WATCHER=off walks every time) and the next manifest the candidate's delta makes of
+// its base, with its digest (testedManifest, as measure-collapse.ts computes it; kept for the staging
+// and the boundary); and collapseRoot — intent, stage the next generation (and walk it and the base), walk
+// PRIME and the staged payload again at the commit boundary, exchange, database — which is what moves
+// PRIME. The rest of the collapse decision (run by the agent at prepare and, through collapseRoot's
 // `authorize`, at the commit boundary on the walks already made) is database reads and is left out.
 // Next to it the same `cp -a` + `sha256sum` of the 10 changed files. Then the Root's owner rewrites the
 // same 10 paths through the host path (their view, store/owner-view.ts) and publishOwnerEdits makes them
@@ -21,7 +23,8 @@ import { readStoredDelta } from '../../node-agent/collapses/stage-generation.js'
 import { compactPrime } from '../../node-agent/collapses/background-compaction.js';
 import { COMPACT_AT_DEPTH, MAX_STACK_DEPTH } from '../../node-agent/store/generation-stack.js';
 import { rehashPrime } from '../../node-agent/store/rehash-prime.js';
-import { getGenerationManifest } from '../../node-agent/store/store-records.js';
+import { getGeneration, getGenerationManifest } from '../../node-agent/store/store-records.js';
+import { testedManifest } from '../../node-agent/collapses/tested-manifest.js';
 import { copyAndHash, tenFileChange, type CollapseTarget } from './collapse.bench.js';
 import { captureChange, deepenStack, stackOf } from './deep-stack.js';
 import { median, percentile, settle } from './stats.js';
@@ -32,6 +35,8 @@ export interface NodeCollapseSamples {
   walkMs: number[];
   /** How many of them the PRIME watcher vouched for. */
   vouched: number;
+  /** testedManifest: the next manifest of the candidate's delta and its digest (the prepare step's, kept for collapseRoot). */
+  testedMs: number[];
   /** collapseRoot: stage + commit. */
   collapseMs: number[];
   /** publishOwnerEdits of a 10-path edit made through the host path. */
@@ -40,7 +45,7 @@ export interface NodeCollapseSamples {
   sha256sumMs: number[];
 }
 
-export const noNodeCollapseSamples = (): NodeCollapseSamples => ({ walkMs: [], vouched: 0, collapseMs: [], ownerMs: [], cpMs: [], sha256sumMs: [] });
+export const noNodeCollapseSamples = (): NodeCollapseSamples => ({ walkMs: [], vouched: 0, testedMs: [], collapseMs: [], ownerMs: [], cpMs: [], sha256sumMs: [] });
 
 export async function nodeCollapseRound(env: WorldEnv, t: CollapseTarget, s: NodeCollapseSamples): Promise<void> {
   const rep = s.collapseMs.length;
@@ -52,11 +57,18 @@ export async function nodeCollapseRound(env: WorldEnv, t: CollapseTarget, s: Nod
   if (source.by === 'watcher') s.vouched++;
   const t1 = performance.now();
   if (digest !== r.baseDigest) throw new Error(`PRIME of ${t.root} does not walk clean to its base digest`);
+  const delta = await readStoredDelta(candidate.dir, r.rootKey);
+  const baseGen = getGeneration(env.store.db, r.rootKey, r.baseGeneration);
+  const tt = performance.now();
+  const tested = baseGen && testedManifest(env.store.db, baseGen.id, delta);
+  const t1b = performance.now();
+  if (!tested?.digest) throw new Error(`the candidate's delta of ${t.root} makes no valid next manifest`);
+  s.testedMs.push(t1b - tt);
   const result = await collapseRoot(env.store, { rootName: t.root, candidateDir: candidate.dir, base: { generation: r.baseGeneration, digest: r.baseDigest } });
   const t2 = performance.now();
   if (result.toGeneration !== r.baseGeneration + 1) throw new Error(`collapse of ${t.root} went to generation ${result.toGeneration}`);
   s.walkMs.push(t1 - t0);
-  s.collapseMs.push(t2 - t1);
+  s.collapseMs.push(t2 - t1b);
 
   const c = tenFileChange(t.files, rep);
   for (const p of [...c.modified, ...c.added]) writeFileSync(join(t.hostPath, p), `edited by the owner, round ${rep}\n`);
@@ -79,8 +91,12 @@ export interface NodeCollapseResult {
   /** The median of the later ones (vouched for when the watcher saw nothing). */
   walkMs: number;
   vouched: number;
+  /** The median testedManifest at prepare (the next manifest and its digest). */
+  testedMs: number;
   collapseMs: number;
   collapseP90Ms: number;
+  /** The median of the prepare step's two (re-hash + tested manifest) plus collapseRoot, collapse by collapse. */
+  prepareAndCollapseMs: number;
   ownerMs: number;
   cpMs: number;
   sha256sumMs: number;
@@ -93,8 +109,10 @@ export function nodeCollapseResult(files: number, s: NodeCollapseSamples): NodeC
     firstRehashMs: s.walkMs[0] ?? NaN,
     walkMs: s.walkMs.length > 1 ? median(s.walkMs.slice(1)) : NaN,
     vouched: s.vouched,
+    testedMs: median(s.testedMs),
     collapseMs: median(s.collapseMs),
     collapseP90Ms: percentile(s.collapseMs, 90),
+    prepareAndCollapseMs: median(s.collapseMs.map((c, i) => c + s.walkMs[i]! + s.testedMs[i]!).slice(1)),
     ownerMs: median(s.ownerMs),
     cpMs: median(s.cpMs),
     sha256sumMs: median(s.sha256sumMs),

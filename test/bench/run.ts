@@ -274,15 +274,17 @@ async function collapseOnNode(): Promise<void> {
     const compactions: CompactionResult[] = [];
     if (values.compaction) for (const t of targets) compactions.push(await nodeCompaction(env, t));
     const rs = targets.map((t) => nodeCollapseResult(t.files, t.s));
-    console.log('\nnode-level collapse: the prepare step\'s re-hash of PRIME (the first a full walk; later ones vouched for by the PRIME watcher when it saw nothing) and collapseRoot (stage + commit), medians unless p90, ms');
+    console.log('\nnode-level collapse: the prepare step\'s re-hash of PRIME (the first a full walk; later ones vouched for by the PRIME watcher when it saw nothing) and its next manifest with its digest (kept for the commit), then collapseRoot (stage + commit), medians unless p90, ms');
     console.table(rs.map((r) => ({
       files: r.files,
       runs: r.runs,
       'first re-hash (walk)': ms(r.firstRehashMs),
       'later re-hashes': ms(r.walkMs),
       vouched: `${r.vouched}/${r.runs}`,
+      'next manifest + digest': ms(r.testedMs),
       collapseRoot: ms(r.collapseMs),
       'collapseRoot p90': ms(r.collapseP90Ms),
+      'prepare + collapseRoot (later)': ms(r.prepareAndCollapseMs),
       'owner edit published': ms(r.ownerMs),
       'cp -a 10 files': ms(r.cpMs),
       'sha256sum 10': ms(r.sha256sumMs),
