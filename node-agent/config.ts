@@ -48,6 +48,8 @@ export interface AgentConfig {
   collapseStatusHoldMs: number;
   /** Watch the store's filesystem so collapses re-hash PRIME only when a change was observed (default true). */
   primeWatcher: boolean;
+  /** Set the kernel's favordynmods cgroup option at start (sandbox/cgroup-dynmods.ts; default true). */
+  cgroupFavorDynmods: boolean;
   /** Compact a Root's PRIME in the background once its stack is this deep (default 16; 0: never, only inline at MAX_STACK_DEPTH). */
   compactAtDepth: number;
 }
@@ -60,6 +62,9 @@ export const USAGE = `usage: worldline-node-agent --node-name NAME [--store DIR]
                            ideally storage the node's root cannot rewrite (env WORLDLINE_RECEIPTS_EXPORT)
   --cgroup-root DIR        where the node's cgroup hierarchies are mounted (default /sys/fs/cgroup;
                            env WORLDLINE_CGROUP_ROOT); Worlds' and supervisors' cgroups go under DIR/worldline
+  --cgroup-favor-dynmods on|off  set the kernel's favordynmods option on the host's cgroup2 mount at start,
+                           so a launch's cgroup moves do not wait for an RCU grace period (default on; env
+                           WORLDLINE_CGROUP_FAVOR_DYNMODS); off leaves the node's cgroup mounts as they are
   --trust-policy PATH      the trust policy (JSON, see docs/operations.md "Isolation waivers"), re-read for
                            each waiver (env WORLDLINE_TRUST_POLICY); without it every waiver is refused.
                            When it pins a collapse-grant signer for this node, every Collapse waits for the
@@ -141,6 +146,7 @@ export function parseAgentConfig(argv: readonly string[], env: NodeJS.ProcessEnv
       'launch-status-hold-ms': { type: 'string' },
       'collapse-status-hold-ms': { type: 'string' },
       'prime-watcher': { type: 'string' },
+      'cgroup-favor-dynmods': { type: 'string' },
       'compact-at-depth': { type: 'string' },
       'cgroup-root': { type: 'string' },
       'link-tls-dir': { type: 'string' },
@@ -172,6 +178,8 @@ export function parseAgentConfig(argv: readonly string[], env: NodeJS.ProcessEnv
   if (trustPolicy !== undefined && (!isAbsolute(trustPolicy) || trustPolicy.includes('\0'))) throw new Error(`--trust-policy must be an absolute file path, got "${trustPolicy}"\n${USAGE}`);
   const watcherFlag = values['prime-watcher'] ?? (env.WORLDLINE_PRIME_WATCHER || 'on');
   if (watcherFlag !== 'on' && watcherFlag !== 'off') throw new Error(`--prime-watcher must be on or off, got "${watcherFlag}"\n${USAGE}`);
+  const dynmodsFlag = values['cgroup-favor-dynmods'] ?? (env.WORLDLINE_CGROUP_FAVOR_DYNMODS || 'on');
+  if (dynmodsFlag !== 'on' && dynmodsFlag !== 'off') throw new Error(`--cgroup-favor-dynmods must be on or off, got "${dynmodsFlag}"\n${USAGE}`);
   const grantWaitSeconds = int('grant-wait-seconds', values['grant-wait-seconds'] ?? '30', 1, 600);
   const launchStatusHoldMs = int('launch-status-hold-ms', values['launch-status-hold-ms'] ?? String(LAUNCH_HOLD_MS), 0, 60_000);
   const collapseStatusHoldMs = int('collapse-status-hold-ms', values['collapse-status-hold-ms'] ?? String(COLLAPSE_HOLD_MS), 0, 60_000);
@@ -183,6 +191,7 @@ export function parseAgentConfig(argv: readonly string[], env: NodeJS.ProcessEnv
     launchStatusHoldMs,
     collapseStatusHoldMs,
     primeWatcher: watcherFlag === 'on',
+    cgroupFavorDynmods: dynmodsFlag === 'on',
     compactAtDepth,
     ...(kubeconfig ? { kubeconfig } : {}),
     ...(view ? { view } : {}),

@@ -1,3 +1,4 @@
+import { favorDynmods, type DynmodsOutcome } from './sandbox/cgroup-dynmods.js';
 // worldline-node-agent entry point: one per node, as root. Opens (and locks) the node store, adopts
 // this node's Roots, runs the Worlds bound to this node, heartbeats a Lease so the controller knows
 // the node is served, and serves health and metrics.
@@ -109,12 +110,21 @@ async function openNodeStore(cfg: AgentConfig, logger: Logger): Promise<{ store:
   // Collapse (issue 5): settle collapses a crash interrupted, before anything reads PRIME.
   for (const r of await recoverCollapses(store)) logger.warn('settled an interrupted collapse', { ...r });
   const cgroups = detectCgroups(cfg.cgroupRoot);
+  if (cfg.cgroupFavorDynmods) reportDynmods(favorDynmods(), logger);
   const swept = await sweepRunLeftovers(store, cgroups);
   const { failed, ...removed } = swept;
   if (Object.values(removed).some((l) => l.length > 0)) logger.warn('removed what runs of the previous agent left', { ...removed });
   for (const f of failed) logger.error('could not remove what a run of the previous agent left; its id range stays held', f);
   logger.info('store opened', { store: store.dir, cgroups: cgroups.version });
   return { store, cgroups };
+}
+
+/** What setting favordynmods did (sandbox/cgroup-dynmods.ts): launches are slower without it, never refused. */
+function reportDynmods(o: DynmodsOutcome, logger: Logger): void {
+  if (o.state === 'enabled') logger.info('set favordynmods on the cgroup2 mount: a launch\'s cgroup moves no longer wait for an RCU grace period', { mount: o.mount });
+  else if (o.state === 'already') logger.info('favordynmods is set on the cgroup2 mount', { mount: o.mount });
+  else if (o.state === 'refused') logger.warn('could not set favordynmods on the cgroup2 mount: each launch\'s first cgroup move may wait ~10 ms for an RCU grace period', { mount: o.mount, error: o.error });
+  else logger.info('no cgroup2 mount to set favordynmods on: each launch\'s first cgroup move may wait ~10 ms for an RCU grace period');
 }
 
 /** The node's admission authority as worlds and checks use it: a malformed ceiling does not stop the agent; every World is then refused by name. */

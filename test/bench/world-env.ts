@@ -45,6 +45,7 @@ const AGENT_CONFIG: AgentConfig = {
   grantWaitSeconds: 30,
   launchStatusHoldMs: 250,
   collapseStatusHoldMs: 250,
+  cgroupFavorDynmods: true,
   primeWatcher: true,
   compactAtDepth: 16,
   idSlots: 1,
