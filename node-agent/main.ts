@@ -1,4 +1,3 @@
-import { favorDynmods, type DynmodsOutcome } from './sandbox/cgroup-dynmods.js';
 // worldline-node-agent entry point: one per node, as root. Opens (and locks) the node store, adopts
 // this node's Roots, runs the Worlds bound to this node, heartbeats a Lease so the controller knows
 // the node is served, and serves health and metrics.
@@ -27,6 +26,7 @@ import { Heartbeat } from './heartbeat.js';
 import { FIELD_MANAGER, refs } from './api-refs.js';
 import { makeNodeRootReconciler } from './roots/root-reconciler.js';
 import { rootFinalizers } from './roots/root-finalizer.js';
+import { favorDynmods, type DynmodsOutcome } from './sandbox/cgroup-dynmods.js';
 import { recoverReleases } from './store/release-recovery.js';
 import { detectCgroups, type CgroupLayout } from './sandbox/cgroup.js';
 import { openStore, type Store } from './store/open-store.js';
