@@ -14,40 +14,7 @@
 
 import { readFileSync } from 'node:fs';
 import * as native from '../../native/index.js';
-
-/** One line of /proc/self/mountinfo, the fields this file reads. */
-export interface MountInfoEntry {
-  mountPoint: string;
-  /** Per-mount options (rw, nosuid, relatime…). */
-  mountOptions: string[];
-  fsType: string;
-  source: string;
-  /** Superblock options (for cgroup2: nsdelegate, memory_recursiveprot, favordynmods…). */
-  superOptions: string[];
-}
-
-/** mountinfo's octal escapes (\040 for a space, …) decoded. */
-function unescape(s: string): string {
-  return s.replace(/\\([0-7]{3})/g, (_m, o: string) => String.fromCharCode(parseInt(o, 8)));
-}
-
-/** Parses /proc/self/mountinfo text (proc(5)); lines it cannot read are skipped. */
-export function parseMountInfo(text: string): MountInfoEntry[] {
-  const out: MountInfoEntry[] = [];
-  for (const line of text.split('\n')) {
-    const f = line.split(' ');
-    const dash = f.indexOf('-');
-    if (dash < 6 || f.length < dash + 4) continue;
-    out.push({
-      mountPoint: unescape(f[4]!),
-      mountOptions: f[5]!.split(','),
-      fsType: f[dash + 1]!,
-      source: unescape(f[dash + 2]!),
-      superOptions: f[dash + 3]!.split(','),
-    });
-  }
-  return out;
-}
+import { parseMountinfo, type MountFact } from '../store/mount-table.js';
 
 const MOUNT_FLAGS: Readonly<Record<string, number>> = {
   ro: native.MS_RDONLY,
@@ -64,9 +31,9 @@ const MOUNT_FLAGS: Readonly<Record<string, number>> = {
  * The mount(2) call that adds `favordynmods` to a cgroup2 mount and changes nothing else: a remount sets
  * the mount's own flags and every superblock option anew, so the present ones are passed again.
  */
-export function favorDynmodsRemount(m: MountInfoEntry): { target: string; fstype: string; flags: number; data: string } {
+export function favorDynmodsRemount(m: MountFact): { target: string; fstype: string; flags: number; data: string } {
   let flags = native.MS_REMOUNT;
-  for (const o of m.mountOptions) flags |= MOUNT_FLAGS[o] ?? 0;
+  for (const o of m.options) flags |= MOUNT_FLAGS[o] ?? 0;
   const data = [...m.superOptions.filter((o) => o !== 'rw' && o !== 'ro' && o !== 'favordynmods'), 'favordynmods'].join(',');
   return { target: m.mountPoint, fstype: 'cgroup2', flags, data };
 }
@@ -82,16 +49,16 @@ export type DynmodsOutcome =
 
 /** Sets `favordynmods` on the first cgroup2 mount, and reads back whether the kernel shows it. */
 export function favorDynmods(readMountInfo: () => string = () => readFileSync('/proc/self/mountinfo', 'utf8'), mount: typeof native.mount = native.mount): DynmodsOutcome {
-  const cgroup2 = parseMountInfo(readMountInfo()).find((m) => m.fsType === 'cgroup2');
+  const cgroup2 = parseMountinfo(readMountInfo()).find((m) => m.fsType === 'cgroup2');
   if (!cgroup2) return { state: 'no-cgroup2' };
   if (cgroup2.superOptions.includes('favordynmods')) return { state: 'already', mount: cgroup2.mountPoint };
   const call = favorDynmodsRemount(cgroup2);
   try {
-    mount(cgroup2.source, call.target, call.fstype, call.flags, call.data);
+    mount(null, call.target, call.fstype, call.flags, call.data); // a remount's source is not read
   } catch (e) {
     return { state: 'refused', mount: cgroup2.mountPoint, error: (e as Error).message };
   }
-  const after = parseMountInfo(readMountInfo()).find((m) => m.fsType === 'cgroup2' && m.mountPoint === cgroup2.mountPoint);
+  const after = parseMountinfo(readMountInfo()).find((m) => m.fsType === 'cgroup2' && m.mountPoint === cgroup2.mountPoint);
   if (!after?.superOptions.includes('favordynmods')) return { state: 'refused', mount: cgroup2.mountPoint, error: `the kernel accepted the remount but ${cgroup2.mountPoint} does not show favordynmods (is the agent in the host's cgroup namespace?)` };
   return { state: 'enabled', mount: cgroup2.mountPoint };
 }

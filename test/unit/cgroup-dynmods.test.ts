@@ -1,11 +1,11 @@
-// favordynmods at agent start (node-agent/sandbox/cgroup-dynmods.ts), the pure part: reading
-// /proc/self/mountinfo, and the remount that adds the option while passing every mount flag and
+// favordynmods at agent start (node-agent/sandbox/cgroup-dynmods.ts), the pure part: the remount that adds the option while passing every mount flag and
 // superblock option the mount already has (a remount sets them all anew). The mount(2) call is recorded
 // here; test/kernel/cgroup-dynmods.test.ts makes it on the host's cgroup2 mount.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import * as native from '../../native/index.js';
-import { favorDynmods, favorDynmodsRemount, parseMountInfo } from '../../node-agent/sandbox/cgroup-dynmods.js';
+import { favorDynmods, favorDynmodsRemount } from '../../node-agent/sandbox/cgroup-dynmods.js';
+import { parseMountinfo } from '../../node-agent/store/mount-table.js';
 
 const SYSTEMD_V2 = '35 24 0:30 / /sys/fs/cgroup rw,nosuid,nodev,noexec,relatime shared:9 - cgroup2 cgroup2 rw,nsdelegate,memory_recursiveprot';
 const HYBRID = [
@@ -14,20 +14,12 @@ const HYBRID = [
   '41 31 0:38 / /sys/fs/cgroup/unified rw,relatime - cgroup2 cgroup2 rw',
 ].join('\n');
 
-test('mountinfo lines are read field by field, optional fields and escapes included', () => {
-  const [m] = parseMountInfo(SYSTEMD_V2);
-  assert.deepEqual(m, { mountPoint: '/sys/fs/cgroup', mountOptions: ['rw', 'nosuid', 'nodev', 'noexec', 'relatime'], fsType: 'cgroup2', source: 'cgroup2', superOptions: ['rw', 'nsdelegate', 'memory_recursiveprot'] });
-  assert.equal(parseMountInfo('50 24 0:40 / /mnt/a\\040b rw - tmpfs t rw')[0]!.mountPoint, '/mnt/a b');
-  assert.deepEqual(parseMountInfo('not a mountinfo line\n\n'), []);
-  assert.equal(parseMountInfo(HYBRID).length, 3);
-});
-
 test('the remount keeps the mount flags and every superblock option, and adds favordynmods once', () => {
-  const call = favorDynmodsRemount(parseMountInfo(SYSTEMD_V2)[0]!);
+  const call = favorDynmodsRemount(parseMountinfo(SYSTEMD_V2)[0]!);
   assert.equal(call.target, '/sys/fs/cgroup');
   assert.equal(call.data, 'nsdelegate,memory_recursiveprot,favordynmods');
   assert.equal(call.flags, native.MS_REMOUNT | native.MS_NOSUID | native.MS_NODEV | native.MS_NOEXEC | native.MS_RELATIME);
-  const ro = favorDynmodsRemount(parseMountInfo('35 24 0:30 / /c ro,noatime - cgroup2 cgroup2 ro,favordynmods')[0]!);
+  const ro = favorDynmodsRemount(parseMountinfo('35 24 0:30 / /c ro,noatime - cgroup2 cgroup2 ro,favordynmods')[0]!);
   assert.equal(ro.data, 'favordynmods');
   assert.equal(ro.flags, native.MS_REMOUNT | native.MS_RDONLY | native.MS_NOATIME);
 });
@@ -40,7 +32,7 @@ test('favorDynmods remounts the first cgroup2 mount, reads the option back, and 
     info = info.replace('cgroup2 cgroup2 rw', 'cgroup2 cgroup2 rw,favordynmods');
   };
   assert.deepEqual(favorDynmods(() => info, mount), { state: 'enabled', mount: '/sys/fs/cgroup/unified' });
-  assert.deepEqual(calls, [['cgroup2', '/sys/fs/cgroup/unified', 'cgroup2', native.MS_REMOUNT | native.MS_RELATIME, 'favordynmods']]);
+  assert.deepEqual(calls, [[null, '/sys/fs/cgroup/unified', 'cgroup2', native.MS_REMOUNT | native.MS_RELATIME, 'favordynmods']]);
   // Set already: nothing is mounted again.
   assert.deepEqual(favorDynmods(() => info, mount), { state: 'already', mount: '/sys/fs/cgroup/unified' });
   assert.equal(calls.length, 1);
