@@ -16,7 +16,9 @@ import { readFileSync } from 'node:fs';
 import * as native from '../../native/index.js';
 import { parseMountinfo, type MountFact } from '../store/mount-table.js';
 
+/** The per-mount options mount(2) takes back as flags; a mount showing any other is not remounted. */
 const MOUNT_FLAGS: Readonly<Record<string, number>> = {
+  rw: 0,
   ro: native.MS_RDONLY,
   nosuid: native.MS_NOSUID,
   nodev: native.MS_NODEV,
@@ -31,9 +33,11 @@ const MOUNT_FLAGS: Readonly<Record<string, number>> = {
  * The mount(2) call that adds `favordynmods` to a cgroup2 mount and changes nothing else: a remount sets
  * the mount's own flags and every superblock option anew, so the present ones are passed again.
  */
-export function favorDynmodsRemount(m: MountFact): { target: string; fstype: string; flags: number; data: string } {
+export function favorDynmodsRemount(m: MountFact): { target: string; fstype: string; flags: number; data: string } | { unknown: string[] } {
+  const unknown = m.options.filter((o) => MOUNT_FLAGS[o] === undefined);
+  if (unknown.length > 0) return { unknown };
   let flags = native.MS_REMOUNT;
-  for (const o of m.options) flags |= MOUNT_FLAGS[o] ?? 0;
+  for (const o of m.options) flags |= MOUNT_FLAGS[o]!;
   const data = [...m.superOptions.filter((o) => o !== 'rw' && o !== 'ro' && o !== 'favordynmods'), 'favordynmods'].join(',');
   return { target: m.mountPoint, fstype: 'cgroup2', flags, data };
 }
@@ -53,6 +57,8 @@ export function favorDynmods(readMountInfo: () => string = () => readFileSync('/
   if (!cgroup2) return { state: 'no-cgroup2' };
   if (cgroup2.superOptions.includes('favordynmods')) return { state: 'already', mount: cgroup2.mountPoint };
   const call = favorDynmodsRemount(cgroup2);
+  // A remount would clear an option it cannot pass back: the mount is left as it is.
+  if ('unknown' in call) return { state: 'refused', mount: cgroup2.mountPoint, error: `${cgroup2.mountPoint} has mount option(s) ${call.unknown.join(', ')} a remount could not keep; it is left as it is` };
   try {
     mount(null, call.target, call.fstype, call.flags, call.data); // a remount's source is not read
   } catch (e) {

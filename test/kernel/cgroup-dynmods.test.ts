@@ -19,6 +19,7 @@ test('favorDynmods sets the option on the host cgroup2 mount and changes nothing
   assert.ok(before, 'this test needs a cgroup2 mount (the host shows none in /proc/self/mountinfo)');
   // Taken off: the remount the agent makes, with the option removed from its data.
   const off = favorDynmodsRemount(before);
+  assert.ok(!('unknown' in off), `this host's cgroup2 mount has options a remount could not keep: ${JSON.stringify(off)}`);
   native.mount(null, off.target, off.fstype, off.flags, off.data.split(',').filter((o) => o !== 'favordynmods').join(','));
   const cleared = cgroup2()!;
   assert.ok(!cleared.superOptions.includes('favordynmods'), `the option could not be taken off for the test: ${cleared.superOptions.join(',')}`);

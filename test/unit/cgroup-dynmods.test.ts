@@ -16,12 +16,22 @@ const HYBRID = [
 
 test('the remount keeps the mount flags and every superblock option, and adds favordynmods once', () => {
   const call = favorDynmodsRemount(parseMountinfo(SYSTEMD_V2)[0]!);
+  assert.ok(!('unknown' in call), JSON.stringify(call));
   assert.equal(call.target, '/sys/fs/cgroup');
   assert.equal(call.data, 'nsdelegate,memory_recursiveprot,favordynmods');
   assert.equal(call.flags, native.MS_REMOUNT | native.MS_NOSUID | native.MS_NODEV | native.MS_NOEXEC | native.MS_RELATIME);
   const ro = favorDynmodsRemount(parseMountinfo('35 24 0:30 / /c ro,noatime - cgroup2 cgroup2 ro,favordynmods')[0]!);
+  assert.ok(!('unknown' in ro), JSON.stringify(ro));
   assert.equal(ro.data, 'favordynmods');
   assert.equal(ro.flags, native.MS_REMOUNT | native.MS_RDONLY | native.MS_NOATIME);
+});
+
+test('a mount with a per-mount option the remount could not pass back is not remounted at all', () => {
+  const odd = parseMountinfo('35 24 0:30 / /sys/fs/cgroup rw,nosuid,nodiratime - cgroup2 cgroup2 rw,nsdelegate')[0]!;
+  assert.deepEqual(favorDynmodsRemount(odd), { unknown: ['nodiratime'] });
+  const o = favorDynmods(() => '35 24 0:30 / /sys/fs/cgroup rw,nosuid,nodiratime - cgroup2 cgroup2 rw,nsdelegate', () => assert.fail('remounted a mount whose options it could not keep'));
+  assert.equal(o.state, 'refused');
+  assert.match((o as { error: string }).error, /nodiratime/);
 });
 
 test('favorDynmods remounts the first cgroup2 mount, reads the option back, and names each other outcome', () => {
