@@ -59,14 +59,19 @@ test('fault campaign: Worlds and Collapses under kill -9 of every component', { 
       finished = true;
     });
     let work;
+    let workError: unknown;
     try {
       work = await runWorkload(s, plan, say, () => finished);
+    } catch (e) {
+      workError = e;
     } finally {
       finished = true;
       await faults;
     }
-    // A component that did not come back fails the campaign (the workload stopped at once).
-    if (faultError !== undefined) throw faultError;
+    // A component that did not come back fails the campaign, and is the cause to report: the workload
+    // stops at once, and what it was doing then failed only because of it.
+    if (faultError !== undefined) throw new Error(`seed ${seed}: ${faultError.message}`, { cause: workError ?? faultError });
+    if (workError !== undefined || work === undefined) throw workError;
     const supervisorError = s.supervisorError();
     if (supervisorError !== undefined) throw supervisorError;
     const lastFault = Date.now();

@@ -58,14 +58,15 @@ export function planWorkload(rng: Rng, worlds: number, rootCount: number): Plan 
   return { roots, waves };
 }
 
-/** kubectl through a control plane that may be down: retried until it succeeds or `timeoutMs` passes. */
-export async function retrying<T>(what: string, fn: () => Promise<T>, timeoutMs = 180_000): Promise<T> {
+/** kubectl through a control plane that may be down: retried until it succeeds, `timeoutMs` passes, or `aborted()`. */
+export async function retrying<T>(what: string, fn: () => Promise<T>, timeoutMs = 180_000, aborted: () => boolean = () => false): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     try {
       return await fn();
     } catch (e) {
       if (Date.now() > deadline) throw new Error(`${what}: still failing after ${timeoutMs} ms: ${(e as Error).message}`, { cause: e });
+      if (aborted()) throw new Error(`${what}: given up, the campaign was stopped: ${(e as Error).message}`, { cause: e });
       await sleep(500);
     }
   }
@@ -78,8 +79,8 @@ function labelled(manifest: string, wave: number): string {
 }
 
 /** Every object of `kind` in the default namespace (retried). */
-export async function listAll(s: FaultStack, kind: string, selector?: string): Promise<Record<string, any>[]> {
-  return retrying(`list ${kind}`, async () => ((await getJson(s.cp, ['get', kind, '-n', 'default', ...(selector ? ['-l', selector] : [])]))?.items ?? []) as Record<string, any>[]);
+export async function listAll(s: FaultStack, kind: string, selector?: string, aborted?: () => boolean): Promise<Record<string, any>[]> {
+  return retrying(`list ${kind}`, async () => ((await getJson(s.cp, ['get', kind, '-n', 'default', ...(selector ? ['-l', selector] : [])]))?.items ?? []) as Record<string, any>[], undefined, aborted);
 }
 
 /** Creates each Root's host directory (shared.txt and a subdirectory, owned by OWNER) and waits until all are Ready. */
@@ -115,19 +116,19 @@ export async function runWorkload(s: FaultStack, plan: Plan, say: (msg: string) 
   for (const [i, wave] of plan.waves.entries()) {
     if (aborted()) break;
     const worlds = wave.worlds.map((w) => labelled(worldManifest(w.name, shWorld([w.root], w.script)), i)).join('\n');
-    await retrying(`wave ${i}: apply Worlds`, () => kc(s.cp, ['apply', '-f', '-'], worlds));
+    await retrying(`wave ${i}: apply Worlds`, () => kc(s.cp, ['apply', '-f', '-'], worlds), undefined, aborted);
     result.worlds += wave.worlds.length;
     const deadline = Date.now() + waveWaitMs;
     let final = 0;
     while (Date.now() < deadline && !aborted()) {
-      const items = await listAll(s, 'worlds', `${WAVE_LABEL}=${i}`).catch(() => []);
+      const items = await listAll(s, 'worlds', `${WAVE_LABEL}=${i}`, aborted).catch(() => []);
       final = items.filter((w) => WORLD_FINAL.includes(w.status?.phase)).length;
       if (final === wave.worlds.length) break;
       await sleep(500);
     }
     if (final < wave.worlds.length) result.slowWaves.push(i);
     const collapses = wave.collapse.map((w) => labelled(collapseManifest(`${w}-col`, w), i)).join('\n');
-    await retrying(`wave ${i}: apply Collapses`, () => kc(s.cp, ['apply', '-f', '-'], collapses));
+    await retrying(`wave ${i}: apply Collapses`, () => kc(s.cp, ['apply', '-f', '-'], collapses), undefined, aborted);
     result.collapses += wave.collapse.length;
     say(`wave ${i + 1}/${plan.waves.length}: ${final}/${wave.worlds.length} Worlds final, ${wave.collapse.length} Collapses applied`);
   }

@@ -6,6 +6,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { closeSync, openSync, readFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { tail } from '../../scripts/controlplane/processes.js';
 
 const restarted = new Set<ChildProcess>();
 process.on('exit', () => {
@@ -81,9 +82,9 @@ export function restartable(name: string, pid: number, log: string, healthy: () 
       restarts++;
       const deadline = Date.now() + timeoutMs;
       for (;;) {
-        if (dead(current)) throw new Error(`${name} exited right after its restart; see ${log}`);
+        if (dead(current)) throw new Error(`${name} exited right after its restart; the end of ${log}:\n${tail(log, 15)}`);
         if (await healthy().catch(() => false)) return;
-        if (Date.now() > deadline) throw new Error(`${name} not healthy ${timeoutMs} ms after its restart; see ${log}`);
+        if (Date.now() > deadline) throw new Error(`${name} not healthy ${timeoutMs} ms after its restart; the end of ${log}:\n${tail(log, 15)}`);
         await sleep(200);
       }
     },
