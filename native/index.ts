@@ -8,7 +8,7 @@ export {
 } from './fanotify.js';
 export { loopAttach, loopDetach, copySparse } from './loop.js';
 export { openat2, openBeneath, closeFd, forceBeneathFallback, statx, renameat2, fsyncPath, fsyncFd, lgetxattr, llistxattr } from './files.js';
-export { mount, umount2, bindMount, mountOverlay, mountTmpfs, createUserNamespace, createMountTemplate, mountIdmapped, openDetachedTree } from './mounts.js';
+export { mount, mountInCgroupNs, umount2, bindMount, mountOverlay, mountTmpfs, createUserNamespace, createMountTemplate, mountIdmapped, openDetachedTree } from './mounts.js';
 export { spawnSandbox, spawnSupervisedSandbox, shimPath, pidfdOpen, pidfdSendSignal, watchPidfd, validateSandboxOptions, SandboxChannel, MAX_PROBE_PATHS } from './sandbox.js';
 export { parseObservation, parseRecord, recordLength, observationProblems, SandboxSetupError, type ObservationRecord } from './observation.js';
 export { nsIds } from './ns.js';

@@ -36,6 +36,22 @@ export function mount(source: string | null, target: string, fstype: string | nu
   );
 }
 
+/**
+ * mount(2) made from the cgroup namespace at `nsPath` (a /proc/<pid>/ns/cgroup), by a short-lived thread
+ * of its own: the caller's namespaces never change. For cgroup2 superblock options the kernel takes only
+ * from the initial cgroup namespace (favordynmods).
+ */
+export function mountInCgroupNs(nsPath: string, source: string | null, target: string, fstype: string | null, flags: number, data?: string): void {
+  binding.mountInCgroupNs(
+    v.absolutePath('nsPath', nsPath),
+    source === null ? null : v.string('source', source),
+    v.absolutePath('target', target),
+    fstype === null ? null : v.nonEmptyString('fstype', fstype),
+    v.flags32('flags', flags),
+    data === undefined ? null : v.string('data', data),
+  );
+}
+
 /** umount2(2), unchanged. */
 export function umount2(target: string, flags: number): void {
   binding.umount2(v.absolutePath('target', target), v.integer('flags', flags, 0, 0xff));

@@ -246,6 +246,7 @@ export interface NativeBinding {
   llistxattr(path: string): string[];
   mount(source: string | null, target: string, fstype: string | null, flags: number, data: string | null): void;
   umount2(target: string, flags: number): void;
+  mountInCgroupNs(nsPath: string, source: string | null, target: string, fstype: string | null, flags: number, data: string | null): void;
   cloneMount(source: string, target: string, recursive: boolean, attrSet: number, usernsFd: number): void;
   openDetachedTree(source: string): number;
   mountOverlay(target: string, lower: string[], upper: string, work: string, extra: string[], attrFlags: number): void;

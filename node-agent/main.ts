@@ -45,7 +45,7 @@ import { AdmissionAuthority, checkResourcesOf } from './admission/admission-auth
 import { loadAdmissionPolicy } from './admission/admission-host.js';
 import { observeNode } from './admission/observe-node.js';
 import { agentPolicyRecord, agentRequestRecord, baseSubject } from './isolation/world-request.js';
-import { createAgentMetrics, type AgentMetrics } from './metrics.js';
+import { createAgentMetrics, type AgentMetrics, type FavorDynmodsState } from './metrics.js';
 import { enableBackgroundCompaction } from './collapses/background-compaction.js';
 import { listRoots } from './store/store-records.js';
 import { NodeChecks } from './checks/check-reconciler.js';
@@ -85,7 +85,7 @@ function grantRevoked(trustPolicy: string | undefined, id: string): boolean {
 }
 
 /** Opens (and locks) the store, settles what a crash interrupted, removes leftovers of unrecorded worlds. */
-async function openNodeStore(cfg: AgentConfig, logger: Logger): Promise<{ store: Store; cgroups: CgroupLayout }> {
+async function openNodeStore(cfg: AgentConfig, logger: Logger): Promise<{ store: Store; cgroups: CgroupLayout; dynmods: FavorDynmodsState }> {
   let opened;
   try {
     opened = await openStore({ dir: cfg.storeDir, watchPrime: cfg.primeWatcher });
@@ -110,21 +110,23 @@ async function openNodeStore(cfg: AgentConfig, logger: Logger): Promise<{ store:
   // Collapse (issue 5): settle collapses a crash interrupted, before anything reads PRIME.
   for (const r of await recoverCollapses(store)) logger.warn('settled an interrupted collapse', { ...r });
   const cgroups = detectCgroups(cfg.cgroupRoot);
-  if (cfg.cgroupFavorDynmods) reportDynmods(favorDynmods(), logger);
+  const dynmods = cfg.cgroupFavorDynmods ? reportDynmods(favorDynmods(), logger) : 'off';
   const swept = await sweepRunLeftovers(store, cgroups);
   const { failed, ...removed } = swept;
   if (Object.values(removed).some((l) => l.length > 0)) logger.warn('removed what runs of the previous agent left', { ...removed });
   for (const f of failed) logger.error('could not remove what a run of the previous agent left; its id range stays held', f);
   logger.info('store opened', { store: store.dir, cgroups: cgroups.version });
-  return { store, cgroups };
+  return { store, cgroups, dynmods };
 }
 
-/** What setting favordynmods did (sandbox/cgroup-dynmods.ts): launches are slower without it, never refused. */
-function reportDynmods(o: DynmodsOutcome, logger: Logger): void {
-  if (o.state === 'enabled') logger.info('set favordynmods on the cgroup2 mount: a launch\'s cgroup moves no longer wait for an RCU grace period', { mount: o.mount });
+/** What setting favordynmods did (sandbox/cgroup-dynmods.ts), logged: launches are slower without it, never refused. */
+function reportDynmods(o: DynmodsOutcome, logger: Logger): FavorDynmodsState {
+  const from = o.state === 'enabled' || o.state === 'refused' ? (o.cgroupNs !== undefined ? { cgroupNs: o.cgroupNs } : {}) : {};
+  if (o.state === 'enabled') logger.info('set favordynmods on the cgroup2 mount: a launch\'s cgroup moves no longer wait for an RCU grace period', { mount: o.mount, ...from });
   else if (o.state === 'already') logger.info('favordynmods is set on the cgroup2 mount', { mount: o.mount });
-  else if (o.state === 'refused') logger.warn('could not set favordynmods on the cgroup2 mount: each launch\'s first cgroup move may wait ~10 ms for an RCU grace period', { mount: o.mount, error: o.error });
+  else if (o.state === 'refused') logger.warn('could not set favordynmods on the cgroup2 mount: each launch\'s first cgroup move may wait ~10 ms for an RCU grace period', { mount: o.mount, error: o.error, ...from });
   else logger.info('no cgroup2 mount to set favordynmods on: each launch\'s first cgroup move may wait ~10 ms for an RCU grace period');
+  return o.state;
 }
 
 /** The node's admission authority as worlds and checks use it: a malformed ceiling does not stop the agent; every World is then refused by name. */
@@ -201,13 +203,14 @@ async function main(): Promise<void> {
   const cfg = parseAgentConfig(process.argv.slice(2), process.env);
   const logger = createLogger('worldline-node-agent', { level: cfg.logLevel }).child({ node: cfg.nodeName });
   if (process.getuid?.() !== 0) throw new Error('the node-agent must run as root (it mounts, creates namespaces and writes cgroups)');
-  const { store, cgroups } = await openNodeStore(cfg, logger);
+  const { store, cgroups, dynmods } = await openNodeStore(cfg, logger);
 
   const kc = loadKubeConfig(cfg.kubeconfig ? { kubeconfig: cfg.kubeconfig } : {});
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
   const metrics = createReconcileMetrics(registry);
   const agentMetrics = createAgentMetrics(registry);
+  agentMetrics.favorDynmods(dynmods);
   store.primeMeasures.onRehash = (by) => agentMetrics.primeRehash(by);
 
   const admission = nodeAdmission(cfg, store, agentMetrics, logger);

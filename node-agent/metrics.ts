@@ -65,7 +65,13 @@ export interface AgentMetrics {
   compaction(outcome: 'compacted' | 'refused' | 'failed', seconds?: number): void;
   /** Set how many Roots wait for, or are in, PRIME's background upkeep (compaction or measurement). */
   backlog(roots: number): void;
+  /** Record what setting favordynmods found at start (sandbox/cgroup-dynmods.ts), or `off` when not asked to. */
+  favorDynmods(state: FavorDynmodsState): void;
 }
+
+/** What setting the kernel's favordynmods cgroup option found at agent start. */
+export const FAVOR_DYNMODS_STATES = ['enabled', 'already', 'refused', 'no-cgroup2', 'off'] as const;
+export type FavorDynmodsState = (typeof FAVOR_DYNMODS_STATES)[number];
 
 function getOrCreate<T>(registry: Registry, name: string, create: () => T): T {
   return (registry.getSingleMetric(name) as T | undefined) ?? create();
@@ -139,6 +145,10 @@ export function createAgentMetrics(registry: Registry): AgentMetrics {
     new Gauge({ name: 'worldline_upkeep_backlog', help: "Roots waiting for, or in, the background upkeep of their PRIME (a compaction of a deep stack, or a walk that measures PRIME ahead of the next collapse).", registers }),
   );
 
+  const favorDynmodsState = getOrCreate(registry, 'worldline_cgroup_favor_dynmods', () =>
+    new Gauge({ name: 'worldline_cgroup_favor_dynmods', help: "1 for what setting the kernel's favordynmods cgroup option found at agent start (enabled, already, refused, no-cgroup2, off), 0 for the rest. Without it each launch's first cgroup move may wait ~10 ms.", labelNames: ['state'] as const, registers }),
+  );
+
   // Every bounded series exists from the start, so a rate over it has a zero to start from.
   for (const by of ['walk', 'watcher'] as const) primeRehashes.inc({ by }, 0);
   for (const outcome of ['PUBLISHED', 'OWNER_EDIT_UNPUBLISHABLE']) ownerEdits.inc({ outcome }, 0);
@@ -205,5 +215,8 @@ export function createAgentMetrics(registry: Registry): AgentMetrics {
     },
     upkeepBacklog,
     backlog: (roots) => upkeepBacklog.set(roots),
+    favorDynmods: (state) => {
+      for (const s of FAVOR_DYNMODS_STATES) favorDynmodsState.set({ state: s }, s === state ? 1 : 0);
+    },
   };
 }

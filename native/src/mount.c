@@ -1,6 +1,16 @@
-/* Thin mount(2) and umount2(2). */
+/* Thin mount(2) and umount2(2), and mount(2) made from another cgroup namespace.
+ *
+ * mountInCgroupNs(nsPath, source, target, fstype, flags, data): a short-lived pthread, every signal
+ * blocked, enters the cgroup namespace at nsPath (setns CLONE_NEWCGROUP, a per-thread attribute: the
+ * calling thread never changes namespace) and makes the one mount(2) call there. The kernel applies some
+ * cgroup2 superblock options (favordynmods, nsdelegate) only when asked from the initial cgroup namespace;
+ * a node-agent in a pod has its own, and reaches the node's through /proc/1/ns/cgroup (hostPID). */
 #include "wl.h"
 
+#include <fcntl.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
 #include <sys/mount.h>
 
 static napi_value js_mount(napi_env env, napi_callback_info info) {
@@ -30,7 +40,55 @@ static napi_value js_umount2(napi_env env, napi_callback_info info) {
   return wl_undefined(env);
 }
 
+typedef struct {
+  int nsfd;
+  const char *source, *target, *fstype, *data;
+  unsigned long flags;
+  /* results */
+  int err;
+  const char *syscall;
+} cgroupns_mount_job;
+
+static void *cgroupns_mount_thread(void *arg) {
+  cgroupns_mount_job *job = arg;
+  sigset_t old;
+  wl_block_all_signals(&old);
+  if (setns(job->nsfd, CLONE_NEWCGROUP) != 0) {
+    job->err = errno;
+    job->syscall = "setns";
+  } else if (WL_RETRY(mount(job->source, job->target, job->fstype, job->flags, job->data)) != 0) {
+    job->err = errno;
+    job->syscall = "mount";
+  }
+  return NULL;
+}
+
+static napi_value js_mount_in_cgroupns(napi_env env, napi_callback_info info) {
+  napi_value argv[6];
+  WL_AUTOFREE char *nspath = NULL;
+  WL_AUTOFREE char *source = NULL;
+  WL_AUTOFREE char *target = NULL;
+  WL_AUTOFREE char *fstype = NULL;
+  WL_AUTOFREE char *data = NULL;
+  uint64_t flags;
+  if (!wl_args(env, info, 6, argv) || !wl_string(env, argv[0], "nsPath", &nspath) ||
+      !wl_string_or_null(env, argv[1], "source", &source) || !wl_string(env, argv[2], "target", &target) ||
+      !wl_string_or_null(env, argv[3], "fstype", &fstype) || !wl_uint64(env, argv[4], "flags", &flags) ||
+      !wl_string_or_null(env, argv[5], "data", &data))
+    return NULL;
+  WL_AUTOCLOSE int nsfd = WL_RETRY(open(nspath, O_RDONLY | O_CLOEXEC));
+  if (nsfd < 0) return wl_throw_errno(env, errno, "open", nspath);
+  cgroupns_mount_job job = {.nsfd = nsfd, .source = source, .target = target, .fstype = fstype, .data = data, .flags = (unsigned long)flags};
+  pthread_t tid;
+  int rc = pthread_create(&tid, NULL, cgroupns_mount_thread, &job);
+  if (rc != 0) return wl_throw_errno(env, rc, "pthread_create", NULL);
+  rc = pthread_join(tid, NULL);
+  if (rc != 0) return wl_throw_errno(env, rc, "pthread_join", NULL);
+  if (job.err != 0) return wl_throw_errno(env, job.err, job.syscall, job.syscall[0] == 's' ? nspath : target);
+  return wl_undefined(env);
+}
+
 bool wl_register_mount(napi_env env, napi_value exports) {
-  static const wl_fn fns[] = {{"mount", js_mount}, {"umount2", js_umount2}};
-  return wl_export_fns(env, exports, fns, 2);
+  static const wl_fn fns[] = {{"mount", js_mount}, {"umount2", js_umount2}, {"mountInCgroupNs", js_mount_in_cgroupns}};
+  return wl_export_fns(env, exports, fns, 3);
 }

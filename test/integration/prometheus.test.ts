@@ -1,9 +1,10 @@
 // A real Prometheus (Debian's /usr/bin/prometheus) scrapes the node-agent and the controller of a real stack;
 // what the components count is read back through Prometheus's HTTP API: an admission refusal on the node
-// (worldline_admission_decisions_total{outcome="RESOURCES_UNAVAILABLE"}) and the controller's reconciles.
+// (worldline_admission_decisions_total{outcome="RESOURCES_UNAVAILABLE"}), what setting favordynmods found at
+// the agent's start, and the controller's reconciles.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { startPrometheus, type Prometheus } from '../support/prometheus.js';
 import { startStack, type Stack } from '../support/stack.js';
 import { kc, waitFor } from '../support/wait.js';
@@ -70,6 +71,23 @@ describe('Prometheus scrapes the node-agent and the controller', () => {
     await kc(s.cp, ['delete', 'world', 'holder', '-n', 'default', '--wait=false']);
     await s.waitWorld('waiter', ['Captured']);
     await waitFor('Prometheus to see the second admission', async () => (await scalar(prom, 'sum(worldline_admission_decisions_total{job="node-agent",outcome="ADMITTED"})')) === 2);
+  });
+
+  test("what setting favordynmods found at the agent's start is one series at 1, read back from the kernel", async () => {
+    // The agent runs on this host, in its cgroup namespace: the option was set (enabled) or found set (already).
+    const on = await waitFor('worldline_cgroup_favor_dynmods scraped', async () => {
+      const r = await prom.query('worldline_cgroup_favor_dynmods{job="node-agent"} == 1');
+      return r.length > 0 ? r : undefined;
+    });
+    assert.equal(on.length, 1, JSON.stringify(on));
+    const state = on[0]!.metric['state'];
+    const shown = readFileSync('/proc/self/mountinfo', 'utf8').split('\n').find((l) => l.includes(' - cgroup2 '));
+    assert.ok(shown, 'this host has a cgroup2 mount');
+    assert.ok(state === 'enabled' || state === 'already', `state ${String(state)}`);
+    assert.match(shown, / - cgroup2 \S+ \S*favordynmods/, 'the kernel shows the option the gauge says is set');
+    // Every other state is a series at 0.
+    const zeros = (await prom.query('worldline_cgroup_favor_dynmods{job="node-agent"} == 0')).map((r) => r.metric['state']).sort();
+    assert.deepEqual(zeros, ['already', 'enabled', 'no-cgroup2', 'off', 'refused'].filter((x) => x !== state));
   });
 
   test('the controller\'s reconciles are scraped', async () => {
