@@ -11,21 +11,34 @@
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
+#include <string.h>
 #include <sys/mount.h>
+
+/* The five arguments of mount(2) from argv[0..4]; false (a JS exception pending) when one is not valid. */
+typedef struct {
+  char *source, *target, *fstype, *data;
+  uint64_t flags;
+} mount_args;
+
+static void free_mount_args(mount_args *a) {
+  free(a->source);
+  free(a->target);
+  free(a->fstype);
+  free(a->data);
+}
+
+static bool read_mount_args(napi_env env, napi_value *argv, mount_args *a) {
+  return wl_string_or_null(env, argv[0], "source", &a->source) && wl_string(env, argv[1], "target", &a->target) &&
+         wl_string_or_null(env, argv[2], "fstype", &a->fstype) && wl_uint64(env, argv[3], "flags", &a->flags) &&
+         wl_string_or_null(env, argv[4], "data", &a->data);
+}
 
 static napi_value js_mount(napi_env env, napi_callback_info info) {
   napi_value argv[5];
-  WL_AUTOFREE char *source = NULL;
-  WL_AUTOFREE char *target = NULL;
-  WL_AUTOFREE char *fstype = NULL;
-  WL_AUTOFREE char *data = NULL;
-  uint64_t flags;
-  if (!wl_args(env, info, 5, argv) || !wl_string_or_null(env, argv[0], "source", &source) ||
-      !wl_string(env, argv[1], "target", &target) || !wl_string_or_null(env, argv[2], "fstype", &fstype) ||
-      !wl_uint64(env, argv[3], "flags", &flags) || !wl_string_or_null(env, argv[4], "data", &data))
-    return NULL;
-  if (WL_RETRY(mount(source, target, fstype, (unsigned long)flags, data)) != 0)
-    return wl_throw_errno(env, errno, "mount", target);
+  mount_args a __attribute__((cleanup(free_mount_args))) = {0};
+  if (!wl_args(env, info, 5, argv) || !read_mount_args(env, argv, &a)) return NULL;
+  if (WL_RETRY(mount(a.source, a.target, a.fstype, (unsigned long)a.flags, a.data)) != 0)
+    return wl_throw_errno(env, errno, "mount", a.target);
   return wl_undefined(env);
 }
 
@@ -66,25 +79,18 @@ static void *cgroupns_mount_thread(void *arg) {
 static napi_value js_mount_in_cgroupns(napi_env env, napi_callback_info info) {
   napi_value argv[6];
   WL_AUTOFREE char *nspath = NULL;
-  WL_AUTOFREE char *source = NULL;
-  WL_AUTOFREE char *target = NULL;
-  WL_AUTOFREE char *fstype = NULL;
-  WL_AUTOFREE char *data = NULL;
-  uint64_t flags;
-  if (!wl_args(env, info, 6, argv) || !wl_string(env, argv[0], "nsPath", &nspath) ||
-      !wl_string_or_null(env, argv[1], "source", &source) || !wl_string(env, argv[2], "target", &target) ||
-      !wl_string_or_null(env, argv[3], "fstype", &fstype) || !wl_uint64(env, argv[4], "flags", &flags) ||
-      !wl_string_or_null(env, argv[5], "data", &data))
+  mount_args a __attribute__((cleanup(free_mount_args))) = {0};
+  if (!wl_args(env, info, 6, argv) || !wl_string(env, argv[0], "nsPath", &nspath) || !read_mount_args(env, argv + 1, &a))
     return NULL;
   WL_AUTOCLOSE int nsfd = WL_RETRY(open(nspath, O_RDONLY | O_CLOEXEC));
   if (nsfd < 0) return wl_throw_errno(env, errno, "open", nspath);
-  cgroupns_mount_job job = {.nsfd = nsfd, .source = source, .target = target, .fstype = fstype, .data = data, .flags = (unsigned long)flags};
+  cgroupns_mount_job job = {.nsfd = nsfd, .source = a.source, .target = a.target, .fstype = a.fstype, .data = a.data, .flags = (unsigned long)a.flags};
   pthread_t tid;
   int rc = pthread_create(&tid, NULL, cgroupns_mount_thread, &job);
   if (rc != 0) return wl_throw_errno(env, rc, "pthread_create", NULL);
   rc = pthread_join(tid, NULL);
   if (rc != 0) return wl_throw_errno(env, rc, "pthread_join", NULL);
-  if (job.err != 0) return wl_throw_errno(env, job.err, job.syscall, job.syscall[0] == 's' ? nspath : target);
+  if (job.err != 0) return wl_throw_errno(env, job.err, job.syscall, strcmp(job.syscall, "setns") == 0 ? nspath : a.target);
   return wl_undefined(env);
 }
 
