@@ -1,6 +1,7 @@
 // Loopback ports for etcd and kube-apiserver: free ones, or the ones a kept control plane used before.
 //
-// They are drawn from below the kernel's ephemeral range (net.ipv4.ip_local_port_range), never from it.
+// They are drawn from outside the kernel's ephemeral range (net.ipv4.ip_local_port_range): below it,
+// else above it.
 // etcd and kube-apiserver are started again on the same ports (a kept control plane, the fault campaign's
 // kill -9 and restart); while one is down, an outgoing connection of any process on the host may be given
 // its port as a source port, and then its listener cannot bind (EADDRINUSE) until that connection closes.
@@ -9,7 +10,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { randomInt } from 'node:crypto';
 
-/** The lowest port that neither the ephemeral range nor a privileged port can be. */
+/** The lowest port drawn: well above the privileged ports and the usual fixed ones of system services. */
 const LOWEST = 10_000;
 
 /** The kernel's ephemeral port range, [low, high]. */
