@@ -25,15 +25,20 @@ function attrFlags(name: string, o: AttrFlags): number {
   return attr;
 }
 
-/** mount(2), unchanged. */
-export function mount(source: string | null, target: string, fstype: string | null, flags: number, data?: string): void {
-  binding.mount(
+/** mount(2)'s five arguments, checked as both mount calls take them. */
+function mountArgs(source: string | null, target: string, fstype: string | null, flags: number, data?: string): [string | null, string, string | null, number, string | null] {
+  return [
     source === null ? null : v.string('source', source),
     v.absolutePath('target', target),
     fstype === null ? null : v.nonEmptyString('fstype', fstype),
     v.flags32('flags', flags),
     data === undefined ? null : v.string('data', data),
-  );
+  ];
+}
+
+/** mount(2), unchanged. */
+export function mount(source: string | null, target: string, fstype: string | null, flags: number, data?: string): void {
+  binding.mount(...mountArgs(source, target, fstype, flags, data));
 }
 
 /**
@@ -42,14 +47,7 @@ export function mount(source: string | null, target: string, fstype: string | nu
  * from the initial cgroup namespace (favordynmods).
  */
 export function mountInCgroupNs(nsPath: string, source: string | null, target: string, fstype: string | null, flags: number, data?: string): void {
-  binding.mountInCgroupNs(
-    v.absolutePath('nsPath', nsPath),
-    source === null ? null : v.string('source', source),
-    v.absolutePath('target', target),
-    fstype === null ? null : v.nonEmptyString('fstype', fstype),
-    v.flags32('flags', flags),
-    data === undefined ? null : v.string('data', data),
-  );
+  binding.mountInCgroupNs(v.absolutePath('nsPath', nsPath), ...mountArgs(source, target, fstype, flags, data));
 }
 
 /** umount2(2), unchanged. */

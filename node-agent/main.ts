@@ -26,7 +26,7 @@ import { Heartbeat } from './heartbeat.js';
 import { FIELD_MANAGER, refs } from './api-refs.js';
 import { makeNodeRootReconciler } from './roots/root-reconciler.js';
 import { rootFinalizers } from './roots/root-finalizer.js';
-import { favorDynmods, type DynmodsOutcome } from './sandbox/cgroup-dynmods.js';
+import { favorDynmods, type DynmodsOutcome, type FavorDynmodsState } from './sandbox/cgroup-dynmods.js';
 import { recoverReleases } from './store/release-recovery.js';
 import { detectCgroups, type CgroupLayout } from './sandbox/cgroup.js';
 import { openStore, type Store } from './store/open-store.js';
@@ -45,7 +45,7 @@ import { AdmissionAuthority, checkResourcesOf } from './admission/admission-auth
 import { loadAdmissionPolicy } from './admission/admission-host.js';
 import { observeNode } from './admission/observe-node.js';
 import { agentPolicyRecord, agentRequestRecord, baseSubject } from './isolation/world-request.js';
-import { createAgentMetrics, type AgentMetrics, type FavorDynmodsState } from './metrics.js';
+import { createAgentMetrics, type AgentMetrics } from './metrics.js';
 import { enableBackgroundCompaction } from './collapses/background-compaction.js';
 import { listRoots } from './store/store-records.js';
 import { NodeChecks } from './checks/check-reconciler.js';
@@ -121,7 +121,7 @@ async function openNodeStore(cfg: AgentConfig, logger: Logger): Promise<{ store:
 
 /** What setting favordynmods did (sandbox/cgroup-dynmods.ts), logged: launches are slower without it, never refused. */
 function reportDynmods(o: DynmodsOutcome, logger: Logger): FavorDynmodsState {
-  const from = o.state === 'enabled' || o.state === 'refused' ? (o.cgroupNs !== undefined ? { cgroupNs: o.cgroupNs } : {}) : {};
+  const from = 'cgroupNs' in o && o.cgroupNs !== undefined ? { cgroupNs: o.cgroupNs } : {};
   if (o.state === 'enabled') logger.info('set favordynmods on the cgroup2 mount: a launch\'s cgroup moves no longer wait for an RCU grace period', { mount: o.mount, ...from });
   else if (o.state === 'already') logger.info('favordynmods is set on the cgroup2 mount', { mount: o.mount });
   else if (o.state === 'refused') logger.warn('could not set favordynmods on the cgroup2 mount: each launch\'s first cgroup move may wait ~10 ms for an RCU grace period', { mount: o.mount, error: o.error, ...from });

@@ -5,6 +5,7 @@ import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import { ADMISSION_OUTCOMES, ADMISSION_STAGES, NODE_RESOURCES, type AdmissionOutcome, type AdmissionStage, type NodeCeilings, type NodeResource } from './admission/admission-policy.js';
 import type { ReservedTotals } from './admission/admission-decide.js';
 import { REASONS } from '../core/collapse/decide.js';
+import { FAVOR_DYNMODS_STATES, type FavorDynmodsState } from './sandbox/cgroup-dynmods.js';
 
 export const WORLD_PHASES = ['Pending', 'Admitted', 'Running', 'Captured', 'Collapsed', 'Refused', 'Failed'] as const;
 export type WorldPhase = (typeof WORLD_PHASES)[number];
@@ -68,10 +69,6 @@ export interface AgentMetrics {
   /** Record what setting favordynmods found at start (sandbox/cgroup-dynmods.ts), or `off` when not asked to. */
   favorDynmods(state: FavorDynmodsState): void;
 }
-
-/** What setting the kernel's favordynmods cgroup option found at agent start. */
-export const FAVOR_DYNMODS_STATES = ['enabled', 'already', 'refused', 'no-cgroup2', 'off'] as const;
-export type FavorDynmodsState = (typeof FAVOR_DYNMODS_STATES)[number];
 
 function getOrCreate<T>(registry: Registry, name: string, create: () => T): T {
   return (registry.getSingleMetric(name) as T | undefined) ?? create();

@@ -58,6 +58,11 @@ export type DynmodsOutcome =
   /** No cgroup2 mount is visible: nothing to set it on. */
   | { state: 'no-cgroup2' };
 
+/** Every state an outcome can have (the compiler checks none is missing), and `off` when not asked to set it. */
+const OUTCOME_STATES = { enabled: true, already: true, refused: true, 'no-cgroup2': true } satisfies Record<DynmodsOutcome['state'], true>;
+export const FAVOR_DYNMODS_STATES = [...(Object.keys(OUTCOME_STATES) as DynmodsOutcome['state'][]), 'off'] as const;
+export type FavorDynmodsState = DynmodsOutcome['state'] | 'off';
+
 /** What favorDynmods reads and calls; the real ones by default. */
 export interface DynmodsIo {
   readMountInfo(): string;

@@ -35,8 +35,8 @@ async function portFree(port: number): Promise<boolean> {
   });
 }
 
-async function freePorts(n: number): Promise<number[]> {
-  const range = drawRange(ephemeralRange());
+async function freePorts(n: number, ephemeral: [number, number]): Promise<number[]> {
+  const range = drawRange(ephemeral);
   if (range === undefined) {
     throw new Error('net.ipv4.ip_local_port_range leaves fewer than 1000 ports outside it; the control plane needs ports an outgoing connection cannot take (narrow the range)');
   }
@@ -51,7 +51,8 @@ async function freePorts(n: number): Promise<number[]> {
 
 /** Reuses the ports recorded in `file` when all are still free and outside the ephemeral range (stable server URL across restarts), else picks new ones. */
 export async function choosePorts(file: string): Promise<[number, number, number]> {
-  const [low, high] = ephemeralRange();
+  const ephemeral = ephemeralRange();
+  const [low, high] = ephemeral;
   try {
     const prev = JSON.parse(readFileSync(file, 'utf8')) as unknown;
     if (Array.isArray(prev) && prev.length === 3 && prev.every((p) => Number.isInteger(p))) {
@@ -62,7 +63,7 @@ export async function choosePorts(file: string): Promise<[number, number, number
   } catch {
     /* none recorded */
   }
-  const ports = (await freePorts(3)) as [number, number, number];
+  const ports = (await freePorts(3, ephemeral)) as [number, number, number];
   writeFileSync(file, JSON.stringify(ports) + '\n');
   return ports;
 }
