@@ -1,5 +1,5 @@
 // File-level syscalls Node lacks: openat2 and the no-escape openBeneath, statx, renameat2, fsync of a
-// path, and lgetxattr/llistxattr for overlayfs markers. Arguments are validated here before the addon.
+// path or of many at once, and lgetxattr/llistxattr for overlayfs markers. Arguments are validated here before the addon.
 import { binding } from './binding.js';
 import type { Openat2Options, Statx } from './types.js';
 import * as v from './validate.js';
@@ -63,6 +63,16 @@ export function renameat2(olddirfd: number, oldpath: string, newdirfd: number, n
 /** Opens path O_RDONLY|O_NOFOLLOW (O_DIRECTORY for a directory), fsyncs and closes it. */
 export function fsyncPath(path: string): void {
   binding.fsyncPath(v.absolutePath('path', path));
+}
+
+/**
+ * Every path made durable (a file's bytes, a directory's entries) by one call on the thread pool: writeback
+ * started on all the files first (sync_file_range), then each fsync'd, so one journal commit carries most
+ * of them. Symbolic links are refused (ELOOP). Rejects with the first failure, naming its path.
+ */
+export function syncPaths(paths: readonly string[]): Promise<void> {
+  if (!Array.isArray(paths)) throw new TypeError('paths must be an array of absolute paths');
+  return binding.syncPaths(paths.map((p, i) => v.absolutePath(`paths[${i}]`, p)));
 }
 
 export function fsyncFd(fd: number): void {

@@ -7,7 +7,7 @@ export {
   FAN_MOVED_FROM, FAN_MOVED_TO, FAN_CREATE, FAN_DELETE, FAN_DELETE_SELF, FAN_MOVE_SELF, FAN_Q_OVERFLOW, FAN_ONDIR, type FanotifyEvent, type FanotifyBatch,
 } from './fanotify.js';
 export { loopAttach, loopDetach, copySparse } from './loop.js';
-export { openat2, openBeneath, closeFd, forceBeneathFallback, statx, renameat2, fsyncPath, fsyncFd, lgetxattr, llistxattr } from './files.js';
+export { openat2, openBeneath, closeFd, forceBeneathFallback, statx, renameat2, fsyncPath, fsyncFd, syncPaths, lgetxattr, llistxattr } from './files.js';
 export { mount, mountInCgroupNs, umount2, bindMount, mountOverlay, mountTmpfs, createUserNamespace, createMountTemplate, mountIdmapped, openDetachedTree } from './mounts.js';
 export { spawnSandbox, spawnSupervisedSandbox, shimPath, pidfdOpen, pidfdSendSignal, watchPidfd, validateSandboxOptions, SandboxChannel, MAX_PROBE_PATHS } from './sandbox.js';
 export { parseObservation, parseRecord, recordLength, observationProblems, SandboxSetupError, type ObservationRecord } from './observation.js';

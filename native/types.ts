@@ -238,6 +238,7 @@ export interface NativeBinding {
   renameat2(olddirfd: number, oldpath: string, newdirfd: number, newpath: string, flags: number): void;
   fsyncPath(path: string): void;
   fsyncFd(fd: number): void;
+  syncPaths(paths: string[]): Promise<void>;
   loopAttach(image: string, devDir: string, sysDir: string): string;
   loopDetach(device: string): void;
   copySparse(src: string, dst: string): number;

@@ -27,6 +27,8 @@ static napi_value make_error(napi_env env, int err, const char *syscall, const c
   return error;
 }
 
+napi_value wl_errno_error(napi_env env, int err, const char *syscall, const char *path) { return make_error(env, err, syscall, path, NULL); }
+
 napi_value wl_throw_errno_detail(napi_env env, int err, const char *syscall, const char *path, const char *detail) {
   napi_value error = make_error(env, err, syscall, path, detail);
   if (error != NULL) napi_throw(env, error);

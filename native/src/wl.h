@@ -33,6 +33,8 @@ static inline void wl_closep(int *fd) {
 napi_value wl_throw_errno(napi_env env, int err, const char *syscall, const char *path);
 /* Same, with extra detail appended to the message (e.g. the filesystem's own fsconfig log line). */
 napi_value wl_throw_errno_detail(napi_env env, int err, const char *syscall, const char *path, const char *detail);
+/* The same Error, returned rather than thrown (a promise's rejection); NULL when it could not be made. */
+napi_value wl_errno_error(napi_env env, int err, const char *syscall, const char *path);
 /* Throws a TypeError with code ERR_INVALID_ARG_TYPE / ERR_INVALID_ARG_VALUE. Returns NULL. */
 napi_value wl_throw_arg(napi_env env, const char *code, const char *msg);
 

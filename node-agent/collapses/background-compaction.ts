@@ -15,8 +15,8 @@
 // compaction at MAX_STACK_DEPTH stays for when the background falls behind (or is off).
 import { lstat, mkdir, rename, rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { fsyncDirectory } from '../store/durable-fs.js';
-import { readMarker, writeMarker } from '../store/generation-marker.js';
+import { fsyncPaths } from '../store/durable-fs.js';
+import { placeMarker, readMarker } from '../store/generation-marker.js';
 import { COMPACT_AT_DEPTH, compactionIdFor, effectiveStack, isStacked, removeGeneration, sealFull, stackIds } from '../store/generation-stack.js';
 import type { Store } from '../store/open-store.js';
 import { generationDir, payloadDir } from '../store/store-layout.js';
@@ -90,9 +90,8 @@ export async function compactPrime(store: Store, rootName: string, options: Comp
       await removeGeneration(store.layout, id); // a leftover of the same id (never recorded)
       await mkdir(generationDir(store.layout, id), { mode: 0o700 });
       await rename(staged, payloadDir(store.layout, id));
-      await writeMarker(store.layout, id, { rootKey: root.rootKey, generation: gen.number, digest: gen.digest });
-      await fsyncDirectory(generationDir(store.layout, id));
-      await fsyncDirectory(store.layout.generations);
+      const marker = placeMarker(store.layout, id, { rootKey: root.rootKey, generation: gen.number, digest: gen.digest });
+      await fsyncPaths([marker, generationDir(store.layout, id), store.layout.generations]);
       sealFull(store.layout, id);
     });
     await rm(staging, { recursive: true, force: true });

@@ -2,6 +2,7 @@
 // written whole or not at all, and a symlink replaced atomically.
 import { lstat, open, rename, rm, symlink } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
+import { syncPaths } from '../../native/index.js';
 import { errnoCode } from './store-errors.js';
 
 /**
@@ -18,11 +19,12 @@ export async function fsyncDirectory(path: string): Promise<void> {
 }
 
 /**
- * Makes each path durable (files' bytes, directories' entries), all at once on the thread pool: the
- * filesystem's journal commits concurrent fsyncs together, where one after another each waits for its own.
+ * Makes each path durable (files' bytes, directories' entries) in one call to the addon, off the event
+ * loop: writeback is started on every file before the first fsync, so the filesystem's journal commits
+ * them together (native/src/fsync.c). A symbolic link is refused.
  */
 export async function fsyncPaths(paths: readonly string[]): Promise<void> {
-  await Promise.all(paths.map((p) => fsyncDirectory(p)));
+  await syncPaths(paths);
 }
 
 /** Write `data` to a temporary sibling, fsync it, rename it over `path`, fsync the directory. */

@@ -1,7 +1,8 @@
 // marker.json beside each generation's payload: which root and generation number the payload is, and
 // its manifest digest. Recovery and the routing check trust a payload only when its marker agrees with
 // the database.
-import { readFileSync } from 'node:fs';
+import { readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { basename, dirname, join } from 'node:path';
 import { z } from 'zod';
 import { writeFileDurable } from './durable-fs.js';
 import { markerPath, type StoreLayout } from './store-layout.js';
@@ -23,6 +24,21 @@ export type GenerationMarker = z.infer<typeof GenerationMarkerSchema>;
 export async function writeMarker(layout: StoreLayout, genId: string, m: Omit<GenerationMarker, 'format'>): Promise<void> {
   const marker: GenerationMarker = { format: 'worldline.generation/v1', ...m };
   await writeFileDurable(markerPath(layout, genId), `${JSON.stringify(marker)}\n`);
+}
+
+/**
+ * The marker put in place whole (a temporary file renamed over it) but not yet durable: the caller syncs
+ * the returned path and the generation's directory with the rest of what it publishes (fsyncPaths), before
+ * anything can depend on the marker (the exchange). Until then a crash may leave it missing or empty, and
+ * a generation with such a marker is one recovery removes (never recorded, never live).
+ */
+export function placeMarker(layout: StoreLayout, genId: string, m: Omit<GenerationMarker, 'format'>): string {
+  const marker: GenerationMarker = { format: 'worldline.generation/v1', ...m };
+  const path = markerPath(layout, genId);
+  const tmp = join(dirname(path), `.${basename(path)}.tmp`);
+  writeFileSync(tmp, `${JSON.stringify(marker)}\n`, { mode: 0o600 });
+  renameSync(tmp, path);
+  return path;
 }
 
 /** The marker of a generation (a small file, read synchronously), or undefined when missing or malformed. */
