@@ -13,7 +13,10 @@ export interface CollapseIntent {
   baseDigest: string;
   /** staging/collapse-<intent id>: where the next payload is built (as <staging>/payload). */
   staging: string;
-  /** Known once the delta is applied to the base manifest (before anything enters generations/). */
+  /**
+   * The generation the collapse may publish: planned before the intent is written (present in every intent
+   * of this agent; an older agent's intent may lack them when it stopped before staging).
+   */
   generation?: number;
   generationId?: string;
   digest?: string;

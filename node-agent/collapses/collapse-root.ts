@@ -1,15 +1,15 @@
-// A collapse from start to end, for one Root or several: intent, stage each Root (from a candidate, or
+// A collapse from start to end, for one Root or several: plan each Root's next generation, intent, stage each Root (from a candidate, or
 // from a checkpoint for a return), verify, commit all in one exchange. From the intent row on, a crash is settled by recoverCollapses (recover-collapses.ts); a
 // refusal is settled the same way at once.
 import { randomUUID } from 'node:crypto';
 import type { Store } from '../store/open-store.js';
-import { getGeneration, getRoot, insertIntent, updateIntent } from '../store/store-records.js';
+import { getGeneration, getRoot, insertIntent } from '../store/store-records.js';
 import { CollapseError } from './collapse-errors.js';
-import { COLLAPSE_INTENT_KIND, stagingDirFor, type CollapseHooks, type CollapseIntent, type CollapseSetIntent } from './collapse-intent.js';
+import { COLLAPSE_INTENT_KIND, stagingDirFor, type CollapseHooks, type CollapseSetIntent } from './collapse-intent.js';
 import { commitGenerations, type CommitItem, type CommitOptions, type CommitResult, type ExpectedBase } from './commit-generation.js';
 import { recoverCollapseIntent } from './recover-collapses.js';
-import { stageGeneration } from './stage-generation.js';
-import { stageReturn } from './stage-return.js';
+import { planGeneration, stageGeneration, type GenerationPlan } from './stage-generation.js';
+import { planReturn, stageReturn, type ReturnPlan } from './stage-return.js';
 import { compactorOf } from './background-compaction.js';
 
 export interface CollapseRootRequest {
@@ -33,7 +33,10 @@ export async function collapseRoots(store: Store, reqs: readonly CollapseRootReq
   if (reqs.length === 0) throw new CollapseError('CANDIDATE_INVALID', 'a collapse needs at least one root');
   if (new Set(reqs.map((r) => r.rootName)).size !== reqs.length) throw new CollapseError('CANDIDATE_INVALID', 'a root is named twice in one collapse');
   const id = randomUUID();
-  let intent: CollapseSetIntent = { roots: [] };
+  // Each Root's next generation planned first (nothing written): the intent names the generations it
+  // may publish before anything is staged, so one durable write of it covers the whole collapse.
+  const plans: (GenerationPlan | ReturnPlan)[] = [];
+  const intent: CollapseSetIntent = { roots: [] };
   for (const [n, req] of reqs.entries()) {
     const root = getRoot(store.db, req.rootName);
     if (!root) throw new CollapseError('ROOT_NOT_FOUND', `no root named ${req.rootName}`);
@@ -41,6 +44,8 @@ export async function collapseRoots(store: Store, reqs: readonly CollapseRootReq
       throw new CollapseError('PRIME_MOVED', `root ${req.rootName} is at generation ${root.generation}, not the candidate's base ${req.base.generation}`);
     }
     const base = getGeneration(store.db, root.rootKey, req.base.generation)!;
+    const plan = req.returnTo !== undefined ? planReturn(store, req.rootName, req.base.generation, req.returnTo) : await planGeneration(store, req.rootName, req.candidateDir, req.base.generation);
+    plans.push(plan);
     intent.roots.push({
       rootName: req.rootName,
       rootKey: root.rootKey,
@@ -48,6 +53,9 @@ export async function collapseRoots(store: Store, reqs: readonly CollapseRootReq
       baseGenerationId: base.id,
       baseDigest: base.digest,
       staging: stagingDirFor(store.layout, reqs.length === 1 ? id : `${id}-${n}`),
+      generation: plan.generation,
+      generationId: plan.generationId,
+      digest: plan.digest,
     });
   }
   insertIntent(store.db, id, COLLAPSE_INTENT_KIND, intent, store.now());
@@ -56,13 +64,8 @@ export async function collapseRoots(store: Store, reqs: readonly CollapseRootReq
     const items: CommitItem[] = [];
     for (const [n, req] of reqs.entries()) {
       const options = { stagingDir: intent.roots[n]!.staging, hooks };
-      const staged =
-        req.returnTo !== undefined
-          ? await stageReturn(store, req.rootName, req.base.generation, req.returnTo, options)
-          : await stageGeneration(store, req.rootName, req.candidateDir, req.base.generation, options);
-      const done: CollapseIntent = { ...intent.roots[n]!, generation: staged.generation, generationId: staged.generationId, digest: staged.digest };
-      intent = { roots: intent.roots.map((r, i) => (i === n ? done : r)) };
-      updateIntent(store.db, id, intent); // before anything of it enters generations/
+      const plan = plans[n]!;
+      const staged = 'checkpoint' in plan ? await stageReturn(store, req.rootName, req.base.generation, req.returnTo!, { ...options, plan }) : await stageGeneration(store, req.rootName, req.candidateDir, req.base.generation, { ...options, plan });
       items.push({ rootName: req.rootName, staged, expectedBase: req.base, ...(req.keepView === true ? { keepView: true } : {}) });
     }
     const committed = await commitGenerations(store, items, { hooks, intentId: id, ...(authorize ? { authorize } : {}) });

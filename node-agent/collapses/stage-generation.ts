@@ -22,7 +22,7 @@ import { readMarker } from '../store/generation-marker.js';
 import { MAX_STACK_DEPTH, effectiveStack, layerDir, stackIds, withBeneath } from '../store/generation-stack.js';
 import { buildLayer, layerMismatch, setOwnerAndMode, syncPath, writeEntry } from './stage-layer.js';
 import { planLayer, type LayerItem } from '../../core/layer-plan.js';
-import { getGeneration, getGenerationManifest, getRoot } from '../store/store-records.js';
+import { getGeneration, getGenerationManifest, getRoot, type GenerationRecord, type RootRecord } from '../store/store-records.js';
 import { testedManifest } from './tested-manifest.js';
 import type { KnownHash } from '../store/walk-tree-sync.js';
 import type { StoredDelta } from '../store/candidates.js';
@@ -76,6 +76,22 @@ export interface StageOptions {
   hooks?: CollapseHooks;
 }
 
+/** What a next generation will be, known before anything is built: its number, id and manifest digest. */
+export interface GenerationIdentity {
+  generation: number;
+  generationId: string;
+  digest: string;
+}
+
+/** The next generation of a Root from the candidate's delta, planned: what stageGeneration builds. */
+export interface GenerationPlan extends GenerationIdentity {
+  root: RootRecord;
+  base: GenerationRecord;
+  baseManifest: Manifest;
+  delta: StoredDelta;
+  manifest: Manifest;
+}
+
 /** The candidate's delta for one root: roots/<rootKey>.delta.json, checked for shape and base. */
 export async function readStoredDelta(candidateDir: string, rootKey: string): Promise<StoredDelta> {
   const path = join(candidateDir, 'roots', `${rootKey}.delta.json`);
@@ -102,7 +118,12 @@ export async function readStoredDelta(candidateDir: string, rootKey: string): Pr
   return d as StoredDelta;
 }
 
-export async function stageGeneration(store: Store, rootName: string, candidateDir: string, baseGeneration: number, options: StageOptions = {}): Promise<StagedGeneration> {
+/**
+ * The next generation of `rootName` over `baseGeneration`, from the candidate's delta: the delta read and
+ * checked against the base, the next manifest made and validated, its digest and the generation's id.
+ * Nothing is written; refusals are CANDIDATE_INVALID (or ROOT_NOT_FOUND).
+ */
+export async function planGeneration(store: Store, rootName: string, candidateDir: string, baseGeneration: number): Promise<GenerationPlan> {
   const root = getRoot(store.db, rootName);
   if (!root) throw new CollapseError('ROOT_NOT_FOUND', `no root named ${rootName}`);
   const base = getGeneration(store.db, root.rootKey, baseGeneration);
@@ -116,8 +137,12 @@ export async function stageGeneration(store: Store, rootName: string, candidateD
   const problem = problems[0];
   if (problem || digest === null) throw new CollapseError('CANDIDATE_INVALID', `the delta makes an invalid manifest: ${problem?.path}: ${problem?.message}`);
   const generation = baseGeneration + 1;
-  const generationId = generationIdFor(root.rootKey, generation, digest);
+  return { root, base, baseManifest, delta, manifest, digest, generation, generationId: generationIdFor(root.rootKey, generation, digest) };
+}
 
+/** Builds and checks the next generation in staging; `plan` is planGeneration's for the same arguments (made here when absent). */
+export async function stageGeneration(store: Store, rootName: string, candidateDir: string, baseGeneration: number, options: StageOptions & { plan?: GenerationPlan } = {}): Promise<StagedGeneration> {
+  const { root, base, baseManifest, delta, manifest, digest, generation, generationId } = options.plan ?? (await planGeneration(store, rootName, candidateDir, baseGeneration));
   const stagingDir = options.stagingDir ?? join(store.layout.staging, `collapse-${randomUUID()}`);
   // The base's payload is read (its root's owner and mode; walked when a compaction fails): held mounted meanwhile.
   const held = holdPayload(store, base.id);

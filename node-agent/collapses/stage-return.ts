@@ -8,19 +8,31 @@ import { randomUUID } from 'node:crypto';
 import { lstatSync, mkdirSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { manifestDigest } from '../../core/manifest.js';
+import { manifestDigest, type Manifest } from '../../core/manifest.js';
 import { generationIdFor } from '../../core/root-key.js';
 import type { Store } from '../store/open-store.js';
-import { getGeneration, getGenerationManifest, getRoot } from '../store/store-records.js';
+import { getGeneration, getGenerationManifest, getRoot, type GenerationRecord, type RootRecord } from '../store/store-records.js';
 import { CollapseError } from './collapse-errors.js';
 import { collapseWalkDigest } from '../store/store-walk.js';
 import { withPayload } from '../store/payload-holds.js';
-import { buildCompaction, type StageOptions, type StagedGeneration } from './stage-generation.js';
+import { buildCompaction, type GenerationIdentity, type StageOptions, type StagedGeneration } from './stage-generation.js';
 import { buildLayer } from './stage-layer.js';
 import { readMarker } from '../store/generation-marker.js';
 import { MAX_STACK_DEPTH, effectiveStack, stackIds } from '../store/generation-stack.js';
 
-export async function stageReturn(store: Store, rootName: string, fromGeneration: number, checkpointGeneration: number, options: StageOptions = {}): Promise<StagedGeneration> {
+/** A return to a checkpoint, planned: the next generation's identity, and what it is built from. */
+export interface ReturnPlan extends GenerationIdentity {
+  root: RootRecord;
+  from: GenerationRecord;
+  checkpoint: GenerationRecord;
+  manifest: Manifest;
+}
+
+/**
+ * The next generation of `rootName` after `fromGeneration`, with the content of `checkpointGeneration`:
+ * the checkpoint's recorded manifest, required to have its recorded digest. Nothing is written.
+ */
+export function planReturn(store: Store, rootName: string, fromGeneration: number, checkpointGeneration: number): ReturnPlan {
   const root = getRoot(store.db, rootName);
   if (!root) throw new CollapseError('ROOT_NOT_FOUND', `no root named ${rootName}`);
   const from = getGeneration(store.db, root.rootKey, fromGeneration);
@@ -30,12 +42,17 @@ export async function stageReturn(store: Store, rootName: string, fromGeneration
   const digest = manifestDigest(manifest);
   if (digest !== checkpoint.digest) throw new CollapseError('CANDIDATE_INVALID', `the recorded manifest of generation ${checkpointGeneration} of ${rootName} does not have its digest`);
   const generation = fromGeneration + 1;
+  return { root, from, checkpoint, manifest, digest, generation, generationId: generationIdFor(root.rootKey, generation, digest) };
+}
+
+/** Stages the return; `plan` is planReturn's for the same arguments (made here when absent). */
+export async function stageReturn(store: Store, rootName: string, fromGeneration: number, checkpointGeneration: number, options: StageOptions & { plan?: ReturnPlan } = {}): Promise<StagedGeneration> {
+  const { root, from, checkpoint, manifest, digest, generation, generationId } = options.plan ?? planReturn(store, rootName, fromGeneration, checkpointGeneration);
   const stagingDir = options.stagingDir ?? join(store.layout.staging, `collapse-${randomUUID()}`);
   // The next generation is the checkpoint's own stack again (a full checkpoint: a stack of itself alone),
   // with an empty layer of its own: nothing is copied or linked (but for a checkpoint MAX_STACK_DEPTH deep,
   // compacted below). Its payload is mounted at the commit, and walked there; here the checkpoint's
   // payload is walked and must still have its recorded digest.
-  const generationId = generationIdFor(root.rootKey, generation, digest);
   const checkpointIds = effectiveStack(store.db, stackIds(readMarker(store.layout, checkpoint.id), checkpoint.id)).ids;
   const layers = [generationId, ...checkpointIds];
   await rm(stagingDir, { recursive: true, force: true });

@@ -177,11 +177,6 @@ export function listIntents<T>(db: Database, kind: string): IntentRecord<T>[] {
   return rows.map((r) => ({ id: r.id, kind: r.kind, data: JSON.parse(r.data_json) as T, createdAt: r.created_at }));
 }
 
-/** Replace an intent's data (a step that learned more, e.g. the generation a collapse stages). */
-export function updateIntent(db: Database, id: string, data: unknown): void {
-  statement(db, 'UPDATE intents SET data_json = ? WHERE id = ?').run(JSON.stringify(data), id);
-}
-
 /**
  * The full manifest of a recorded generation, or undefined. Generations never change once recorded, so
  * the connection keeps the last few in memory, frozen. Read from the store (O(Root)), a manifest must
