@@ -4,8 +4,8 @@
 // runs on those re-hashes, and then one renameat2(RENAME_EXCHANGE) swaps the whole live mapping
 // (exchange-live.ts) — all the Roots of the collapse at once. The database follows in one transaction.
 import { lstat, mkdir, rename, rm } from 'node:fs/promises';
-import { fsyncDirectory, pathKind } from '../store/durable-fs.js';
-import { writeMarker } from '../store/generation-marker.js';
+import { fsyncDirectory, fsyncPaths, pathKind } from '../store/durable-fs.js';
+import { placeMarker } from '../store/generation-marker.js';
 import type { Store } from '../store/open-store.js';
 import { checkRouting, type Routing } from '../store/routing.js';
 import { isStoreError } from '../store/store-errors.js';
@@ -94,12 +94,17 @@ async function commitSerialized(store: Store, items: readonly CommitItem[], opti
   }
 
   let exchanged = false;
+  // What the commit replaced, unmounted once it is recorded (retireAfterCommit).
+  const retire: (() => void)[] = [];
   // The new generations' measurements, begun (their layers watched) before the boundary checks them.
   const starts = new Map<string, MeasureStart>();
   // Owners' views frozen for this exchange, and the views made of the new generations.
   const frozen: string[] = [];
   const made = new Map<string, string>();
   try {
+    // Each generation's directory with its marker, durable together with staging and generations/ by one
+    // batch of fsyncs (the filesystem's journal commits them at once).
+    const published: string[] = [];
     for (const { staged } of items) {
       // Into generations/<id> (a leftover of the same id, never recorded since the root is still at its base, goes first).
       const genDir = generationDir(store.layout, staged.generationId);
@@ -111,15 +116,16 @@ async function commitSerialized(store: Store, items: readonly CommitItem[], opti
         await rename(staged.payloadPath, own);
         await rm(staged.stagingDir, { recursive: true, force: true });
       }
-      await writeMarker(store.layout, staged.generationId, { rootKey: staged.rootKey, generation: staged.generation, digest: staged.digest, ...(staged.layers ? { layers: staged.layers } : {}) });
-      await fsyncDirectory(genDir);
+      published.push(placeMarker(store.layout, staged.generationId, { rootKey: staged.rootKey, generation: staged.generation, digest: staged.digest, ...(staged.layers ? { layers: staged.layers } : {}) }), genDir);
+    }
+    await fsyncPaths([...published, store.layout.staging, store.layout.generations]);
+    for (const { staged } of items) {
       await step('after-layer-publish');
       mountPayload(store.layout, staged.generationId, staged.layers ? { layers: staged.layers } : undefined); // a stack, or a compaction's seal
       // The full tree at the bottom of a stack is sealed while PRIME reads it (payload-holds.ts): a return to
       // a checkpoint may stack over one that no longer was.
       if (staged.layers) sealFull(store.layout, staged.layers[staged.layers.length - 1]!);
     }
-    await Promise.all([fsyncDirectory(store.layout.staging), fsyncDirectory(store.layout.generations)]);
     await step('after-marker-sync');
 
     // The commit boundary: every measurement immediately before the exchange — live PRIME and the staged
@@ -190,10 +196,11 @@ async function commitSerialized(store: Store, items: readonly CommitItem[], opti
     }
     exchangeLiveMapping(store.layout, links);
     exchanged = true;
-    // The replaced views stay frozen; unmounted lazily, a process still inside one keeps reading it.
+    // The replaced views stay frozen, unwatched now, unmounted after the commit (lazily: a process still
+    // inside one keeps reading it).
     for (const v of frozen) {
-      dropView(store.layout, v, { keepUpper: true });
       store.primeMeasures.watcher?.unwatch(viewWatchKey(v));
+      retire.push(() => dropView(store.layout, v, { keepUpper: true }));
     }
     frozen.length = 0;
     // What the boundary measured of each new generation is PRIME's measurement now.
@@ -201,7 +208,7 @@ async function commitSerialized(store: Store, items: readonly CommitItem[], opti
     starts.clear();
     await step('after-exchange');
     removeNextMapping(store.layout);
-    await fsyncDirectory(store.dir);
+    await fsyncPaths([store.dir]);
   } catch (e) {
     for (const s of starts.values()) store.primeMeasures.abandon(s);
     if (!exchanged) {
@@ -242,11 +249,12 @@ async function commitSerialized(store: Store, items: readonly CommitItem[], opti
     const replaced = getGeneration(store.db, rootKey, expectedBase.generation);
     try {
       sealPrimeReads(store, rootKey);
-      if (replaced) retireReplaced(store, replaced.id);
     } catch {
       // left as it is: the sweep after the next start's recovery settles it (settlePayloads)
     }
+    if (replaced) retire.push(() => retireReplaced(store, replaced.id));
   }
+  retireAfterCommit(store, retire);
   return items.map(({ rootName, staged, expectedBase }) => ({
     root: getRoot(store.db, rootName)!,
     fromGeneration: expectedBase.generation,
@@ -254,6 +262,27 @@ async function commitSerialized(store: Store, items: readonly CommitItem[], opti
     generationId: staged.generationId,
     digest: staged.digest,
   }));
+}
+
+/**
+ * Unmounts what a commit replaced (the owner's frozen view, the payloads PRIME no longer reads), as the next
+ * step in the store's serial order rather than before the commit returns: each unmount is ~1 ms of the
+ * kernel's, and nothing of the commit's outcome waits on it. A later step on the store runs after it. One
+ * that fails, or an agent stopped before it ran, is settled at the next start (reconcileViews,
+ * settlePayloads).
+ */
+function retireAfterCommit(store: Store, retire: readonly (() => void)[]): void {
+  if (retire.length === 0) return;
+  void serializedOnStore(store.dir, async () => {
+    await new Promise((resolve) => setImmediate(resolve)); // after the caller has taken the commit's result
+    for (const f of retire) {
+      try {
+        f();
+      } catch {
+        // settled at the next start
+      }
+    }
+  });
 }
 
 /** A compaction's vouched walk digest, equal to its generation's recorded one (both present). */

@@ -207,15 +207,17 @@ export function reconcileViews(store: Pick<Store, 'db' | 'layout'>, o: { relink:
 /**
  * Removes the views no Root's link names any more and nothing has mounted (replaced by a collapse before
  * this start). Each held only published edits: a collapse replaces a view only once it measured it equal
- * to PRIME, frozen.
+ * to PRIME, frozen. One still mounted (the agent stopped before the unmount that follows a commit) is
+ * unmounted now, lazily, and removed at the next open.
  */
 function removeReplacedViews(store: Pick<Store, 'db' | 'layout'>): void {
   const l = store.layout;
   const current = new Set(listRoots(store.db).map((r) => currentViewId(l, r.rootKey)));
   const mounted = new Set(mountPoints());
   for (const name of readdirSync(l.views)) {
-    if (current.has(name) || mounted.has(viewPaths(l, name).merged)) continue;
-    rmSync(viewDir(l, name), { recursive: true, force: true });
+    if (current.has(name)) continue;
+    if (mounted.has(viewPaths(l, name).merged)) dropView(l, name, { keepUpper: true });
+    else rmSync(viewDir(l, name), { recursive: true, force: true });
   }
 }
 

@@ -13,3 +13,8 @@ export function serializedOnStore<T>(storeDir: string, fn: () => Promise<T>): Pr
   });
   return next;
 }
+
+/** Settles once every serialized step queued on the store so far has run. */
+export async function storeSettled(storeDir: string): Promise<void> {
+  await chains.get(storeDir);
+}

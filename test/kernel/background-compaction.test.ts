@@ -15,6 +15,7 @@ import { manifestDigest } from '../../core/manifest.js';
 import { COMPACTION_STEPS, compactPrime, enableBackgroundCompaction, type BackgroundCompactor } from '../../node-agent/collapses/background-compaction.js';
 import { isCollapseError } from '../../node-agent/collapses/collapse-errors.js';
 import { collapseRoot } from '../../node-agent/collapses/collapse-root.js';
+import { storeSettled } from '../../node-agent/store/store-serial.js';
 import { getCompaction } from '../../node-agent/store/compaction-records.js';
 import { readMarker } from '../../node-agent/store/generation-marker.js';
 import { compactionIdFor, withBeneath } from '../../node-agent/store/generation-stack.js';
@@ -57,9 +58,10 @@ async function open(t: TestContext, dir: string, watchPrime: boolean): Promise<S
 
 const writeOne = (n: number) => (next: string) => writeFile(join(next, `file-${n}`), `${n}\n`);
 
-async function collapse(store: Store, made: MadeCandidate): Promise<string> {
+async function collapse(store: Store, made: MadeCandidate, o: { settle: boolean } = { settle: true }): Promise<string> {
   const r = await collapseRoot(store, { rootName: 'project', candidateDir: made.candidate.dir, base: made.base });
   assert.equal(r.digest, made.nextDigest);
+  if (o.settle) await storeSettled(store.dir); // the unmounts of what the commit replaced have run
   return r.generationId;
 }
 
@@ -236,7 +238,7 @@ test('the upkeep measures a freshly adopted PRIME in the background: the first c
   upkeep.request('project'); // what the agent does after an adoption, and for every Root when it starts
   await upkeep.idle();
   const made = await makeCandidate(t, store, 'project', writeOne(1));
-  await collapse(store, made);
+  await collapse(store, made, { settle: false }); // counted before the upkeep the collapse requests measures the new PRIME
   assert.deepEqual(store.primeMeasures.counts, { walked: 0, vouched: 1 }, 'the boundary took PRIME from the background measurement');
   assert.equal(walkDigest(host), made.nextDigest);
   for (let k = 2; k <= 3; k++) await collapse(store, await makeCandidate(t, store, 'project', writeOne(k)));

@@ -12,6 +12,7 @@ import { test } from 'node:test';
 import { MNT_DETACH, bindMount, umount2 } from '../../native/index.js';
 import { collapseRoot } from '../../node-agent/collapses/collapse-root.js';
 import { isCollapseError } from '../../node-agent/collapses/collapse-errors.js';
+import { storeSettled } from '../../node-agent/store/store-serial.js';
 import { readMarker } from '../../node-agent/store/generation-marker.js';
 import { MAX_STACK_DEPTH, layerDir } from '../../node-agent/store/generation-stack.js';
 import { mountPoints } from '../../node-agent/store/mount-table.js';
@@ -42,6 +43,7 @@ async function collapse(t: import('node:test').TestContext, store: Store, change
   const made = await makeCandidate(t, store, 'project', change);
   const r = await collapseRoot(store, { rootName: 'project', candidateDir: made.candidate.dir, base: made.base });
   assert.equal(r.digest, made.nextDigest);
+  await storeSettled(store.dir); // the unmounts of what the commit replaced have run
   return { generationId: r.generationId, digest: r.digest };
 }
 

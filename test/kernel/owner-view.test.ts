@@ -19,7 +19,8 @@ import { OwnerEditSync, publishOwnerEdits } from '../../node-agent/collapses/own
 import { adoptRoot } from '../../node-agent/store/adopt-root.js';
 import { mountsUnder } from '../../node-agent/store/mount-table.js';
 import { openStore, type Store } from '../../node-agent/store/open-store.js';
-import { currentViewId, viewPaths, viewWatchKey } from '../../node-agent/store/owner-view.js';
+import { currentViewId, mountView, viewPaths, viewWatchKey } from '../../node-agent/store/owner-view.js';
+import { storeSettled } from '../../node-agent/store/store-serial.js';
 import { unpublishedEdits } from '../../node-agent/store/view-measure.js';
 import { releaseRoot } from '../../node-agent/store/release-root.js';
 import { checkRouting } from '../../node-agent/store/routing.js';
@@ -278,6 +279,26 @@ test('the background sync names an edit it cannot publish until the owner undoes
   await sync.stop();
   assert.deepEqual(seen, ['error OWNER_EDIT_UNPUBLISHABLE', 'published nothing'], 'one error reported once, then clean again');
   assert.equal(getRoot(store.db, 'repo')!.generation, 1);
+});
+
+test('the replaced view is unmounted in the store\'s order after the commit; one an agent left mounted is unmounted at the next open and removed at the one after', async (t) => {
+  const { store, dir } = await adoptOwned(t);
+  const old = (await checkRouting(store, 'repo')).viewId;
+  const merged = viewPaths(store.layout, old).merged;
+  const made = await makeCandidate(t, store, 'repo', (next) => writeFile(join(next, 'agent.txt'), 'from an agent\n'));
+  await collapseRoot(store, { rootName: 'repo', candidateDir: made.candidate.dir, base: made.base });
+  await storeSettled(store.dir);
+  assert.ok(!mountsUnder(store.dir).includes(merged), 'unmounted once the store\'s queue has run');
+  // An agent stopped between the commit and that unmount leaves the view mounted: what the next open finds.
+  mountView(store, old);
+  store.close();
+  const { store: second } = await openStore({ dir: join(dir, 'store') });
+  assert.ok(!mountsUnder(second.dir).includes(merged), 'unmounted at the next open');
+  assert.ok(existsSync(viewPaths(second.layout, old).dir), 'kept while a process may still be inside it');
+  second.close();
+  const { store: third } = await openStore({ dir: join(dir, 'store') });
+  t.after(() => third.close());
+  assert.ok(!existsSync(viewPaths(third.layout, old).dir), 'removed at the open after');
 });
 
 test('a replaced view is removed when the store next opens; the current one stays with what the owner wrote', async (t) => {
