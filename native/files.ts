@@ -67,12 +67,12 @@ export function fsyncPath(path: string): void {
 
 /**
  * Every path made durable (a file's bytes, a directory's entries) by one call on the thread pool: writeback
- * started on all the files first (sync_file_range), then each fsync'd, so one journal commit carries most
- * of them. Symbolic links are refused (ELOOP). Rejects with the first failure, naming its path.
+ * started on all the files first (sync_file_range), then the fsyncs made by up to eight threads at once,
+ * so their journal commits and cache flushes are shared. Symbolic links are refused (ELOOP). Rejects with
+ * the first failure, naming its path.
  */
 export function syncPaths(paths: readonly string[]): Promise<void> {
-  if (!Array.isArray(paths)) throw new TypeError('paths must be an array of absolute paths');
-  return binding.syncPaths(paths.map((p, i) => v.absolutePath(`paths[${i}]`, p)));
+  return binding.syncPaths(v.stringArray('paths', paths, v.absolutePath));
 }
 
 export function fsyncFd(fd: number): void {

@@ -27,9 +27,12 @@ export async function fsyncPaths(paths: readonly string[]): Promise<void> {
   await syncPaths(paths);
 }
 
+/** The temporary sibling a file or link is written as before it is renamed over `path`. */
+export const temporarySibling = (path: string): string => join(dirname(path), `.${basename(path)}.tmp`);
+
 /** Write `data` to a temporary sibling, fsync it, rename it over `path`, fsync the directory. */
 export async function writeFileDurable(path: string, data: string, mode = 0o600): Promise<void> {
-  const tmp = join(dirname(path), `.${basename(path)}.tmp`);
+  const tmp = temporarySibling(path);
   const fh = await open(tmp, 'w', mode);
   try {
     await fh.writeFile(data);
@@ -43,7 +46,7 @@ export async function writeFileDurable(path: string, data: string, mode = 0o600)
 
 /** Point the symlink at `path` to `target`, atomically (symlink to a temporary name, rename over). */
 export async function replaceSymlink(path: string, target: string): Promise<void> {
-  const tmp = join(dirname(path), `.${basename(path)}.tmp`);
+  const tmp = temporarySibling(path);
   await rm(tmp, { force: true });
   await symlink(target, tmp);
   await rename(tmp, path);

@@ -2,9 +2,8 @@
 // its manifest digest. Recovery and the routing check trust a payload only when its marker agrees with
 // the database.
 import { readFileSync, renameSync, writeFileSync } from 'node:fs';
-import { basename, dirname, join } from 'node:path';
 import { z } from 'zod';
-import { writeFileDurable } from './durable-fs.js';
+import { temporarySibling, writeFileDurable } from './durable-fs.js';
 import { markerPath, type StoreLayout } from './store-layout.js';
 
 export const GenerationMarkerSchema = z.strictObject({
@@ -35,7 +34,7 @@ export async function writeMarker(layout: StoreLayout, genId: string, m: Omit<Ge
 export function placeMarker(layout: StoreLayout, genId: string, m: Omit<GenerationMarker, 'format'>): string {
   const marker: GenerationMarker = { format: 'worldline.generation/v1', ...m };
   const path = markerPath(layout, genId);
-  const tmp = join(dirname(path), `.${basename(path)}.tmp`);
+  const tmp = temporarySibling(path);
   writeFileSync(tmp, `${JSON.stringify(marker)}\n`, { mode: 0o600 });
   renameSync(tmp, path);
   return path;
