@@ -49,7 +49,9 @@ export function collapsePaths(layout: StoreLayout, i: CollapseIntent): { liveLin
 /**
  * Steps a collapse reports to its test hook, in the order they happen. The marker of the new generation
  * is written and synced before the exchange: recovery trusts a live link to a new generation only when
- * that generation's marker (and its walk) agrees with the intent.
+ * that generation's marker (and its walk) agrees with the intent. At `after-marker-sync` the markers are
+ * in place and mounted, and the batch of fsyncs that makes them durable has begun; the exchange waits for
+ * it (commit-generation.ts).
  */
 export const COLLAPSE_STEPS = ['after-intent', 'after-stage', 'after-verify', 'after-layer-publish', 'after-marker-sync', 'before-exchange', 'after-exchange', 'after-db'] as const;
 export type CollapseStep = (typeof COLLAPSE_STEPS)[number];

@@ -5,14 +5,16 @@
 // (exchange-live.ts) — all the Roots of the collapse at once. The database follows in one transaction.
 import { lstatSync, mkdirSync, renameSync, rmSync } from 'node:fs';
 import { lstat, rm } from 'node:fs/promises';
+import { join } from 'node:path';
 import { fsyncDirectory, fsyncPaths } from '../store/durable-fs.js';
 import { placeMarker } from '../store/generation-marker.js';
 import type { Store } from '../store/open-store.js';
 import { checkRouting, type Routing } from '../store/routing.js';
 import { isStoreError } from '../store/store-errors.js';
 import { serializedOnStore } from '../store/store-serial.js';
+import { commitUnsynced } from '../store/unsynced-commit.js';
 import { generationDir, liveLinkTarget, payloadDir, viewLinkName, viewLinkTarget } from '../store/store-layout.js';
-import { dropView, ensureView, freezeView, thawView, viewWatchKey } from '../store/owner-view.js';
+import { dropView, ensureView, freezeView, thawView, viewIdOf, viewWatchKey } from '../store/owner-view.js';
 import { unpublishedEdits } from '../store/view-measure.js';
 import { deleteIntent, generationDigest, getGeneration, getRoot, insertGeneration, upsertRoot, type RootRecord } from '../store/store-records.js';
 import { retirePayload, retireReplaced, sealPrimeReads } from '../store/payload-holds.js';
@@ -20,7 +22,7 @@ import { CollapseError } from './collapse-errors.js';
 import { nextLinkPath, type CollapseHooks } from './collapse-intent.js';
 import { cleanDigests } from '../store/store-walk.js';
 import type { MeasureStart, PrimeSource } from '../store/prime-measures.js';
-import { exchangeLiveMapping, removeNextMapping } from './exchange-live.js';
+import { buildNextMapping, exchangeNextMapping, removeNextMapping } from './exchange-live.js';
 import { identityDir, layerDir, mountPayload, removeGeneration, sealFull, stackDirs } from '../store/generation-stack.js';
 import { layerMismatch } from './stage-layer.js';
 import type { StagedGeneration } from './stage-generation.js';
@@ -102,11 +104,19 @@ async function commitSerialized(store: Store, items: readonly CommitItem[], opti
   // Owners' views frozen for this exchange, and the views made of the new generations.
   const frozen: string[] = [];
   const made = new Map<string, string>();
+  // The batch of fsyncs below, awaited before the exchange (and before undoing a refusal).
+  let durable: Promise<void> | undefined;
   try {
-    // Each generation's directory with its marker, durable together with staging and generations/ by one
-    // batch of fsyncs (the filesystem's journal commits them at once).
+    // Everything the exchange will make PRIME depend on is written first and made durable by one batch of
+    // fsyncs (the filesystem's journal commits them at once): each generation's own layer (its files and
+    // directories, written unsynced by the staging), its directory with its marker, staging/ and
+    // generations/, and live.next/. Until the exchange nothing refers to any of it: a crash before the
+    // batch completes is rolled back like any crash before the exchange, whatever part reached the disk.
+    // The batch runs on the thread pool while the boundary measures (reads of the page cache, mounts, the
+    // watcher's drains: no fsync of their own to queue behind it), and the exchange waits for it.
     const published: string[] = [];
-    for (const { staged } of items) {
+    const links = new Map<string, string>();
+    for (const { staged, keepView } of items) {
       // Into generations/<id> (a leftover of the same id, never recorded since the root is still at its base, goes first).
       const genDir = generationDir(store.layout, staged.generationId);
       // A full payload or a stacked generation's own layer moves in from staging.
@@ -118,10 +128,16 @@ async function commitSerialized(store: Store, items: readonly CommitItem[], opti
         mkdirSync(genDir, { mode: 0o700 });
         renameSync(staged.payloadPath, own);
         rmSync(staged.stagingDir, { recursive: true, force: true });
+        for (const rel of staged.unsynced ?? []) published.push(rel === '' ? own : join(own, rel));
       }
       published.push(placeMarker(store.layout, staged.generationId, { rootKey: staged.rootKey, generation: staged.generation, digest: staged.digest, ...(staged.layers ? { layers: staged.layers } : {}) }), genDir);
+      links.set(staged.rootKey, liveLinkTarget(staged.generationId));
+      // The owner's view of the new generation, made at the boundary below (unless the owner's own view stays).
+      if (keepView !== true) links.set(viewLinkName(staged.rootKey), viewLinkTarget(viewIdOf(staged.generationId)));
     }
-    await fsyncPaths([...published, store.layout.staging, store.layout.generations]);
+    const nextMapping = buildNextMapping(store.layout, links);
+    durable = fsyncPaths([...published, store.layout.staging, store.layout.generations, nextMapping]);
+    durable.catch(() => undefined); // its failure is met where it is awaited
     for (const { staged } of items) {
       await step('after-layer-publish');
       mountPayload(store.layout, staged.generationId, staged.layers ? { layers: staged.layers } : undefined); // a stack, or a compaction's seal
@@ -157,7 +173,7 @@ async function commitSerialized(store: Store, items: readonly CommitItem[], opti
       frozen.push(viewId);
       const pending = await unpublishedEdits(store, roots.get(item.rootName)!, viewId);
       if (pending !== undefined) throw new CollapseError('PRIME_MOVED', `${pending}; they are published first, so PRIME moves past the candidate's base`);
-      made.set(item.rootName, ensureView(store, item.staged.generationId, item.staged.manifest.root));
+      made.set(item.rootName, ensureView(store, item.staged.generationId, item.staged.manifest.root)); // viewIdOf(generationId), as live.next/ links it
     }
     const primes = await store.primeMeasures.rehash(routes, store.dir);
     // A stacked generation over its base's stack (PRIME's, re-hashed here) with its own layer on top has
@@ -191,13 +207,9 @@ async function commitSerialized(store: Store, items: readonly CommitItem[], opti
       }
     }
 
+    await durable;
     await step('before-exchange');
-    const links = new Map(items.map(({ staged }) => [staged.rootKey, liveLinkTarget(staged.generationId)]));
-    for (const { rootName, staged } of items) {
-      const view = made.get(rootName);
-      if (view !== undefined) links.set(viewLinkName(staged.rootKey), viewLinkTarget(view));
-    }
-    exchangeLiveMapping(store.layout, links);
+    exchangeNextMapping(store.layout);
     exchanged = true;
     // The replaced views stay frozen, unwatched now, unmounted after the commit (lazily: a process still
     // inside one keeps reading it).
@@ -210,11 +222,12 @@ async function commitSerialized(store: Store, items: readonly CommitItem[], opti
     for (const { rootName, staged } of items) store.primeMeasures.record(staged.rootKey, staged.generationId, starts.get(rootName)!, hashes.staged.get(rootName));
     starts.clear();
     await step('after-exchange');
-    // The old mapping, now live.next/, goes. Not synced: the exchange itself was (exchangeLiveMapping), and
+    // The old mapping, now live.next/, goes. Not synced: the exchange itself was (exchangeNextMapping), and
     // a live.next/ a crash leaves is removed by recovery and by the next exchange, whatever it holds.
     removeNextMapping(store.layout);
   } catch (e) {
     for (const s of starts.values()) store.primeMeasures.abandon(s);
+    await durable?.catch(() => undefined);
     if (!exchanged) {
       for (const v of frozen) {
         try {
@@ -235,7 +248,11 @@ async function commitSerialized(store: Store, items: readonly CommitItem[], opti
     const st = await lstat(identityDir(store.layout, staged.generationId, staged.layers !== undefined), { bigint: true });
     payloads.set(staged.generationId, [st.dev, st.ino]);
   }
-  store.db.transaction(() => {
+  // Not fsynced (commitUnsynced): from the exchange on, the intent (durable before the batch above) and
+  // live/ are the durable record of this commit, and recovery after a power loss that took these rows
+  // turns them into the same rows (recover-collapses.ts: every new generation's marker and walk checked
+  // first). The store's next synced commit makes them durable with it.
+  commitUnsynced(store.db, () => {
     for (const { rootName, staged } of items) {
       const root = roots.get(rootName)!;
       const [dev, ino] = payloads.get(staged.generationId)!;
@@ -243,7 +260,7 @@ async function commitSerialized(store: Store, items: readonly CommitItem[], opti
       upsertRoot(store.db, { ...root, state: 'Ready', generation: staged.generation, digest: staged.digest, reason: null, message: null }, now);
     }
     if (options.intentId) deleteIntent(store.db, options.intentId);
-  })();
+  });
   await step('after-db');
   // What the new PRIME reads sealed (a reader's release may have unsealed its bottom since it was sealed
   // above, while PRIME was still the old one); the generations PRIME moved past, and the full trees under

@@ -4,8 +4,8 @@
 // collapse changes in that single call, or none does; a reader resolving a host path sees either the
 // old mapping or the new one. Afterwards live.next/ holds the old mapping and is removed.
 //
-// Synchronous from the listing of live/ to the exchange, and called inside serializedOnStore, so no
-// other writer of live/ in this process can slip a link in between.
+// Built, synced (by the caller, with the rest of the commit's batch) and exchanged inside one step of
+// serializedOnStore, so no other writer of live/ in this process can slip a link in between.
 import { chmodSync, closeSync, constants as fsc, fstatSync, mkdirSync, openSync, readdirSync, readlinkSync, rmSync, symlinkSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { RENAME_EXCHANGE, fsyncFd, renameat2 } from '../../native/index.js';
@@ -19,20 +19,13 @@ export function removeNextMapping(layout: StoreLayout): void {
   rmSync(nextMappingPath(layout), { recursive: true, force: true });
 }
 
-function fsyncDirPath(path: string): void {
-  const fd = openSync(path, fsc.O_RDONLY | fsc.O_DIRECTORY | fsc.O_NOFOLLOW);
-  try {
-    fsyncFd(fd);
-  } finally {
-    closeSync(fd);
-  }
-}
-
 /**
- * Builds live.next/ from live/ with `links` (root key -> link target) replaced or added, and exchanges it
- * with live/ in one renameat2. `beforeExchange` runs (synchronously) after live.next/ is durable.
+ * Builds live.next/ from live/ with `links` (root key -> link target) replaced or added, and returns its
+ * path. Not synced here: the caller makes it durable with the rest of what the exchange depends on, in one
+ * batch (commit-generation.ts), before exchangeNextMapping. Built inside the same serialized step as the
+ * exchange, so live/ cannot change in between.
  */
-export function exchangeLiveMapping(layout: StoreLayout, links: ReadonlyMap<string, string>, beforeExchange?: () => void): void {
+export function buildNextMapping(layout: StoreLayout, links: ReadonlyMap<string, string>): string {
   const next = nextMappingPath(layout);
   rmSync(next, { recursive: true, force: true });
   const liveFd = openSync(layout.live, fsc.O_RDONLY | fsc.O_DIRECTORY | fsc.O_NOFOLLOW);
@@ -44,15 +37,18 @@ export function exchangeLiveMapping(layout: StoreLayout, links: ReadonlyMap<stri
       if (!links.has(name)) symlinkSync(readlinkSync(join(layout.live, name)), join(next, name));
     }
     for (const [rootKey, target] of links) symlinkSync(target, join(next, rootKey));
-    fsyncDirPath(next);
   } finally {
     closeSync(liveFd);
   }
-  beforeExchange?.();
+  return next;
+}
+
+/** Exchanges a durable live.next/ with live/ in one renameat2, and makes the exchange durable. */
+export function exchangeNextMapping(layout: StoreLayout): void {
   const parent = dirname(layout.live);
   const parentFd = openSync(parent, fsc.O_RDONLY | fsc.O_DIRECTORY | fsc.O_NOFOLLOW);
   try {
-    renameat2(parentFd, basename(next), parentFd, basename(layout.live), RENAME_EXCHANGE);
+    renameat2(parentFd, basename(nextMappingPath(layout)), parentFd, basename(layout.live), RENAME_EXCHANGE);
     fsyncFd(parentFd);
   } finally {
     closeSync(parentFd);

@@ -20,7 +20,7 @@ import type { Store } from '../store/open-store.js';
 import { payloadDir, type StoreLayout } from '../store/store-layout.js';
 import { readMarker } from '../store/generation-marker.js';
 import { MAX_STACK_DEPTH, effectiveStack, layerDir, stackIds, withBeneath } from '../store/generation-stack.js';
-import { buildLayer, layerMismatch, setOwnerAndMode, syncPath, writeEntry } from './stage-layer.js';
+import { buildLayer, layerMismatch, setOwnerAndMode, syncPath, writeEntry, type BuiltLayer } from './stage-layer.js';
 import { planLayer, type LayerItem } from '../../core/layer-plan.js';
 import { getGeneration, getGenerationManifest, getRoot, type GenerationRecord, type RootRecord } from '../store/store-records.js';
 import { testedManifest } from './tested-manifest.js';
@@ -48,6 +48,12 @@ export interface StagedGeneration {
   stagingDir: string;
   /** A full generation's staged payload (stagingDir/payload); for a stacked one, where its layer is staged. */
   payloadPath: string;
+  /**
+   * Paths under payloadPath (relative, '' for itself) written and not yet fsynced: the commit syncs them
+   * where they land in generations/, in its one batch before the exchange. A full payload is synced as
+   * it is built (absent).
+   */
+  unsynced?: string[];
   /** A stacked generation: the generation ids of its stack, topmost first (its own first when it has a layer). */
   layers?: string[];
   /**
@@ -158,12 +164,12 @@ export async function stageGeneration(store: Store, rootName: string, candidateD
     if (baseIds.length < MAX_STACK_DEPTH) {
       const layerPath = join(stagingDir, 'layer');
       let layer: NonNullable<StagedGeneration['layer']>;
-      let copied: number;
+      let built: BuiltLayer;
       try {
         const items = planLayer(baseManifest, manifest, [...delta.upsert.map((e) => e.path), ...delta.deleted]);
         const top = lstatSync(basePayload);
         const rootAttributes = manifest.root ?? { mode: top.mode & 0o7777, uid: top.uid, gid: top.gid };
-        copied = (await buildLayer(layerPath, items, rootAttributes, candidateRoot)).copied;
+        built = buildLayer(layerPath, items, rootAttributes, candidateRoot);
         layer = { items, root: rootAttributes, overBase: compacted === undefined, ...(compacted !== undefined ? { overCompaction: compacted } : {}) };
       } catch (e) {
         await rm(stagingDir, { recursive: true, force: true });
@@ -176,7 +182,7 @@ export async function stageGeneration(store: Store, rootName: string, candidateD
         throw new CollapseError('STAGED_UNTESTED', `the staged layer of ${rootName} is not the candidate's: ${mismatch}`);
       }
       await options.hooks?.afterStep?.('after-verify');
-      return { ...staged, payloadPath: layerPath, layers: [generationId, ...baseIds], layer, linked: 0, copied };
+      return { ...staged, payloadPath: layerPath, unsynced: built.unsynced, layers: [generationId, ...baseIds], layer, linked: 0, copied: built.copied };
     }
 
     // The compaction: a full generation, each unchanged file linked from the layer that provides it.

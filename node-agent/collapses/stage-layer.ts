@@ -18,13 +18,17 @@ import type { ManifestEntry, RootAttributes } from '../../core/manifest.js';
 import type { LayerItem } from '../../core/layer-plan.js';
 import * as native from '../../native/index.js';
 import { hashOpenFile } from '../store/hash-file.js';
-import { fsyncPaths } from '../store/durable-fs.js';
 
 export interface BuiltLayer {
   items: LayerItem[];
   /** Files whose bytes were copied from the candidate. */
   copied: number;
   whiteouts: number;
+  /**
+   * Every file and directory of the layer, relative to it ('' for its top): written, not yet fsynced. The
+   * commit makes them durable in its one batch before the exchange (commit-generation.ts).
+   */
+  unsynced: string[];
 }
 
 /**
@@ -77,15 +81,15 @@ function makeWhiteout(dir: string, name: string): void {
 
 /**
  * Writes the layer at `layer` (a new directory): the items of planLayer, file bytes from `candidateRoot`
- * (the candidate's copy of the Root's changed files), the top directory with `rootAttributes`. Every file
- * and directory of it is durable when the promise resolves: written first, then fsynced all at once on
- * the thread pool (the filesystem's journal commits them together; one after another, each fsync waited
- * for its own commit).
+ * (the candidate's copy of the Root's changed files), the top directory with `rootAttributes`. Nothing of
+ * it is fsynced here: it lists what it wrote (`unsynced`), and the commit syncs that in the same batch as
+ * the generation's marker and directories, after moving the layer into generations/ and before the
+ * exchange. Until that exchange nothing refers to the layer: a crash before it is rolled back, and the
+ * layer removed, whatever of it reached the disk.
  */
-export async function buildLayer(layer: string, items: readonly LayerItem[], rootAttributes: RootAttributes, candidateRoot: string): Promise<BuiltLayer> {
+export function buildLayer(layer: string, items: readonly LayerItem[], rootAttributes: RootAttributes, candidateRoot: string): BuiltLayer {
   mkdirSync(layer, { mode: 0o700 });
-  const dirs = [layer];
-  const files: string[] = [];
+  const unsynced = [''];
   let copied = 0;
   let whiteouts = 0;
   for (const item of items) {
@@ -96,15 +100,11 @@ export async function buildLayer(layer: string, items: readonly LayerItem[], roo
       continue;
     }
     writeEntry(to, item.entry, candidateRoot, false);
-    if (item.entry.type === 'dir') dirs.push(to);
-    else if (item.entry.type === 'file') {
-      files.push(to);
-      copied++;
-    }
+    if (item.entry.type === 'dir' || item.entry.type === 'file') unsynced.push(item.path);
+    if (item.entry.type === 'file') copied++;
   }
   setOwnerAndMode(layer, rootAttributes);
-  await fsyncPaths([...files, ...dirs]);
-  return { items: [...items], copied, whiteouts };
+  return { items: [...items], copied, whiteouts, unsynced };
 }
 
 /**

@@ -83,12 +83,12 @@ export async function stageReturn(store: Store, rootName: string, fromGeneration
   // Its own layer is empty but for its top directory (the checkpoint's root attributes): every stacked
   // generation has a layer of its own, whose directory identifies it (store-records payload_dev/ino).
   // The checkpoint's payload is read (its root's owner and mode, its walk): held mounted meanwhile.
-  const { walk, topAttributes } = await withPayload(store, checkpoint.id, async (checkpointPayload) => {
+  const { walk, topAttributes, unsynced } = await withPayload(store, checkpoint.id, async (checkpointPayload) => {
     const top = lstatSync(checkpointPayload);
     const topAttributes = manifest.root ?? { mode: top.mode & 0o7777, uid: top.uid, gid: top.gid };
-    await buildLayer(layerPath, [], topAttributes, '');
+    const { unsynced } = buildLayer(layerPath, [], topAttributes, '');
     await options.hooks?.afterStep?.('after-stage');
-    return { walk: await collapseWalkDigest(checkpointPayload, store.dir), topAttributes };
+    return { walk: await collapseWalkDigest(checkpointPayload, store.dir), topAttributes, unsynced };
   });
   if (walk.problems.length > 0 || walk.digest !== digest) {
     await rm(stagingDir, { recursive: true, force: true });
@@ -98,6 +98,7 @@ export async function stageReturn(store: Store, rootName: string, fromGeneration
   return {
     ...staged,
     payloadPath: layerPath,
+    unsynced,
     layers,
     layer: { items: [], root: topAttributes, overBase: false },
     linked: 0,
