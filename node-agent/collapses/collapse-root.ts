@@ -1,10 +1,11 @@
 // A collapse from start to end, for one Root or several: plan each Root's next generation, write the
-// intent, stage each Root (from a candidate, or from a checkpoint for a return), verify, commit all in
+// intent (durable with the commit's batch, before the exchange), stage each Root (from a candidate, or from a checkpoint for a return), verify, commit all in
 // one exchange. From the intent row on, a crash is settled by recoverCollapses (recover-collapses.ts);
 // a refusal is settled the same way at once.
 import { randomUUID } from 'node:crypto';
 import type { Store } from '../store/open-store.js';
 import { getGeneration, getRoot, insertIntent } from '../store/store-records.js';
+import { commitUnsynced } from '../store/unsynced-commit.js';
 import { CollapseError } from './collapse-errors.js';
 import { COLLAPSE_INTENT_KIND, stagingDirFor, type CollapseHooks, type CollapseSetIntent } from './collapse-intent.js';
 import { commitGenerations, type CommitItem, type CommitOptions, type CommitResult, type ExpectedBase } from './commit-generation.js';
@@ -59,7 +60,10 @@ export async function collapseRoots(store: Store, reqs: readonly CollapseRootReq
       digest: plan.digest,
     });
   }
-  insertIntent(store.db, id, COLLAPSE_INTENT_KIND, intent, store.now());
+  // Written, not fsynced here: the commit's batch of fsyncs syncs the WAL with the new generations, before the
+  // exchange (commit-generation.ts). A power loss before that batch may lose the intent and leave what was
+  // staged; nothing refers to it, and the sweep after recovery removes it (sweepCollapseLeftovers).
+  commitUnsynced(store.db, () => insertIntent(store.db, id, COLLAPSE_INTENT_KIND, intent, store.now()));
   await hooks.afterStep?.('after-intent');
   try {
     const items: CommitItem[] = [];

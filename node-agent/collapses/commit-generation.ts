@@ -12,7 +12,7 @@ import type { Store } from '../store/open-store.js';
 import { checkRouting, type Routing } from '../store/routing.js';
 import { isStoreError } from '../store/store-errors.js';
 import { serializedOnStore } from '../store/store-serial.js';
-import { commitUnsynced } from '../store/unsynced-commit.js';
+import { commitUnsynced, walPathOf } from '../store/unsynced-commit.js';
 import { generationDir, liveLinkTarget, payloadDir, viewLinkName, viewLinkTarget } from '../store/store-layout.js';
 import { dropView, ensureView, freezeView, thawView, viewIdOf, viewWatchKey } from '../store/owner-view.js';
 import { unpublishedEdits } from '../store/view-measure.js';
@@ -110,8 +110,9 @@ async function commitSerialized(store: Store, items: readonly CommitItem[], opti
     // Everything the exchange will make PRIME depend on is written first and made durable by one batch of
     // fsyncs (the filesystem's journal commits them at once): each generation's own layer (its files and
     // directories, written unsynced by the staging), its directory with its marker, staging/ and
-    // generations/, and live.next/. Until the exchange nothing refers to any of it: a crash before the
-    // batch completes is rolled back like any crash before the exchange, whatever part reached the disk.
+    // generations/, live.next/, and the database's WAL (the intent). Until the exchange nothing refers to
+    // any of it: a crash before the batch completes is rolled back like any crash before the exchange,
+    // whatever part reached the disk (and what a lost intent leaves is swept: sweepCollapseLeftovers).
     // The batch runs on the thread pool while the boundary measures (reads of the page cache, mounts, the
     // watcher's drains: no fsync of their own to queue behind it), and the exchange waits for it.
     const published: string[] = [];
@@ -136,7 +137,9 @@ async function commitSerialized(store: Store, items: readonly CommitItem[], opti
       if (keepView !== true) links.set(viewLinkName(staged.rootKey), viewLinkTarget(viewIdOf(staged.generationId)));
     }
     const nextMapping = buildNextMapping(store.layout, links);
-    durable = fsyncPaths([...published, store.layout.staging, store.layout.generations, nextMapping]);
+    // The WAL too: the collapse's intent was committed unsynced (collapse-root.ts), and recovery needs it
+    // from the exchange on.
+    durable = fsyncPaths([...published, store.layout.staging, store.layout.generations, nextMapping, walPathOf(store.layout.database)]);
     durable.catch(() => undefined); // its failure is met where it is awaited
     for (const { staged } of items) {
       await step('after-layer-publish');

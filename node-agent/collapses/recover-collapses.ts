@@ -9,15 +9,19 @@
 // is left alone with its intent, reported as blocked — except links that name the newer generation the
 // store records for their Root: another collapse committed first, so this exchange never happened and what
 // it staged is removed. A leftover live.next/ is removed either way: live/ is what counts.
+import { readdirSync } from 'node:fs';
 import { lstat, readlink, rm } from 'node:fs/promises';
+import { join } from 'node:path';
 import { fsyncDirectory, pathKind, replaceSymlink } from '../store/durable-fs.js';
 import { readMarker } from '../store/generation-marker.js';
 import type { Store } from '../store/open-store.js';
 import { errnoCode } from '../store/store-errors.js';
 import { liveLinkPath, liveLinkTarget, payloadDir } from '../store/store-layout.js';
 import { settlePayloads } from '../store/payload-holds.js';
-import { identityDir, isReadOnlyMount, isStacked, mountPayload, removeGeneration } from '../store/generation-stack.js';
-import { deleteIntent, getGeneration, getRoot, insertGeneration, listIntents, upsertRoot } from '../store/store-records.js';
+import { identityDir, isCompactionId, isReadOnlyMount, isStacked, mountPayload, removeGeneration } from '../store/generation-stack.js';
+import { allGenerationIds, deleteIntent, getGeneration, getRoot, insertGeneration, listIntents, upsertRoot } from '../store/store-records.js';
+import { ADOPT_INTENT_KIND } from '../store/adoption-intent.js';
+import { RELEASE_INTENT_KIND } from '../store/release-intent.js';
 import { asSetIntent, COLLAPSE_INTENT_KIND, nextLinkPath, type CollapseIntent, type CollapseSetIntent } from './collapse-intent.js';
 import { collapseWalk, type CollapseWalk } from '../store/store-walk.js';
 import { removeNextMapping } from './exchange-live.js';
@@ -37,6 +41,7 @@ export async function recoverCollapses(store: Store): Promise<CollapseRecoveryOu
     outcomes.push(await recoverCollapseIntent(store, intent.id, intent.data));
   }
   removeNextMapping(store.layout);
+  await sweepCollapseLeftovers(store);
   reconcileViews(store, { relink: true }); // each Root's view, now that PRIME is settled
   settlePayloads(store); // and what PRIME reads mounted, what it moved past (and nothing holds yet) not
   return outcomes;
@@ -148,4 +153,48 @@ async function cleanup(store: Store, set: CollapseSetIntent, o: { keepGeneration
   await fsyncDirectory(store.layout.staging);
   await fsyncDirectory(store.layout.generations);
   await fsyncDirectory(store.dir);
+}
+
+/**
+ * What a collapse whose intent never reached the disk left: a power loss before the commit's batch of
+ * fsyncs (which syncs the intent with the new generations, commit-generation.ts) can keep its staging
+ * directory or its generation's directory and lose the intent that names them. Nothing refers to them:
+ * the exchange waits for that batch. Removed here, after every intent is settled: a staging/collapse-*
+ * directory and a generations/<id> (not a compaction: sweepCompactionLeftovers) the store never recorded
+ * and no remaining intent names (a blocked one keeps what it names). Its view, if made, is removed with
+ * the other views no Root links (reconcileViews). Returns what was removed, relative to the store.
+ */
+export async function sweepCollapseLeftovers(store: Store): Promise<string[]> {
+  const named = new Set<string>();
+  for (const kind of [COLLAPSE_INTENT_KIND, ADOPT_INTENT_KIND, RELEASE_INTENT_KIND]) {
+    for (const intent of listIntents<unknown>(store.db, kind)) collectStrings(intent.data, named);
+  }
+  const recorded = new Set(allGenerationIds(store.db));
+  const removed: string[] = [];
+  for (const name of readdirSync(store.layout.staging)) {
+    const path = join(store.layout.staging, name);
+    if (!name.startsWith('collapse-') || named.has(path)) continue;
+    await rm(path, { recursive: true, force: true });
+    removed.push(`staging/${name}`);
+  }
+  for (const id of readdirSync(store.layout.generations)) {
+    if (isCompactionId(id) || !GENERATION_ID.test(id) || recorded.has(id) || named.has(id)) continue;
+    await removeGeneration(store.layout, id);
+    removed.push(`generations/${id}`);
+  }
+  if (removed.length > 0) {
+    await fsyncDirectory(store.layout.staging);
+    await fsyncDirectory(store.layout.generations);
+  }
+  return removed;
+}
+
+/** A generation id as generationIdFor makes them (root key, number, digest prefix). */
+const GENERATION_ID = /_g[0-9]+_[0-9a-f]{16}$/;
+
+/** Every string anywhere in an intent's data (the paths and ids it names). */
+function collectStrings(value: unknown, into: Set<string>): void {
+  if (typeof value === 'string') into.add(value);
+  else if (Array.isArray(value)) for (const v of value) collectStrings(v, into);
+  else if (value !== null && typeof value === 'object') for (const v of Object.values(value)) collectStrings(v, into);
 }

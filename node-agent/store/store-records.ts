@@ -205,6 +205,11 @@ export function getGenerationManifest(db: Database, id: string): Manifest | unde
  * The ids of the generations whose payloads are read: every generation of a Root that is not Released
  * (the store's own list, for mounting stacked payloads at open), or of one Root key.
  */
+/** Every generation the store recorded, released Roots' included. */
+export function allGenerationIds(db: Database): string[] {
+  return (statement(db, 'SELECT id FROM generations').all() as { id: string }[]).map((r) => r.id);
+}
+
 export function listGenerationIds(db: Database, rootKey?: string): string[] {
   const rows = rootKey === undefined
     ? statement(db, `SELECT g.id FROM generations g JOIN roots r ON r.root_key = g.root_key WHERE r.state != 'Released' ORDER BY g.root_key, g.number`).all()

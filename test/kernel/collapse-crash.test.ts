@@ -10,10 +10,10 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { manifestDigest } from '../../core/manifest.js';
 import { COLLAPSE_STEPS } from '../../node-agent/collapses/collapse-intent.js';
-import { recoverCollapses } from '../../node-agent/collapses/recover-collapses.js';
+import { recoverCollapses, sweepCollapseLeftovers } from '../../node-agent/collapses/recover-collapses.js';
 import { openStore } from '../../node-agent/store/open-store.js';
 import { checkRouting } from '../../node-agent/store/routing.js';
-import { getRoot, listIntents } from '../../node-agent/store/store-records.js';
+import { deleteIntent, getRoot, listIntents } from '../../node-agent/store/store-records.js';
 import { publishOwnerEdits } from '../../node-agent/collapses/owner-edits.js';
 import { walkTreeSync } from '../../node-agent/store/walk-tree-sync.js';
 import { adoptSample, leftovers, makeCandidate, sampleChange } from './collapse-fixtures.js';
@@ -122,3 +122,41 @@ test('fail-closed: a published generation whose payload changed before recovery 
   assert.deepEqual(listIntents(store.db, 'collapse'), []);
   assert.deepEqual(await leftovers(store), []);
 });
+
+// The intent is committed unsynced and made durable by the commit's batch of fsyncs (commit-generation.ts):
+// a power loss before that batch can keep what the collapse staged or published and lose the intent
+// naming it. Simulated here by deleting the intent row after a crash at each step before the batch is
+// awaited: the next start's recovery sweeps what no intent names, and PRIME is the base.
+for (const step of ['after-stage', 'after-marker-sync'] as const) {
+  test(`an intent lost before the commit's batch (crash at "${step}", the row gone): the next start sweeps what it staged and published`, async (t) => {
+    const s = await scratch(t);
+    const dir = join(s.dir, 'store');
+    const first = await openStore({ dir });
+    let made;
+    try {
+      await adoptSample(first.store, s.dir);
+      made = await makeCandidate(t, first.store, 'project', sampleChange);
+    } finally {
+      first.store.close();
+    }
+    assert.equal(await collapseAndCrash([dir, 'project', made.candidate.dir, String(made.base.generation), made.base.digest, step]), 'SIGKILL');
+
+    const { store } = await openStore({ dir });
+    t.after(() => store.close());
+    const [intent] = listIntents(store.db, 'collapse');
+    assert.ok(intent, 'the crash left the intent');
+    const left = await leftovers(store);
+    assert.ok(left.some((l) => (step === 'after-stage' ? l.startsWith('staging/collapse-') : l.startsWith('generations/'))), `the collapse left ${step === 'after-stage' ? 'its staging' : 'its generation'}: ${left.join(', ')}`);
+    // While an intent names them, the sweep keeps them: its recovery decides.
+    assert.deepEqual(await sweepCollapseLeftovers(store), []);
+    assert.deepEqual(await leftovers(store), left);
+
+    deleteIntent(store.db, intent.id); // what a power loss before the batch can leave
+    assert.deepEqual(await recoverCollapses(store), [], 'no intent to settle');
+    assert.deepEqual(await leftovers(store), [], 'swept');
+    const route = await checkRouting(store, 'project');
+    assert.equal(route.root.generation, 1);
+    assert.equal(manifestDigest(walkTreeSync(route.payloadPath).manifest), made.base.digest);
+    assert.equal(manifestDigest(walkTreeSync(join(s.dir, 'project')).manifest), made.base.digest, "the owner's host path shows PRIME");
+  });
+}
