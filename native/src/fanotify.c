@@ -67,10 +67,32 @@ static bool set(napi_env env, napi_value obj, const char *key, napi_value v) {
   return v != NULL && napi_set_named_property(env, obj, key, v) == napi_ok;
 }
 
+/* The property names of the decoded events, made once per read call: napi_set_named_property makes its key
+ * string anew on every call, which was most of the decoding's cost (a few properties per record, a few
+ * records per event). */
+struct keys {
+  napi_value type, fsid, handle_type, handle, name, mask, pid, records;
+};
+
+static bool make_keys(napi_env env, struct keys *k) {
+  return napi_create_string_utf8(env, "type", NAPI_AUTO_LENGTH, &k->type) == napi_ok &&
+         napi_create_string_utf8(env, "fsid", NAPI_AUTO_LENGTH, &k->fsid) == napi_ok &&
+         napi_create_string_utf8(env, "handleType", NAPI_AUTO_LENGTH, &k->handle_type) == napi_ok &&
+         napi_create_string_utf8(env, "handle", NAPI_AUTO_LENGTH, &k->handle) == napi_ok &&
+         napi_create_string_utf8(env, "name", NAPI_AUTO_LENGTH, &k->name) == napi_ok &&
+         napi_create_string_utf8(env, "mask", NAPI_AUTO_LENGTH, &k->mask) == napi_ok &&
+         napi_create_string_utf8(env, "pid", NAPI_AUTO_LENGTH, &k->pid) == napi_ok &&
+         napi_create_string_utf8(env, "records", NAPI_AUTO_LENGTH, &k->records) == napi_ok;
+}
+
+static bool setk(napi_env env, napi_value obj, napi_value key, napi_value v) {
+  return v != NULL && napi_set_property(env, obj, key, v) == napi_ok;
+}
+
 /* One info record -> { type, fsid, handleType, handle, name } (fid types) or { type } (others). */
-static napi_value decode_info(napi_env env, const struct fanotify_event_info_header *hdr) {
+static napi_value decode_info(napi_env env, const struct keys *k, const struct fanotify_event_info_header *hdr) {
   napi_value o;
-  if (napi_create_object(env, &o) != napi_ok || !set(env, o, "type", wl_int(env, hdr->info_type))) return NULL;
+  if (napi_create_object(env, &o) != napi_ok || !setk(env, o, k->type, wl_int(env, hdr->info_type))) return NULL;
   switch (hdr->info_type) {
     case FAN_EVENT_INFO_TYPE_FID:
     case FAN_EVENT_INFO_TYPE_DFID:
@@ -100,17 +122,17 @@ static napi_value decode_info(napi_env env, const struct fanotify_event_info_hea
     if (len == room) return NULL; /* not NUL-terminated inside the record */
     if (napi_create_string_utf8(env, s, len, &name) != napi_ok) return NULL;
   }
-  if (!set(env, o, "fsid", wl_str(env, fsid)) || !set(env, o, "handleType", wl_int(env, fh->handle_type)) ||
-      !set(env, o, "handle", handle) || !set(env, o, "name", name))
+  if (!setk(env, o, k->fsid, wl_str(env, fsid)) || !setk(env, o, k->handle_type, wl_int(env, fh->handle_type)) ||
+      !setk(env, o, k->handle, handle) || !setk(env, o, k->name, name))
     return NULL;
   return o;
 }
 
 /* One event -> { mask, pid, records }; NULL (EPROTO thrown by the caller) when it is malformed. */
-static napi_value decode_event(napi_env env, const struct fanotify_event_metadata *m) {
+static napi_value decode_event(napi_env env, const struct keys *k, const struct fanotify_event_metadata *m) {
   napi_value o, records;
   if (napi_create_object(env, &o) != napi_ok || napi_create_array(env, &records) != napi_ok) return NULL;
-  if (!set(env, o, "mask", wl_int(env, (int64_t)m->mask)) || !set(env, o, "pid", wl_int(env, m->pid))) return NULL;
+  if (!setk(env, o, k->mask, wl_int(env, (int64_t)m->mask)) || !setk(env, o, k->pid, wl_int(env, m->pid))) return NULL;
   const char *p = (const char *)m + m->metadata_len;
   const char *end = (const char *)m + m->event_len;
   uint32_t n = 0;
@@ -118,11 +140,11 @@ static napi_value decode_event(napi_env env, const struct fanotify_event_metadat
     if ((size_t)(end - p) < sizeof(struct fanotify_event_info_header)) return NULL;
     const struct fanotify_event_info_header *hdr = (const void *)p;
     if (hdr->len < sizeof *hdr || hdr->len > (size_t)(end - p)) return NULL;
-    napi_value r = decode_info(env, hdr);
+    napi_value r = decode_info(env, k, hdr);
     if (r == NULL || napi_set_element(env, records, n++, r) != napi_ok) return NULL;
     p += hdr->len;
   }
-  return set(env, o, "records", records) ? o : NULL;
+  return setk(env, o, k->records, records) ? o : NULL;
 }
 
 static napi_value js_fanotify_read(napi_env env, napi_callback_info info) {
@@ -133,7 +155,8 @@ static napi_value js_fanotify_read(napi_env env, napi_callback_info info) {
   WL_AUTOFREE char *buf = aligned_alloc(8, WL_FAN_BUF);
   if (buf == NULL) return wl_throw_errno(env, ENOMEM, "fanotifyRead", NULL);
   napi_value result, events;
-  if (napi_create_object(env, &result) != napi_ok || napi_create_array(env, &events) != napi_ok) return NULL;
+  struct keys keys;
+  if (!make_keys(env, &keys) || napi_create_object(env, &result) != napi_ok || napi_create_array(env, &events) != napi_ok) return NULL;
   uint32_t count = 0;
   size_t total = 0;
   bool complete = false;
@@ -158,7 +181,7 @@ static napi_value js_fanotify_read(napi_env env, napi_callback_info info) {
     for (; FAN_EVENT_OK(m, len); m = FAN_EVENT_NEXT(m, len)) {
       if (m->vers != FANOTIFY_METADATA_VERSION) return wl_throw_errno(env, EPROTO, "read(fanotify) metadata version", NULL);
       if (m->fd >= 0) close(m->fd); /* not in fid mode; never leak one */
-      napi_value e = decode_event(env, m);
+      napi_value e = decode_event(env, &keys, m);
       if (e == NULL) {
         bool pending = false;
         napi_is_exception_pending(env, &pending);

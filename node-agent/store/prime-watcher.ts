@@ -76,6 +76,8 @@ interface Gap {
 
 interface Tree {
   dir: string;
+  /** dir with a trailing '/': what a path inside it starts with (made once, not per event). */
+  dirSlash: string;
   /** seq at watch(): tokens before it know nothing of this tree. */
   since: number;
   gap: Gap | null;
@@ -152,7 +154,7 @@ export class PrimeWatcher {
     if (native.statx(native.AT_FDCWD, real, 0).mntId !== this.mntId && !this.boundOntoItself(real)) throw new Error(`${dir} is on another mount than the store ${this.storeDir}`);
     this.drain();
     // A moment of its own: a token from before it (even with nothing observed since) is a gap for this tree.
-    this.trees.set(key, { dir: real, since: ++this.seq, gap: null, changes: new Map(), last: 0 });
+    this.trees.set(key, { dir: real, dirSlash: `${real}/`, since: ++this.seq, gap: null, changes: new Map(), last: 0 });
   }
 
   /**
@@ -392,11 +394,12 @@ export class PrimeWatcher {
 
   private record(path: string, mask: number): void {
     const renamed = (mask & NAME_EVENTS) !== 0;
+    const pathSlash = path === '/' ? '/' : `${path}/`;
     let bumped = false;
     for (const [key, t] of this.trees) {
-      const inside = path.startsWith(t.dir + '/');
+      const inside = path.startsWith(t.dirSlash);
       // The tree's directory itself, or one above it, moved, removed or (re)created: not the tree that was watched.
-      const replaced = renamed && (path === t.dir || t.dir.startsWith(path === '/' ? '/' : path + '/'));
+      const replaced = renamed && (path === t.dir || t.dir.startsWith(pathSlash));
       if (!inside && path !== t.dir && !replaced) continue; // outside, or metadata of an ancestor
       if (!bumped) {
         this.seq++;
