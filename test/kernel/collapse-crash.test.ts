@@ -16,7 +16,7 @@ import { checkRouting } from '../../node-agent/store/routing.js';
 import { deleteIntent, getRoot, listIntents } from '../../node-agent/store/store-records.js';
 import { publishOwnerEdits } from '../../node-agent/collapses/owner-edits.js';
 import { walkTreeSync } from '../../node-agent/store/walk-tree-sync.js';
-import { adoptSample, leftovers, makeCandidate, sampleChange } from './collapse-fixtures.js';
+import { adoptSample, closedStoreWithCandidate, leftovers } from './collapse-fixtures.js';
 import { scratch } from './store-fixtures.js';
 
 const child = fileURLToPath(new URL('./collapse-child.js', import.meta.url));
@@ -34,16 +34,8 @@ for (const step of COLLAPSE_STEPS) {
   for (const runNo of [1, 2]) {
     test(`a crash at "${step}" (run ${runNo}) recovers to exactly ${expectNew.has(step) ? 'the new' : 'the old'} generation`, async (t) => {
       const s = await scratch(t);
-      const dir = join(s.dir, 'store');
-      const first = await openStore({ dir });
-      let made;
-      try {
-        await adoptSample(first.store, s.dir);
-        made = await makeCandidate(t, first.store, 'project', sampleChange);
-      } finally {
-        first.store.close();
-      }
-      const signal = await collapseAndCrash([dir, 'project', made.candidate.dir, String(made.base.generation), made.base.digest, step]);
+      const { dir, made, childArgs } = await closedStoreWithCandidate(t, s.dir);
+      const signal = await collapseAndCrash(childArgs(step));
       assert.equal(signal, 'SIGKILL');
 
       const { store } = await openStore({ dir });
@@ -99,16 +91,8 @@ for (const step of COLLAPSE_STEPS) {
 
 test('fail-closed: a published generation whose payload changed before recovery is rolled back to the base', async (t) => {
   const s = await scratch(t);
-  const dir = join(s.dir, 'store');
-  const first = await openStore({ dir });
-  let made;
-  try {
-    await adoptSample(first.store, s.dir);
-    made = await makeCandidate(t, first.store, 'project', sampleChange);
-  } finally {
-    first.store.close();
-  }
-  assert.equal(await collapseAndCrash([dir, 'project', made.candidate.dir, String(made.base.generation), made.base.digest, 'after-exchange']), 'SIGKILL');
+  const { dir, made, childArgs } = await closedStoreWithCandidate(t, s.dir);
+  assert.equal(await collapseAndCrash(childArgs('after-exchange')), 'SIGKILL');
   // PRIME is a read-only stack now: the only way to change it is inside its layer in the store.
   const published = readdirSync(join(dir, 'generations')).find((id) => id.includes('_g2_'))!;
   await writeFile(join(dir, 'generations', published, 'layer', 'docs', 'guide.md'), 'tampered after the crash\n');
@@ -130,16 +114,8 @@ test('fail-closed: a published generation whose payload changed before recovery 
 for (const step of ['after-stage', 'after-marker-sync'] as const) {
   test(`an intent lost before the commit's batch (crash at "${step}", the row gone): the next start sweeps what it staged and published`, async (t) => {
     const s = await scratch(t);
-    const dir = join(s.dir, 'store');
-    const first = await openStore({ dir });
-    let made;
-    try {
-      await adoptSample(first.store, s.dir);
-      made = await makeCandidate(t, first.store, 'project', sampleChange);
-    } finally {
-      first.store.close();
-    }
-    assert.equal(await collapseAndCrash([dir, 'project', made.candidate.dir, String(made.base.generation), made.base.digest, step]), 'SIGKILL');
+    const { dir, made, childArgs } = await closedStoreWithCandidate(t, s.dir);
+    assert.equal(await collapseAndCrash(childArgs(step)), 'SIGKILL');
 
     const { store } = await openStore({ dir });
     t.after(() => store.close());

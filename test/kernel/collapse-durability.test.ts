@@ -13,7 +13,7 @@ import { fileURLToPath } from 'node:url';
 import { openStore } from '../../node-agent/store/open-store.js';
 import { getRoot, listIntents } from '../../node-agent/store/store-records.js';
 import { generationDir } from '../../node-agent/store/store-layout.js';
-import { adoptSample, makeCandidate, sampleChange } from './collapse-fixtures.js';
+import { closedStoreWithCandidate } from './collapse-fixtures.js';
 import { scratch } from './store-fixtures.js';
 
 const child = fileURLToPath(new URL('./collapse-child.js', import.meta.url));
@@ -71,17 +71,9 @@ const isSync = (c: Call): boolean => c.call === 'fsync' || c.call === 'fdatasync
 
 test('before its exchange, a collapse has made durable every path the new PRIME reads and every WAL frame it wrote (the intent); after it, the exchange', async (t) => {
   const s = await scratch(t);
-  const dir = join(s.dir, 'store');
-  const first = await openStore({ dir });
-  let made;
-  try {
-    await adoptSample(first.store, s.dir);
-    made = await makeCandidate(t, first.store, 'project', sampleChange);
-  } finally {
-    first.store.close();
-  }
+  const { dir, childArgs } = await closedStoreWithCandidate(t, s.dir);
   const out = join(s.dir, 'strace.txt');
-  const args = [dir, 'project', made.candidate.dir, String(made.base.generation), made.base.digest, 'none'];
+  const args = childArgs('none');
   // Each fsync is held 250 ms on its way out (strace's fault injection), so a sync the exchange did not wait
   // for finishes after it, whatever else the process does meanwhile.
   const trace = ['-f', '-y', '-qq', '-e', 'trace=fsync,fdatasync,renameat2,pwrite64,write', '-e', 'inject=fsync,fdatasync:delay_exit=250000'];

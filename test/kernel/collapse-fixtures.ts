@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import type { TestContext } from 'node:test';
 import { diffManifests, manifestDigest, type Manifest } from '../../core/manifest.js';
 import { adoptRoot } from '../../node-agent/store/adopt-root.js';
-import type { Store } from '../../node-agent/store/open-store.js';
+import { openStore, type Store } from '../../node-agent/store/open-store.js';
 import { checkRouting } from '../../node-agent/store/routing.js';
 import { walkTreeSync } from '../../node-agent/store/walk-tree-sync.js';
 import { storeCandidate, type Candidate, type RootChange } from '../../node-agent/store/candidates.js';
@@ -89,4 +89,21 @@ export async function leftovers(store: Store): Promise<string[]> {
   const recorded = new Set((store.db.prepare('SELECT id FROM generations').all() as { id: string }[]).map((r) => r.id));
   for (const g of await readdir(store.layout.generations)) if (!recorded.has(g)) found.push(`generations/${g}`);
   return found;
+}
+
+/**
+ * A store at `<scratch>/store` with the sample root adopted and a candidate of the sample change, closed
+ * again so that another process (collapse-child.ts) can open it. `childArgs(step)` is that child's argv.
+ */
+export async function closedStoreWithCandidate(t: TestContext, scratchDir: string): Promise<{ dir: string; made: MadeCandidate; childArgs: (step: string) => string[] }> {
+  const dir = join(scratchDir, 'store');
+  const { store } = await openStore({ dir });
+  let made: MadeCandidate;
+  try {
+    await adoptSample(store, scratchDir);
+    made = await makeCandidate(t, store, 'project', sampleChange);
+  } finally {
+    store.close();
+  }
+  return { dir, made, childArgs: (step) => [dir, 'project', made.candidate.dir, String(made.base.generation), made.base.digest, step] };
 }
