@@ -1,7 +1,8 @@
 // A collapse from start to end, for one Root or several: plan each Root's next generation, write the
-// intent (durable with the commit's batch, before the exchange), stage each Root (from a candidate, or from a checkpoint for a return), verify, commit all in
-// one exchange. From the intent row on, a crash is settled by recoverCollapses (recover-collapses.ts);
-// a refusal is settled the same way at once.
+// intent (made durable by the commit's batch of fsyncs, before the exchange), stage each Root (from a
+// candidate, or from a checkpoint for a return), verify, commit all in one exchange. From the intent row
+// on, a crash is settled by recoverCollapses (recover-collapses.ts); a refusal is settled the same way at
+// once.
 import { randomUUID } from 'node:crypto';
 import type { Store } from '../store/open-store.js';
 import { getGeneration, getRoot, insertIntent } from '../store/store-records.js';
