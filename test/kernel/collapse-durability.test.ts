@@ -24,11 +24,14 @@ interface Call {
   /** The path of the call's first fd (strace -y), or its first argument. */
   path: string;
   args: string;
-  /** Whether the call had returned by the time the next line was written (false: `<unfinished ...>`). */
-  done: boolean;
+  /** The line of the trace that starts it. */
+  line: number;
 }
 
-/** The traced calls in order of their start; a call's completion is its own line when it was interrupted. */
+/**
+ * The traced calls in the order strace wrote them: a call's line once it returned, or its `<unfinished ...>`
+ * line when another thread's call came in between (its return is then a `<... resumed>` line of its own).
+ */
 function parseTrace(text: string): { calls: Call[]; finishedBefore: (index: number) => Set<number> } {
   const calls: Call[] = [];
   const pending = new Map<string, number>(); // pid -> index of its unfinished call
@@ -50,14 +53,13 @@ function parseTrace(text: string): { calls: Call[]; finishedBefore: (index: numb
     const quoted = /^"([^"]*)"/.exec(args);
     const unfinished = line.endsWith('<unfinished ...>');
     const index = calls.length;
-    calls.push({ pid: m[1]!, call: m[2]!, path: fdPath?.[1] ?? quoted?.[1] ?? '', args, done: !unfinished });
-    (calls[index] as Call & { position: number }).position = position;
+    calls.push({ pid: m[1]!, call: m[2]!, path: fdPath?.[1] ?? quoted?.[1] ?? '', args, line: position });
     if (unfinished) pending.set(m[1]!, index);
     else finishedAt[index] = position;
   }
   // The calls that had finished before call `index` started.
   const finishedBefore = (index: number): Set<number> => {
-    const start = (calls[index] as Call & { position: number }).position;
+    const start = calls[index]!.line;
     const set = new Set<number>();
     finishedAt.forEach((at, i) => {
       if (at !== undefined && at < start) set.add(i);
